@@ -1,0 +1,341 @@
+//! Agent definitions: Markdown files with YAML front matter.
+//!
+//! Takes the text of an agent file and where it came from; gives an
+//! [`AgentDefinition`] or an error naming the file, the line and the key.
+//! Validation is strict: an unknown key, a missing name, a tool that does
+//! not exist or a non-positive `max_rounds` is an error, never a silent
+//! skip (a misspelt key must not hand an agent every tool).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::tools::READ_ONLY_TOOLS;
+
+/// The keys a front matter may have.
+const KEYS: &[&str] = &["name", "description", "tools", "max_rounds", "model"];
+
+/// Default rounds when a definition sets none.
+pub const DEFAULT_MAX_ROUNDS: u32 = 20;
+
+/// One agent, ready to run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AgentDefinition {
+    pub name: String,
+    pub description: String,
+    /// Allowed tools, each one of [`READ_ONLY_TOOLS`].
+    pub tools: Vec<String>,
+    pub max_rounds: u32,
+    /// A model that overrides the run's model for this agent.
+    pub model: Option<String>,
+    /// The system prompt (the Markdown body).
+    pub prompt: String,
+    /// Where it came from: `builtin:auditor.md` or a file path.
+    pub source: String,
+    /// SHA-256 of the file's text, for the run manifest.
+    pub hash: String,
+}
+
+/// An invalid agent file.
+#[derive(Debug, PartialEq, Eq)]
+pub struct DefinitionError {
+    pub source: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for DefinitionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.source, self.message),
+            None => write!(f, "{}: {}", self.source, self.message),
+        }
+    }
+}
+
+impl std::error::Error for DefinitionError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FrontMatter {
+    name: Option<String>,
+    description: Option<String>,
+    #[serde(default)]
+    tools: Option<Vec<String>>,
+    #[serde(default)]
+    max_rounds: Option<i64>,
+    #[serde(default)]
+    model: Option<String>,
+}
+
+impl AgentDefinition {
+    /// Parses an agent file. `source` names it in errors.
+    pub fn parse(source: &str, text: &str) -> Result<Self, DefinitionError> {
+        let err = |line: Option<usize>, message: String| DefinitionError {
+            source: source.to_string(),
+            line,
+            message,
+        };
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let mut lines = text.split_inclusive('\n');
+        if lines.next().map(str::trim_end) != Some("---") {
+            return Err(err(
+                Some(1),
+                "an agent file must start with a `---` line opening its YAML front matter".into(),
+            ));
+        }
+        let mut front = String::new();
+        let mut body = None;
+        for line in lines.by_ref() {
+            if line.trim_end() == "---" {
+                body = Some(lines.collect::<String>());
+                break;
+            }
+            front.push_str(line);
+        }
+        let body = body.ok_or_else(|| {
+            err(
+                None,
+                "the front matter is never closed: add a `---` line after it".into(),
+            )
+        })?;
+        // Check keys first, with their lines, so a misspelt key is named
+        // with a suggestion rather than a generic parse error.
+        let key_lines = top_level_keys(&front);
+        for (key, line) in &key_lines {
+            if !KEYS.contains(&key.as_str()) {
+                let hint = suggest(key, KEYS)
+                    .map(|s| format!(" (did you mean {s:?}?)"))
+                    .unwrap_or_default();
+                return Err(err(
+                    Some(line + 1),
+                    format!(
+                        "unknown key {key:?}{hint}; the keys are {}",
+                        KEYS.join(", ")
+                    ),
+                ));
+            }
+        }
+        let line_of = |key: &str| key_lines.get(key).map(|l| l + 1);
+        let parsed: FrontMatter = if front.trim().is_empty() {
+            return Err(err(
+                Some(2),
+                "the front matter is empty: `name` and `description` are required".into(),
+            ));
+        } else {
+            serde_saphyr::from_str(&front).map_err(|e| {
+                let line = e.location().map(|l| l.line() as usize + 1);
+                let message = e.to_string();
+                let first = message.lines().next().unwrap_or("invalid YAML").to_string();
+                err(line, format!("invalid front matter: {first}"))
+            })?
+        };
+        let name = parsed
+            .name
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| err(line_of("name").or(Some(2)), "`name` is required".into()))?;
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(err(
+                line_of("name"),
+                format!("name {name:?} may only use letters, digits, - and _"),
+            ));
+        }
+        let description = parsed
+            .description
+            .map(|d| d.trim().to_string())
+            .filter(|d| !d.is_empty())
+            .ok_or_else(|| {
+                err(
+                    line_of("description").or(Some(2)),
+                    "`description` is required".into(),
+                )
+            })?;
+        let mut tools: Vec<String> = Vec::new();
+        for tool in parsed.tools.unwrap_or_default() {
+            if !tools.contains(&tool) {
+                tools.push(tool);
+            }
+        }
+        for tool in &tools {
+            if !READ_ONLY_TOOLS.contains(&tool.as_str()) {
+                let hint = suggest(tool, READ_ONLY_TOOLS)
+                    .map(|s| format!(" (did you mean {s:?}?)"))
+                    .unwrap_or_default();
+                return Err(err(
+                    line_of("tools"),
+                    format!(
+                        "unknown tool {tool:?}{hint}; the tools are {} (all read-only)",
+                        READ_ONLY_TOOLS.join(", ")
+                    ),
+                ));
+            }
+        }
+        let max_rounds = match parsed.max_rounds {
+            None => DEFAULT_MAX_ROUNDS,
+            Some(n) if (1..=1000).contains(&n) => n as u32,
+            Some(n) => {
+                return Err(err(
+                    line_of("max_rounds"),
+                    format!("max_rounds must be between 1 and 1000, got {n}"),
+                ));
+            }
+        };
+        let prompt = body.trim().to_string();
+        if prompt.is_empty() {
+            return Err(err(
+                None,
+                "the body (the system prompt) is empty: write it after the front matter".into(),
+            ));
+        }
+        Ok(Self {
+            name,
+            description,
+            tools,
+            max_rounds,
+            model: parsed.model.filter(|m| !m.trim().is_empty()),
+            prompt,
+            source: source.to_string(),
+            hash: crate::sha256_hex(text.as_bytes()),
+        })
+    }
+}
+
+/// Top-level keys of a YAML mapping with their 0-based line in the front
+/// matter (a light scan: lines that start at column 0 with `key:`).
+fn top_level_keys(front: &str) -> BTreeMap<String, usize> {
+    let mut keys = BTreeMap::new();
+    for (index, line) in front.lines().enumerate() {
+        if line.starts_with([' ', '\t', '#', '-']) || line.trim().is_empty() {
+            continue;
+        }
+        if let Some((key, _)) = line.split_once(':') {
+            let key = key.trim().trim_matches(['"', '\'']);
+            if !key.is_empty() {
+                keys.entry(key.to_string()).or_insert(index + 1);
+            }
+        }
+    }
+    keys
+}
+
+/// The closest known word, if it is close enough to be a likely typo.
+fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
+    let normalized = word.to_ascii_lowercase().replace('-', "_");
+    known
+        .iter()
+        .map(|k| {
+            let d = if normalized.contains(k) || k.contains(normalized.as_str()) {
+                1
+            } else {
+                edit_distance(&normalized, k)
+            };
+            (d, *k)
+        })
+        .filter(|(d, k)| *d <= (k.len() / 2).max(2))
+        .min()
+        .map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// Reads and parses an agent file from disk.
+pub fn load_file(path: &Path) -> Result<AgentDefinition, DefinitionError> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| DefinitionError {
+        source: source.clone(),
+        line: None,
+        message: format!("cannot read the agent file: {e}"),
+    })?;
+    AgentDefinition::parse(&source, &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "---\nname: auditor\ndescription: Reviews files.\ntools: [list_dir, read_file]\nmax_rounds: 5\n---\nYou audit.\n";
+
+    #[test]
+    fn parses_a_good_definition() {
+        let d = AgentDefinition::parse("a.md", GOOD).unwrap();
+        assert_eq!(d.name, "auditor");
+        assert_eq!(d.tools, vec!["list_dir", "read_file"]);
+        assert_eq!(d.max_rounds, 5);
+        assert_eq!(d.prompt, "You audit.");
+        assert_eq!(d.model, None);
+    }
+
+    #[test]
+    fn unknown_key_is_named_with_line_and_suggestion() {
+        let text = "---\nname: a\ndescription: d\nallowed-tools: [grep]\n---\nbody\n";
+        let e = AgentDefinition::parse("agents/a.md", text).unwrap_err();
+        assert_eq!(e.line, Some(4));
+        assert!(
+            e.to_string().starts_with(
+                "agents/a.md:4: unknown key \"allowed-tools\" (did you mean \"tools\"?)"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn rejects_bad_definitions() {
+        let cases = [
+            ("---\ndescription: d\n---\nb\n", "`name` is required"),
+            ("---\nname: a\n---\nb\n", "`description` is required"),
+            (
+                "---\nname: a\ndescription: d\ntools: [read_file, write_file]\n---\nb\n",
+                "unknown tool \"write_file\"",
+            ),
+            (
+                "---\nname: a\ndescription: d\nmax_rounds: 0\n---\nb\n",
+                "max_rounds must be between 1",
+            ),
+            (
+                "---\nname: a\ndescription: d\nmax_rounds: -3\n---\nb\n",
+                "max_rounds must be between 1",
+            ),
+            ("---\nname: a\ndescription: d\n---\n\n", "body"),
+            ("name: a\n", "must start with"),
+            ("---\nname: a\ndescription: d\n", "never closed"),
+            (
+                "---\nname: [a\ndescription: d\n---\nb\n",
+                "invalid front matter",
+            ),
+            ("---\nname: a b\ndescription: d\n---\nb\n", "may only use"),
+        ];
+        for (text, expected) in cases {
+            let e = AgentDefinition::parse("x.md", text)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(expected), "{text:?} gave {e}");
+        }
+    }
+
+    #[test]
+    fn suggestions_are_close_words_only() {
+        assert_eq!(suggest("tool", KEYS), Some("tools"));
+        assert_eq!(suggest("max-rounds", KEYS), Some("max_rounds"));
+        assert_eq!(suggest("read", READ_ONLY_TOOLS), Some("read_file"));
+        assert_eq!(suggest("zzzzzzzz", KEYS), None);
+    }
+}

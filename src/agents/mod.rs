@@ -1,0 +1,151 @@
+//! Agents: the definitions in effect and the sub-agent loop.
+//!
+//! Takes the built-in definitions (compiled in from `configs/agents/`) and
+//! a repository's `.fanscan/agents/*.md`; gives an [`AgentSet`], where a
+//! repository's file overrides the built-in of the same name. Any invalid
+//! file is an error that names it: none is skipped silently.
+
+pub mod definition;
+pub mod subagent;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub use definition::{AgentDefinition, DefinitionError};
+pub use subagent::{AgentRun, AgentStatus, AgentTask, GroupReport, TaskFile, run_subagent};
+
+/// The built-in agent files: (file name, text).
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "planner.md",
+        include_str!("../../configs/agents/planner.md"),
+    ),
+    (
+        "auditor.md",
+        include_str!("../../configs/agents/auditor.md"),
+    ),
+    (
+        "reducer.md",
+        include_str!("../../configs/agents/reducer.md"),
+    ),
+    (
+        "security.md",
+        include_str!("../../configs/agents/security.md"),
+    ),
+];
+
+/// The definitions in effect, by name.
+#[derive(Clone, Debug, Default)]
+pub struct AgentSet {
+    agents: BTreeMap<String, AgentDefinition>,
+}
+
+impl AgentSet {
+    /// The built-ins, then `<root>/.fanscan/agents/*.md` over them.
+    /// Every file that does not parse is reported, all at once.
+    pub fn load(root: &Path) -> Result<Self, Vec<DefinitionError>> {
+        let mut set = Self::default();
+        let mut errors = Vec::new();
+        for (file, text) in BUILTIN {
+            match AgentDefinition::parse(&format!("builtin:configs/agents/{file}"), text) {
+                Ok(d) => {
+                    set.agents.insert(d.name.clone(), d);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        let dir = root.join(".fanscan").join("agents");
+        if dir.is_dir() {
+            let mut files: Vec<_> = match std::fs::read_dir(&dir) {
+                Ok(read) => read
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "md"))
+                    .collect(),
+                Err(e) => {
+                    errors.push(DefinitionError {
+                        source: dir.display().to_string(),
+                        line: None,
+                        message: format!("cannot list the agents directory: {e}"),
+                    });
+                    Vec::new()
+                }
+            };
+            files.sort();
+            let mut seen: BTreeMap<String, String> = BTreeMap::new();
+            for path in files {
+                match definition::load_file(&path) {
+                    Ok(d) => {
+                        if let Some(other) = seen.insert(d.name.clone(), d.source.clone()) {
+                            errors.push(DefinitionError {
+                                source: d.source.clone(),
+                                line: None,
+                                message: format!(
+                                    "agent {:?} is also defined in {other}; names must be unique",
+                                    d.name
+                                ),
+                            });
+                            continue;
+                        }
+                        set.agents.insert(d.name.clone(), d);
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(set)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// The definition named `name`, or an error listing the names.
+    pub fn get(&self, name: &str) -> Result<&AgentDefinition, String> {
+        self.agents.get(name).ok_or_else(|| {
+            format!(
+                "no agent named {name:?}; the agents are: {} (see `fanscan agents`)",
+                self.agents.keys().cloned().collect::<Vec<_>>().join(", ")
+            )
+        })
+    }
+
+    /// Every definition, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = &AgentDefinition> {
+        self.agents.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse_and_are_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = AgentSet::load(dir.path()).unwrap();
+        let names: Vec<&str> = set.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, vec!["auditor", "planner", "reducer", "security"]);
+        assert!(set.get("planner").unwrap().tools.is_empty());
+        assert!(set.get("nope").unwrap_err().contains("auditor, planner"));
+    }
+
+    #[test]
+    fn repository_agents_override_and_errors_are_all_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let agents = dir.path().join(".fanscan/agents");
+        std::fs::create_dir_all(&agents).unwrap();
+        std::fs::write(
+            agents.join("auditor.md"),
+            "---\nname: auditor\ndescription: mine\ntools: [grep]\n---\nMine.\n",
+        )
+        .unwrap();
+        let set = AgentSet::load(dir.path()).unwrap();
+        assert_eq!(set.get("auditor").unwrap().description, "mine");
+        std::fs::write(agents.join("bad1.md"), "---\nname: x\n---\nb\n").unwrap();
+        std::fs::write(agents.join("bad2.md"), "no front matter").unwrap();
+        let errors = AgentSet::load(dir.path()).unwrap_err();
+        assert_eq!(errors.len(), 2);
+        assert!(errors[0].to_string().contains("bad1.md"));
+    }
+}

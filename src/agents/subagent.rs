@@ -1,0 +1,549 @@
+//! The sub-agent: `(definition, task) -> GroupReport`.
+//!
+//! A fresh message list (the definition's system prompt and one task
+//! message, nothing else); only the definition's tools are offered, and a
+//! call to any other name gets an error result and runs nothing; a ReAct
+//! loop until the model answers without tool calls, says `[TASK_COMPLETE]`
+//! or reaches `max_rounds`; then always exactly one forced final-summary
+//! turn with tools switched off. Only the [`GroupReport`] leaves; the
+//! transcript goes to the event sink and is dropped.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::EventSink;
+use crate::findings::{Finding, Origin, REPORT_FORMAT, Severity, TASK_COMPLETE, parse_report};
+use crate::providers::{
+    ChatRequest, ChatResponse, FinishReason, Message, Provider, ProviderError, ToolCall,
+    ToolChoice, Usage,
+};
+use crate::tools::secrets::Redaction;
+use crate::tools::{ToolContext, ToolError};
+
+/// Tokens of the system prompt, task and tool specs: a group's estimate is
+/// its content plus this.
+pub const TASK_OVERHEAD_TOKENS: u64 = 1_500;
+
+/// Most tool calls run from one model turn; the rest get an error result.
+const MAX_CALLS_PER_TURN: usize = 16;
+
+tokio::task_local! {
+    /// How deep in agent nesting the current task is. Set by scope, so it
+    /// is restored on every exit path (return, error, cancellation, panic).
+    static DEPTH: u32;
+}
+
+/// The deepest nesting allowed: a sub-agent may not start another.
+pub const MAX_DEPTH: u32 = 1;
+
+/// One file of a task.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskFile {
+    pub path: String,
+    pub bytes: u64,
+    pub language: Option<String>,
+}
+
+/// What one sub-agent is asked to do.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentTask {
+    /// The group id.
+    pub group: String,
+    pub files: Vec<TaskFile>,
+    /// The planner's focus note.
+    pub focus: Option<String>,
+    /// Free-text instructions (`run-agent --task`); a default otherwise.
+    pub instructions: Option<String>,
+}
+
+impl AgentTask {
+    /// The task message, the only user message of a fresh context.
+    pub fn render(&self) -> String {
+        let mut text = format!("TASK: audit-group {}\n\n", self.group);
+        text.push_str(self.instructions.as_deref().unwrap_or(
+            "Audit the files below for defects, security risks and reliability problems. \
+             Report only what you saw in the files, with exact paths and line numbers.",
+        ));
+        text.push('\n');
+        if let Some(focus) = &self.focus {
+            text.push_str(&format!("\nFocus: {focus}\n"));
+        }
+        if self.files.is_empty() {
+            text.push_str("\nNo file list is given: explore the repository with list_dir and read what matters.\n");
+        } else {
+            text.push_str("\nFiles of this group (read every one with read_file; long files are cut, page on with offset):\n");
+            for f in &self.files {
+                let language = f.language.as_deref().unwrap_or("text");
+                text.push_str(&format!("- {} ({} bytes, {language})\n", f.path, f.bytes));
+            }
+        }
+        text.push_str("\nWhen you are done, give your report.\n");
+        text.push_str(REPORT_FORMAT);
+        text.push_str(&format!("\nEnd your final answer with {TASK_COMPLETE}.\n"));
+        text
+    }
+}
+
+/// The forced final-summary request.
+pub fn summary_request() -> String {
+    format!(
+        "Give the complete summary of every step's key findings in the report format: every finding \
+         from every file you read, not only the latest ones. Do not call tools. End with {TASK_COMPLETE}.\n\n{REPORT_FORMAT}"
+    )
+}
+
+/// How a sub-agent ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// The model finished on its own.
+    Complete,
+    /// `max_rounds` was reached; the summary was still asked.
+    MaxRounds,
+    /// The run's budget or an interrupt asked it to wrap up early; the
+    /// summary was still asked.
+    WrappedUp,
+    /// A provider error ended it; what was done is kept.
+    Failed,
+    /// Cancelled before it could finish.
+    Interrupted,
+}
+
+impl AgentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::MaxRounds => "max_rounds",
+            Self::WrappedUp => "wrapped_up",
+            Self::Failed => "failed",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether the group's files count as reviewed.
+    pub fn reviewed(self) -> bool {
+        match self {
+            Self::Complete | Self::MaxRounds | Self::WrappedUp => true,
+            Self::Failed | Self::Interrupted => false,
+        }
+    }
+}
+
+/// A file of a group and the hash of the content that was audited.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileHash {
+    pub path: String,
+    /// SHA-256 of the bytes; empty when the file could not be read.
+    pub sha256: String,
+}
+
+/// The unit of work and of persistence: self-contained and serializable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GroupReport {
+    pub group: String,
+    pub files: Vec<FileHash>,
+    pub agent: String,
+    /// SHA-256 of the agent's definition.
+    pub agent_hash: String,
+    pub provider: String,
+    pub model: String,
+    pub status: AgentStatus,
+    pub error: Option<String>,
+    pub rounds: u32,
+    pub tool_calls: u32,
+    pub tool_errors: u32,
+    /// Files whose content the model was shown.
+    pub files_read: Vec<String>,
+    pub usage: Usage,
+    /// The final summary text (marker stripped).
+    pub summary: String,
+    /// Whether the summary's findings block parsed.
+    pub summary_parsed: bool,
+    /// Entries of the findings block that were not findings.
+    pub rejected: Vec<String>,
+    pub findings: Vec<Finding>,
+}
+
+/// What a sub-agent runs with.
+pub struct AgentRun<'a> {
+    pub definition: &'a super::AgentDefinition,
+    pub provider: &'a dyn Provider,
+    pub tools: &'a Arc<ToolContext>,
+    pub events: &'a EventSink,
+    /// Stop calling tools and give the final summary now (budget, Ctrl-C).
+    pub wrap_up: &'a CancellationToken,
+    /// Abort at once.
+    pub cancel: &'a CancellationToken,
+    /// The run's budget: every call's usage is counted here at once.
+    pub spend: &'a crate::budget::Spend,
+    pub max_output_tokens: u32,
+}
+
+/// Runs one sub-agent on one task. Never panics and never returns an
+/// error: failures are recorded in the report with what was done.
+pub async fn run_subagent(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
+    let depth = DEPTH.try_with(|d| *d).unwrap_or(0);
+    if depth >= MAX_DEPTH {
+        let mut report = empty_report(&run, task);
+        report.status = AgentStatus::Failed;
+        report.error = Some(format!(
+            "refused: agents may not start agents (depth {depth} of {MAX_DEPTH})"
+        ));
+        return report;
+    }
+    DEPTH.scope(depth + 1, run_inner(run, task)).await
+}
+
+fn empty_report(run: &AgentRun<'_>, task: &AgentTask) -> GroupReport {
+    GroupReport {
+        group: task.group.clone(),
+        files: task
+            .files
+            .iter()
+            .map(|f| FileHash {
+                path: f.path.clone(),
+                sha256: String::new(),
+            })
+            .collect(),
+        agent: run.definition.name.clone(),
+        agent_hash: run.definition.hash.clone(),
+        provider: run.provider.name().to_string(),
+        model: run
+            .definition
+            .model
+            .clone()
+            .unwrap_or_else(|| run.provider.model().to_string()),
+        status: AgentStatus::Complete,
+        error: None,
+        rounds: 0,
+        tool_calls: 0,
+        tool_errors: 0,
+        files_read: Vec::new(),
+        usage: Usage::default(),
+        summary: String::new(),
+        summary_parsed: false,
+        rejected: Vec::new(),
+        findings: Vec::new(),
+    }
+}
+
+async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
+    let mut report = empty_report(&run, task);
+    run.events.started(&run.definition.name);
+
+    // Hash what is audited and sweep it for secrets: the tool layer reports
+    // every secret in the group whatever the model reads.
+    let paths: Vec<String> = task.files.iter().map(|f| f.path.clone()).collect();
+    let tools = Arc::clone(run.tools);
+    let swept = tokio::task::spawn_blocking(move || tools.hash_and_sweep(&paths))
+        .await
+        .unwrap_or_default();
+    let mut secrets: BTreeSet<(String, u32, &'static str)> = BTreeSet::new();
+    for (index, (hash, redactions)) in swept.into_iter().enumerate() {
+        if let Some(entry) = report.files.get_mut(index) {
+            entry.sha256 = hash;
+            for r in redactions {
+                secrets.insert((entry.path.clone(), r.line, r.kind));
+            }
+        }
+    }
+
+    let allowed: Vec<String> = run.definition.tools.clone();
+    let specs = ToolContext::specs(&allowed);
+    let mut messages = vec![Message::User {
+        text: task.render(),
+    }];
+    run.events.transcript(
+        json!({"type": "system", "agent": run.definition.name, "text": run.definition.prompt}),
+    );
+    run.events
+        .transcript(json!({"type": "message", "message": messages[0]}));
+    let mut files_read: BTreeSet<String> = BTreeSet::new();
+    let mut last_text: Option<String> = None;
+    let mut ended = None;
+
+    while ended.is_none() {
+        if run.wrap_up.is_cancelled() {
+            report.status = AgentStatus::WrappedUp;
+            break;
+        }
+        if report.rounds >= run.definition.max_rounds {
+            report.status = AgentStatus::MaxRounds;
+            break;
+        }
+        report.rounds += 1;
+        run.events.round(report.rounds);
+        let request = ChatRequest {
+            system: run.definition.prompt.clone(),
+            messages: messages.clone(),
+            tools: specs.clone(),
+            tool_choice: ToolChoice::Auto,
+            max_output_tokens: run.max_output_tokens,
+        };
+        let response = match call(&run, &request, &mut report).await {
+            Ok(r) => r,
+            Err(e) => {
+                ended = Some(e);
+                break;
+            }
+        };
+        if let Some(text) = &response.text {
+            last_text = Some(text.clone());
+        }
+        let says_done = response
+            .text
+            .as_deref()
+            .is_some_and(|t| t.contains(TASK_COMPLETE));
+        let paused = response.finish == FinishReason::Other("pause_turn".into());
+        let calls = response.tool_calls.clone();
+        let assistant = Message::Assistant {
+            text: response.text.clone(),
+            tool_calls: calls.clone(),
+        };
+        run.events
+            .transcript(json!({"type": "message", "message": assistant}));
+        messages.push(assistant);
+        if calls.is_empty() {
+            if paused {
+                continue;
+            }
+            report.status = AgentStatus::Complete;
+            break;
+        }
+        let results = run_tools(
+            &run,
+            &allowed,
+            &calls,
+            &mut report,
+            &mut files_read,
+            &mut secrets,
+        )
+        .await;
+        for result in results {
+            run.events
+                .transcript(json!({"type": "message", "message": result}));
+            messages.push(result);
+        }
+        if says_done {
+            report.status = AgentStatus::Complete;
+            break;
+        }
+    }
+
+    match ended {
+        Some(ProviderError::Cancelled) => {
+            report.status = AgentStatus::Interrupted;
+            report.error = Some("interrupted".into());
+        }
+        Some(error) => {
+            report.status = AgentStatus::Failed;
+            report.error = Some(error.to_string());
+        }
+        None => {
+            // The forced final summary: always asked, exactly once.
+            messages.push(Message::User {
+                text: summary_request(),
+            });
+            run.events
+                .transcript(json!({"type": "message", "message": messages.last()}));
+            let request = ChatRequest {
+                system: run.definition.prompt.clone(),
+                messages,
+                tools: specs,
+                tool_choice: ToolChoice::None,
+                max_output_tokens: run.max_output_tokens,
+            };
+            report.rounds += 1;
+            run.events.round(report.rounds);
+            match call(&run, &request, &mut report).await {
+                Ok(response) => {
+                    run.events
+                        .transcript(json!({"type": "summary", "text": response.text}));
+                    if let Some(text) = response.text {
+                        last_text = Some(text);
+                    }
+                }
+                Err(ProviderError::Cancelled) => {
+                    report.status = AgentStatus::Interrupted;
+                    report.error = Some("interrupted during the final summary".into());
+                }
+                Err(error) => {
+                    report.status = AgentStatus::Failed;
+                    report.error = Some(format!("the final summary failed: {error}"));
+                }
+            }
+        }
+    }
+
+    if let Some(text) = last_text {
+        let parsed = parse_report(&text);
+        report.summary = parsed.text;
+        report.summary_parsed = parsed.parsed;
+        report.rejected = parsed.rejected;
+        report.findings = parsed.findings;
+    }
+    report.findings.extend(
+        secrets
+            .into_iter()
+            .map(|(path, line, kind)| secret_finding(path, line, kind)),
+    );
+    report.files_read = files_read.into_iter().collect();
+    run.events
+        .finished(report.status.as_str(), report.findings.len());
+    report
+}
+
+/// One model call, cancellable, with its usage counted.
+async fn call(
+    run: &AgentRun<'_>,
+    request: &ChatRequest,
+    report: &mut GroupReport,
+) -> Result<ChatResponse, ProviderError> {
+    let response = tokio::select! {
+        biased;
+        _ = run.cancel.cancelled() => Err(ProviderError::Cancelled),
+        r = run.provider.chat(request) => r,
+    }?;
+    let usage = response.usage.unwrap_or_else(|| Usage {
+        // Servers that omit usage still cost something: estimate it.
+        input_tokens: request
+            .estimated_tokens()
+            .saturating_sub(u64::from(request.max_output_tokens)),
+        output_tokens: crate::estimate_tokens(
+            response.text.as_ref().map_or(0, |t| t.len() as u64)
+                + response
+                    .tool_calls
+                    .iter()
+                    .map(|c| c.arguments.len() as u64)
+                    .sum::<u64>(),
+        ),
+        cached_tokens: 0,
+    });
+    report.usage.add(usage);
+    run.spend.add(usage);
+    run.events.usage(usage);
+    Ok(response)
+}
+
+/// Runs every call of a turn and answers each id, in order.
+async fn run_tools(
+    run: &AgentRun<'_>,
+    allowed: &[String],
+    calls: &[ToolCall],
+    report: &mut GroupReport,
+    files_read: &mut BTreeSet<String>,
+    secrets: &mut BTreeSet<(String, u32, &'static str)>,
+) -> Vec<Message> {
+    let mut runnable = Vec::new();
+    let mut answers: Vec<Option<(String, bool)>> = vec![None; calls.len()];
+    for (index, call) in calls.iter().enumerate() {
+        report.tool_calls += 1;
+        run.events.tool(&call.name, &target_of(&call.arguments));
+        if !allowed.iter().any(|a| a == &call.name) {
+            // Never shown to the model, and never run.
+            let available = if allowed.is_empty() {
+                "none".to_string()
+            } else {
+                allowed.join(", ")
+            };
+            answers[index] = Some((
+                format!(
+                    "error: tool {:?} is not available to this agent; available tools: {available}",
+                    call.name
+                ),
+                true,
+            ));
+        } else if index >= MAX_CALLS_PER_TURN {
+            answers[index] = Some((
+                format!(
+                    "error: more than {MAX_CALLS_PER_TURN} tool calls in one turn; call this one again in the next turn"
+                ),
+                true,
+            ));
+        } else {
+            runnable.push((index, call.clone()));
+        }
+    }
+    let tools = Arc::clone(run.tools);
+    let outputs = tokio::task::spawn_blocking(move || {
+        runnable
+            .into_iter()
+            .map(|(index, call)| (index, tools.call(&call.name, &call.arguments)))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    for (index, output) in outputs {
+        answers[index] = Some(match output {
+            Ok(out) => {
+                files_read.extend(out.files_read);
+                for (path, Redaction { line, kind }) in out.redactions {
+                    secrets.insert((path, line, kind));
+                }
+                (out.text, false)
+            }
+            Err(ToolError::Model(message)) => (format!("error: {message}"), true),
+        });
+    }
+    calls
+        .iter()
+        .zip(answers)
+        .map(|(call, answer)| {
+            let (content, is_error) =
+                answer.unwrap_or_else(|| ("error: the tool did not run".to_string(), true));
+            if is_error {
+                report.tool_errors += 1;
+            }
+            Message::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content,
+                is_error,
+            }
+        })
+        .collect()
+}
+
+/// The main argument of a call, for progress lines.
+fn target_of(arguments: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(arguments)
+        .ok()
+        .and_then(|v| {
+            ["path", "pattern"]
+                .iter()
+                .find_map(|k| v.get(k).and_then(|p| p.as_str()).map(str::to_string))
+        })
+        .unwrap_or_default()
+}
+
+/// The finding the tool layer reports for a redacted secret. It carries no
+/// evidence: the report must not repeat the secret either.
+pub fn secret_finding(path: String, line: u32, kind: &str) -> Finding {
+    // A secret in test code is often a fixture, but still worth a look.
+    let in_tests = crate::rules::is_test_path(&path);
+    Finding {
+        severity: if in_tests {
+            Severity::Low
+        } else {
+            Severity::High
+        },
+        title: format!(
+            "Hard-coded secret ({kind}){}",
+            if in_tests { " in test code" } else { "" }
+        ),
+        detail: format!(
+            "A secret of kind {kind} is written in the file. fanscan redacted it before anything was sent to a model. \
+             Move it to a secret store or the environment, and rotate it: it is in the repository's history."
+        ),
+        path,
+        line,
+        end_line: None,
+        evidence: None,
+        rule: Some(format!("secret/{kind}")),
+        origin: Origin::ToolLayer,
+    }
+}

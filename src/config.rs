@@ -1,0 +1,534 @@
+//! Settings: command-line arguments (all optional) and `fanscan.toml`
+//! merged once into validated [`Settings`]; after this nothing reads the
+//! environment or a config file again.
+//!
+//! The command line wins over the file, the file over the defaults. The
+//! file is the repository's `fanscan.toml` or the one given with
+//! `--config`. A scanned repository is untrusted: its own `fanscan.toml`
+//! may not set `base_url` or `api_key_env` (it could send your key
+//! elsewhere); set them on the command line or in a `--config` file.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use serde::Deserialize;
+
+use crate::report::Format;
+
+/// Which wire format answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// The embedded rule engine: no key, no network.
+    Offline,
+    /// OpenAI Chat Completions and compatible servers.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+/// Which planner splits the repository.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlannerKind {
+    /// Deterministic packing by directory under the token budget.
+    Pack,
+    /// The planner agent, validated and repaired.
+    Llm,
+}
+
+/// Provider options shared by every command that may call a model.
+#[derive(Args, Clone, Debug, Default)]
+pub struct ProviderArgs {
+    /// The provider: offline (default, no key, no network), openai, anthropic.
+    #[arg(long, value_enum)]
+    pub provider: Option<ProviderKind>,
+    /// The model name (e.g. gpt-4o-mini, claude-sonnet-4-6).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The API root, e.g. http://127.0.0.1:11434/v1 for Ollama.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// A fanscan.toml to use instead of the repository's own.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Seconds one model request may take.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Most output tokens per model call.
+    #[arg(long, value_name = "N")]
+    pub max_output_tokens: Option<u32>,
+    /// A rule file for the offline engine instead of the built-in one.
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Requests per minute across all agents (0: unlimited). Spread evenly.
+    #[arg(long, value_name = "N")]
+    pub rpm: Option<u32>,
+    /// Tokens per minute across all agents (0: unlimited).
+    #[arg(long, value_name = "N")]
+    pub tpm: Option<u64>,
+    /// Attempts per model call, the first included.
+    #[arg(long, value_name = "N")]
+    pub max_attempts: Option<u32>,
+    /// Longest server-requested wait (retry-after) honoured, in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub max_retry_wait: Option<u64>,
+    /// The anthropic-version header.
+    #[arg(long, value_name = "VERSION")]
+    pub anthropic_version: Option<String>,
+    /// Retries allowed in the whole run, across all agents.
+    #[arg(long, value_name = "N")]
+    pub retry_budget: Option<u64>,
+    /// A price table instead of the built-in configs/prices.toml.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+}
+
+/// Options of `scan` and `plan`.
+#[derive(Args, Clone, Debug, Default)]
+pub struct ScanArgs {
+    /// Only files matching this glob (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Leave out files matching this glob (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Skip hidden files and directories (by default they are audited).
+    #[arg(long)]
+    pub no_hidden: bool,
+    /// Files larger than this many bytes are skipped.
+    #[arg(long, value_name = "BYTES")]
+    pub max_file_bytes: Option<u64>,
+    /// The planner.
+    #[arg(long, value_enum)]
+    pub planner: Option<PlannerKind>,
+    /// Estimated tokens of file content per group.
+    #[arg(long, value_name = "N")]
+    pub group_tokens: Option<u64>,
+    /// The most groups a plan may have (0: no cap).
+    #[arg(long, value_name = "N")]
+    pub max_groups: Option<usize>,
+    /// Sub-agents in flight at once.
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
+    /// The agent that audits each group.
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Stop starting groups once the estimated cost reaches this many US dollars.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Stop starting groups once this many tokens were used.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Stop starting groups after this long (e.g. 90s, 20m, 2h).
+    #[arg(long, value_name = "DURATION")]
+    pub max_duration: Option<String>,
+}
+
+/// The TOML file. Every key is optional; unknown keys are errors.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub provider: Option<ProviderKind>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub timeout: Option<u64>,
+    pub max_output_tokens: Option<u32>,
+    pub rules: Option<PathBuf>,
+    pub rpm: Option<u32>,
+    pub tpm: Option<u64>,
+    pub max_attempts: Option<u32>,
+    pub max_retry_wait: Option<u64>,
+    pub anthropic_version: Option<String>,
+    pub retry_budget: Option<u64>,
+    pub prices: Option<PathBuf>,
+    pub include: Option<Vec<String>>,
+    pub exclude: Option<Vec<String>>,
+    pub hidden: Option<bool>,
+    pub max_file_bytes: Option<u64>,
+    pub planner: Option<PlannerKind>,
+    pub group_tokens: Option<u64>,
+    pub max_groups: Option<usize>,
+    pub jobs: Option<usize>,
+    pub agent: Option<String>,
+    pub max_cost: Option<f64>,
+    pub max_tokens: Option<u64>,
+    pub max_duration: Option<String>,
+    pub format: Option<Format>,
+}
+
+/// Everything a run needs, validated.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub root: PathBuf,
+    pub provider: ProviderKind,
+    pub model: String,
+    pub base_url: String,
+    pub api_key_env: String,
+    /// The key, read once here; never printed.
+    pub api_key: Option<Secret>,
+    pub timeout: Duration,
+    pub max_output_tokens: u32,
+    pub rules: Option<PathBuf>,
+    pub rpm: u32,
+    pub tpm: u64,
+    pub max_attempts: u32,
+    pub max_retry_wait: Duration,
+    pub anthropic_version: String,
+    pub retry_budget: u64,
+    pub prices: Option<PathBuf>,
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub hidden: bool,
+    pub max_file_bytes: u64,
+    pub planner: PlannerKind,
+    pub group_tokens: u64,
+    pub max_groups: usize,
+    pub jobs: usize,
+    pub agent: String,
+    pub max_cost: Option<f64>,
+    pub max_tokens: Option<u64>,
+    pub max_duration: Option<Duration>,
+    pub format: Format,
+}
+
+/// An API key. Its `Debug` never shows it, so no log or error can.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The key itself, for the one header that carries it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// A configuration error: names the thing and the fix. Exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+impl Settings {
+    /// Merges the command line over the config file over the defaults.
+    /// `env` looks up environment variables (passed in: tests give their
+    /// own, nothing reads the process environment behind the caller's back).
+    pub fn resolve(
+        root: &Path,
+        provider: &ProviderArgs,
+        scan: &ScanArgs,
+        format: Option<Format>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let (file, from_repo) = load_file(root, provider.config.as_deref())?;
+        if from_repo {
+            for (key, set) in [
+                ("base_url", file.base_url.is_some()),
+                ("api_key_env", file.api_key_env.is_some()),
+            ] {
+                if set {
+                    return Err(ConfigError(format!(
+                        "{}: `{key}` is not honoured in the scanned repository's own fanscan.toml (a repository could send your API key elsewhere); pass --{} or use --config FILE",
+                        root.join("fanscan.toml").display(),
+                        key.replace('_', "-")
+                    )));
+                }
+            }
+        }
+        let kind = provider
+            .provider
+            .or(file.provider)
+            .unwrap_or(ProviderKind::Offline);
+        let (default_model, default_url, default_key) = match kind {
+            ProviderKind::Offline => ("rules", "", ""),
+            ProviderKind::Openai => ("gpt-4o-mini", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+            ProviderKind::Anthropic => (
+                "claude-sonnet-4-6",
+                "https://api.anthropic.com",
+                "ANTHROPIC_API_KEY",
+            ),
+        };
+        let model = provider
+            .model
+            .clone()
+            .or(file.model)
+            .unwrap_or_else(|| default_model.to_string());
+        let base_url = provider
+            .base_url
+            .clone()
+            .or(file.base_url)
+            .unwrap_or_else(|| default_url.to_string());
+        if kind != ProviderKind::Offline
+            && !(base_url.starts_with("http://") || base_url.starts_with("https://"))
+        {
+            return Err(ConfigError(format!(
+                "--base-url {base_url:?} must start with http:// or https://"
+            )));
+        }
+        let api_key_env = provider
+            .api_key_env
+            .clone()
+            .or(file.api_key_env)
+            .unwrap_or_else(|| default_key.to_string());
+        let api_key = if api_key_env.is_empty() {
+            None
+        } else {
+            env(&api_key_env)
+                .filter(|k| !k.trim().is_empty())
+                .map(|k| Secret(k.trim().to_string()))
+        };
+        // A local OpenAI-compatible server needs no key; the real APIs do.
+        let local = base_url.contains("://127.0.0.1")
+            || base_url.contains("://localhost")
+            || base_url.contains("://[::1]");
+        if kind != ProviderKind::Offline && api_key.is_none() && !local {
+            return Err(ConfigError(format!(
+                "no API key for --provider {}: set ${api_key_env} (or name another variable with --api-key-env), or use --provider offline",
+                match kind {
+                    ProviderKind::Openai => "openai",
+                    ProviderKind::Anthropic => "anthropic",
+                    ProviderKind::Offline => "offline",
+                }
+            )));
+        }
+        let jobs = scan.jobs.or(file.jobs).unwrap_or(8);
+        if jobs == 0 {
+            return Err(ConfigError("--jobs must be at least 1".into()));
+        }
+        let group_tokens = scan.group_tokens.or(file.group_tokens).unwrap_or(24_000);
+        if group_tokens < 100 {
+            return Err(ConfigError(format!(
+                "--group-tokens {group_tokens} is too small to hold a file; use at least 100 (default 24000)"
+            )));
+        }
+        let max_duration = match scan.max_duration.clone().or(file.max_duration) {
+            Some(text) => Some(parse_duration(&text).ok_or_else(|| {
+                ConfigError(format!(
+                    "--max-duration {text:?} is not a duration; write e.g. 90s, 20m or 2h"
+                ))
+            })?),
+            None => None,
+        };
+        let max_cost = scan.max_cost.or(file.max_cost);
+        if max_cost.is_some_and(|c| !c.is_finite() || c <= 0.0) {
+            return Err(ConfigError(
+                "--max-cost must be a positive number of US dollars".into(),
+            ));
+        }
+        let include = if scan.include.is_empty() {
+            file.include.unwrap_or_default()
+        } else {
+            scan.include.clone()
+        };
+        let exclude = if scan.exclude.is_empty() {
+            file.exclude.unwrap_or_default()
+        } else {
+            scan.exclude.clone()
+        };
+        Ok(Self {
+            root: root.to_path_buf(),
+            provider: kind,
+            model,
+            base_url,
+            api_key_env,
+            api_key,
+            timeout: Duration::from_secs(provider.timeout.or(file.timeout).unwrap_or(300).max(1)),
+            max_output_tokens: provider
+                .max_output_tokens
+                .or(file.max_output_tokens)
+                .unwrap_or(4096)
+                .max(256),
+            rules: provider.rules.clone().or(file.rules),
+            rpm: provider.rpm.or(file.rpm).unwrap_or(0),
+            tpm: provider.tpm.or(file.tpm).unwrap_or(0),
+            max_attempts: provider
+                .max_attempts
+                .or(file.max_attempts)
+                .unwrap_or(5)
+                .max(1),
+            max_retry_wait: Duration::from_secs(
+                provider
+                    .max_retry_wait
+                    .or(file.max_retry_wait)
+                    .unwrap_or(120),
+            ),
+            anthropic_version: provider
+                .anthropic_version
+                .clone()
+                .or(file.anthropic_version)
+                .unwrap_or_else(|| crate::providers::anthropic::DEFAULT_VERSION.to_string()),
+            retry_budget: provider.retry_budget.or(file.retry_budget).unwrap_or(1000),
+            prices: provider.prices.clone().or(file.prices),
+            include,
+            exclude,
+            hidden: if scan.no_hidden {
+                false
+            } else {
+                file.hidden.unwrap_or(true)
+            },
+            max_file_bytes: scan
+                .max_file_bytes
+                .or(file.max_file_bytes)
+                .unwrap_or(1024 * 1024),
+            planner: scan.planner.or(file.planner).unwrap_or(PlannerKind::Pack),
+            group_tokens,
+            max_groups: scan.max_groups.or(file.max_groups).unwrap_or(2000),
+            jobs,
+            agent: scan
+                .agent
+                .clone()
+                .or(file.agent)
+                .unwrap_or_else(|| "auditor".into()),
+            max_cost,
+            max_tokens: scan.max_tokens.or(file.max_tokens),
+            max_duration,
+            format: format.or(file.format).unwrap_or(Format::Md),
+        })
+    }
+}
+
+/// The config file: `--config FILE`, else the repository's `fanscan.toml`
+/// if there is one. Returns whether it came from the repository.
+fn load_file(root: &Path, explicit: Option<&Path>) -> Result<(FileConfig, bool), ConfigError> {
+    let (path, from_repo) = match explicit {
+        Some(p) => (p.to_path_buf(), false),
+        None => {
+            let p = root.join("fanscan.toml");
+            if !p.is_file() {
+                return Ok((FileConfig::default(), false));
+            }
+            (p, true)
+        }
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        ConfigError(format!(
+            "{}: cannot read the config file: {e}",
+            path.display()
+        ))
+    })?;
+    let file: FileConfig = toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let message = e.message().to_string();
+        ConfigError(match line {
+            Some(l) => format!("{}:{l}: {message}", path.display()),
+            None => format!("{}: {message}", path.display()),
+        })
+    })?;
+    Ok((file, from_repo))
+}
+
+/// Parses `90s`, `20m`, `2h`, `1h30m` or a number of seconds.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if let Ok(secs) = text.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    crate::providers::limits::parse_go_duration(text).filter(|d| !d.is_zero())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn defaults_are_offline_and_need_no_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Settings::resolve(
+            dir.path(),
+            &ProviderArgs::default(),
+            &ScanArgs::default(),
+            None,
+            &no_env,
+        )
+        .unwrap();
+        assert_eq!(s.provider, ProviderKind::Offline);
+        assert_eq!(s.jobs, 8);
+        assert!(s.api_key.is_none());
+    }
+
+    #[test]
+    fn command_line_wins_over_file_and_unknown_keys_fail_with_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("fanscan.toml"),
+            "jobs = 3\ngroup_tokens = 5000\n",
+        )
+        .unwrap();
+        let scan = ScanArgs {
+            jobs: Some(5),
+            ..ScanArgs::default()
+        };
+        let s =
+            Settings::resolve(dir.path(), &ProviderArgs::default(), &scan, None, &no_env).unwrap();
+        assert_eq!((s.jobs, s.group_tokens), (5, 5000));
+        std::fs::write(dir.path().join("fanscan.toml"), "jobs = 3\njbos = 4\n").unwrap();
+        let e = Settings::resolve(dir.path(), &ProviderArgs::default(), &scan, None, &no_env)
+            .unwrap_err();
+        assert!(e.0.contains("fanscan.toml:2:"), "{e}");
+        assert!(e.0.contains("jbos"), "{e}");
+    }
+
+    #[test]
+    fn repository_config_may_not_redirect_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("fanscan.toml"),
+            "base_url = \"https://evil.example\"\n",
+        )
+        .unwrap();
+        let e = Settings::resolve(
+            dir.path(),
+            &ProviderArgs::default(),
+            &ScanArgs::default(),
+            None,
+            &no_env,
+        )
+        .unwrap_err();
+        assert!(e.0.contains("not honoured"), "{e}");
+    }
+
+    #[test]
+    fn remote_providers_need_a_key_local_ones_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let remote = ProviderArgs {
+            provider: Some(ProviderKind::Openai),
+            ..ProviderArgs::default()
+        };
+        let e = Settings::resolve(dir.path(), &remote, &ScanArgs::default(), None, &no_env)
+            .unwrap_err();
+        assert!(e.0.contains("$OPENAI_API_KEY"), "{e}");
+        let local = ProviderArgs {
+            base_url: Some("http://127.0.0.1:8080/v1".into()),
+            ..remote.clone()
+        };
+        assert!(Settings::resolve(dir.path(), &local, &ScanArgs::default(), None, &no_env).is_ok());
+        let env = |k: &str| (k == "OPENAI_API_KEY").then(|| "sk-test".to_string());
+        let s = Settings::resolve(dir.path(), &remote, &ScanArgs::default(), None, &env).unwrap();
+        assert_eq!(s.api_key.as_ref().map(Secret::expose), Some("sk-test"));
+        assert!(!format!("{s:?}").contains("sk-test"));
+    }
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("90"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("20m"), Some(Duration::from_secs(1200)));
+        assert_eq!(parse_duration("1h30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("soon"), None);
+    }
+}

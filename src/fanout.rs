@@ -1,0 +1,219 @@
+//! Fan-out: one tokio task per group, at most `jobs` sub-agents in flight,
+//! every one sharing the provider (and so its rate limits).
+//!
+//! Takes the groups' tasks; gives one [`GroupReport`] per started group, in
+//! plan order, and the tasks that never started. A group that fails is
+//! recorded as failed and never stops the others (a panic included). The
+//! [`RunControl`] stops scheduling (Ctrl-C, a budget), asks running agents
+//! to wrap up with their final summary, or cancels them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Semaphore;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::agents::{AgentDefinition, AgentRun, AgentStatus, AgentTask, GroupReport, run_subagent};
+use crate::events::{Event, EventSink};
+use crate::providers::SharedProvider;
+use crate::tools::ToolContext;
+
+/// How a run is stopped early. Cheap to clone; shared by the scheduler,
+/// the agents, the budget watcher and the Ctrl-C handler.
+#[derive(Clone, Debug, Default)]
+pub struct RunControl {
+    /// No new group starts.
+    pub stop: CancellationToken,
+    /// Running agents stop calling tools and give their final summary.
+    pub wrap_up: CancellationToken,
+    /// Running agents are aborted.
+    pub cancel: CancellationToken,
+    reasons: Arc<Mutex<Vec<String>>>,
+}
+
+impl RunControl {
+    /// Stops scheduling and asks running agents to wrap up, for `reason`
+    /// (said once in the report).
+    pub fn wind_down(&self, reason: &str) {
+        if let Ok(mut reasons) = self.reasons.lock()
+            && !reasons.iter().any(|r| r == reason)
+        {
+            reasons.push(reason.to_string());
+        }
+        self.stop.cancel();
+        self.wrap_up.cancel();
+    }
+
+    /// Aborts everything now.
+    pub fn abort(&self, reason: &str) {
+        self.wind_down(reason);
+        self.cancel.cancel();
+    }
+
+    /// Why the run was stopped early, if it was.
+    pub fn reasons(&self) -> Vec<String> {
+        self.reasons.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+/// What the fan-out runs with.
+pub struct FanOut {
+    pub definition: Arc<AgentDefinition>,
+    pub provider: SharedProvider,
+    pub tools: Arc<ToolContext>,
+    pub jobs: usize,
+    pub max_output_tokens: u32,
+    pub events: Option<UnboundedSender<Event>>,
+    pub transcripts: bool,
+    pub control: RunControl,
+    /// The run's budget, checked before each group and on each call.
+    pub spend: Arc<crate::budget::Spend>,
+}
+
+/// What the fan-out gives.
+#[derive(Debug, Default)]
+pub struct FanOutResult {
+    /// One report per started group, in plan order.
+    pub reports: Vec<GroupReport>,
+    /// Groups that never started (stopped early).
+    pub not_started: Vec<AgentTask>,
+}
+
+impl FanOut {
+    /// Runs every task, `jobs` at a time.
+    pub async fn run(&self, tasks: Vec<AgentTask>) -> FanOutResult {
+        let semaphore = Arc::new(Semaphore::new(self.jobs.max(1)));
+        let mut set: JoinSet<(usize, GroupReport)> = JoinSet::new();
+        let mut started: HashMap<tokio::task::Id, (usize, AgentTask)> = HashMap::new();
+        let mut done: Vec<(usize, GroupReport)> = Vec::new();
+        let mut not_started = Vec::new();
+        let mut pending = tasks.into_iter().enumerate();
+        while let Some((index, task)) = pending.next() {
+            let permit = tokio::select! {
+                biased;
+                _ = self.control.stop.cancelled() => None,
+                p = Arc::clone(&semaphore).acquire_owned() => p.ok(),
+            };
+            // A group whose estimate would cross the budget does not start.
+            let estimate = crate::estimate_tokens(task.files.iter().map(|f| f.bytes).sum())
+                + crate::agents::subagent::TASK_OVERHEAD_TOKENS;
+            let permit = permit.filter(|_| self.spend.allows(estimate));
+            let Some(permit) = permit else {
+                not_started.push(task);
+                not_started.extend(pending.by_ref().map(|(_, t)| t));
+                break;
+            };
+            // Collect what finished meanwhile, so memory follows the
+            // agents in flight, not the plan's size.
+            while let Some(joined) = set.try_join_next_with_id() {
+                done.push(self.settle(joined, &mut started));
+            }
+            let definition = Arc::clone(&self.definition);
+            let provider = Arc::clone(&self.provider);
+            let tools = Arc::clone(&self.tools);
+            let sink = EventSink::new(&task.group, self.events.clone(), self.transcripts);
+            let control = self.control.clone();
+            let spend = Arc::clone(&self.spend);
+            let max_output_tokens = self.max_output_tokens;
+            let owned = task.clone();
+            let handle = set.spawn(async move {
+                let _permit = permit;
+                let run = AgentRun {
+                    definition: &definition,
+                    provider: provider.as_ref(),
+                    tools: &tools,
+                    events: &sink,
+                    wrap_up: &control.wrap_up,
+                    cancel: &control.cancel,
+                    spend: &spend,
+                    max_output_tokens,
+                };
+                (index, run_subagent(run, &owned).await)
+            });
+            started.insert(handle.id(), (index, task));
+        }
+        while let Some(joined) = set.join_next_with_id().await {
+            done.push(self.settle(joined, &mut started));
+        }
+        done.sort_by_key(|(i, _)| *i);
+        FanOutResult {
+            reports: done.into_iter().map(|(_, r)| r).collect(),
+            not_started,
+        }
+    }
+
+    /// A finished task's report; a panicked one becomes a failed report.
+    fn settle(
+        &self,
+        joined: Result<(tokio::task::Id, (usize, GroupReport)), tokio::task::JoinError>,
+        started: &mut HashMap<tokio::task::Id, (usize, AgentTask)>,
+    ) -> (usize, GroupReport) {
+        match joined {
+            Ok((id, result)) => {
+                started.remove(&id);
+                result
+            }
+            Err(error) => {
+                let (index, task) = started.remove(&error.id()).unwrap_or_else(|| {
+                    (
+                        usize::MAX,
+                        AgentTask {
+                            group: "unknown".into(),
+                            files: Vec::new(),
+                            focus: None,
+                            instructions: None,
+                        },
+                    )
+                });
+                let reason = if error.is_panic() {
+                    "the agent task panicked (a fanscan bug: please report it)"
+                } else {
+                    "the agent task was aborted"
+                };
+                EventSink::new(&task.group, self.events.clone(), false)
+                    .finished(AgentStatus::Failed.as_str(), 0);
+                (
+                    index,
+                    failed_report(&task, &self.definition, self.provider.as_ref(), reason),
+                )
+            }
+        }
+    }
+}
+
+/// A report for a group that produced nothing.
+pub fn failed_report(
+    task: &AgentTask,
+    definition: &AgentDefinition,
+    provider: &dyn crate::providers::Provider,
+    reason: &str,
+) -> GroupReport {
+    GroupReport {
+        group: task.group.clone(),
+        files: task
+            .files
+            .iter()
+            .map(|f| crate::agents::subagent::FileHash {
+                path: f.path.clone(),
+                sha256: String::new(),
+            })
+            .collect(),
+        agent: definition.name.clone(),
+        agent_hash: definition.hash.clone(),
+        provider: provider.name().to_string(),
+        model: provider.model().to_string(),
+        status: AgentStatus::Failed,
+        error: Some(reason.to_string()),
+        rounds: 0,
+        tool_calls: 0,
+        tool_errors: 0,
+        files_read: Vec::new(),
+        usage: Default::default(),
+        summary: String::new(),
+        summary_parsed: false,
+        rejected: Vec::new(),
+        findings: Vec::new(),
+    }
+}

@@ -1,0 +1,286 @@
+//! The LLM planner: the planner agent sees the tree (paths, sizes,
+//! languages; never contents) and answers a JSON plan, which is validated
+//! and repaired here.
+//!
+//! Takes the inventory, the planner definition and a provider; gives a
+//! [`Plan`] in which every inventoried file is in exactly one group and no
+//! group is over budget (a single file larger than the budget stays alone).
+//! Unknown paths are dropped, duplicates kept once, leftovers packed by the
+//! default planner, oversize groups split; each repair is noted. If the
+//! planner fails outright, the default plan is used and the notes say so.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+
+use super::{Plan, make_group, pack, pack_plan};
+use crate::agents::AgentDefinition;
+use crate::inventory::{FileEntry, Inventory};
+use crate::providers::{ChatRequest, Message, Provider, ToolChoice, Usage};
+
+/// Above this many files the tree is too long for one planner prompt.
+pub const MAX_PLANNER_FILES: usize = 3000;
+
+/// The planner's task message.
+pub fn render_task(inventory: &Inventory, group_tokens: u64) -> String {
+    let mut text = format!(
+        "TASK: plan\nBudget: {group_tokens} estimated tokens per group\nFiles ({}), one per line: path<TAB>bytes<TAB>language<TAB>estimated tokens\n",
+        inventory.files.len()
+    );
+    for f in &inventory.files {
+        text.push_str(&format!(
+            "{}\t{}\t{}\t{}\n",
+            f.path,
+            f.bytes,
+            f.language.as_deref().unwrap_or("text"),
+            f.tokens
+        ));
+    }
+    text
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    groups: Vec<AnswerGroup>,
+}
+
+#[derive(Deserialize)]
+struct AnswerGroup {
+    #[serde(default)]
+    files: Vec<String>,
+    #[serde(default)]
+    focus: Option<String>,
+}
+
+/// Asks the planner agent and repairs its answer; falls back to the default
+/// plan on failure. Returns the plan and the tokens the planner used.
+pub async fn plan(
+    inventory: &Inventory,
+    group_tokens: u64,
+    definition: &AgentDefinition,
+    provider: &dyn Provider,
+    max_output_tokens: u32,
+) -> (Plan, Usage) {
+    if inventory.files.len() > MAX_PLANNER_FILES {
+        let mut plan = pack_plan(inventory, group_tokens);
+        plan.notes.push(format!(
+            "the LLM planner was not asked: {} files are more than the {MAX_PLANNER_FILES} one planner prompt can list; the default pack plan is used",
+            inventory.files.len()
+        ));
+        return (plan, Usage::default());
+    }
+    let request = ChatRequest {
+        system: definition.prompt.clone(),
+        messages: vec![Message::User {
+            text: render_task(inventory, group_tokens),
+        }],
+        tools: Vec::new(),
+        tool_choice: ToolChoice::None,
+        max_output_tokens,
+    };
+    match provider.chat(&request).await {
+        Ok(response) => {
+            let usage = response.usage.unwrap_or_default();
+            let text = response.text.unwrap_or_default();
+            match parse_answer(&text) {
+                Some(answer) => (repair(inventory, group_tokens, answer), usage),
+                None => {
+                    let mut plan = pack_plan(inventory, group_tokens);
+                    plan.notes.push(
+                        "the planner's answer had no JSON plan; the default pack plan is used"
+                            .to_string(),
+                    );
+                    (plan, usage)
+                }
+            }
+        }
+        Err(e) => {
+            let mut plan = pack_plan(inventory, group_tokens);
+            plan.notes.push(format!(
+                "the planner failed ({e}); the default pack plan is used"
+            ));
+            (plan, Usage::default())
+        }
+    }
+}
+
+fn parse_answer(text: &str) -> Option<Answer> {
+    let start = text.find('{')?;
+    let end = text.rfind('}')?;
+    if let Some(block) = text.split("```").nth(1) {
+        let body = block.trim_start_matches("json").trim();
+        if let Ok(a) = serde_json::from_str(body) {
+            return Some(a);
+        }
+    }
+    serde_json::from_str(text.get(start..=end)?).ok()
+}
+
+fn repair(inventory: &Inventory, group_tokens: u64, answer: Answer) -> Plan {
+    let known: BTreeMap<&str, &FileEntry> = inventory
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f))
+        .collect();
+    let mut placed: BTreeSet<&str> = BTreeSet::new();
+    let mut unknown = 0usize;
+    let mut duplicates = 0usize;
+    let mut split = 0usize;
+    let mut groups = Vec::new();
+    for g in answer.groups {
+        let mut members: Vec<&FileEntry> = Vec::new();
+        for path in g.files {
+            let path = path.trim().trim_start_matches("./").replace('\\', "/");
+            match known.get_key_value(path.as_str()) {
+                Some((key, entry)) => {
+                    if placed.insert(key) {
+                        members.push(entry);
+                    } else {
+                        duplicates += 1;
+                    }
+                }
+                None => unknown += 1,
+            }
+        }
+        if members.is_empty() {
+            continue;
+        }
+        let tokens: u64 = members.iter().map(|f| f.tokens).sum();
+        let focus = g.focus.filter(|f| !f.trim().is_empty());
+        if tokens > group_tokens && members.len() > 1 {
+            split += 1;
+            let owned: Vec<FileEntry> = members.into_iter().cloned().collect();
+            for mut part in pack(&owned, group_tokens) {
+                part.focus = focus.clone();
+                groups.push(part);
+            }
+        } else {
+            groups.push(make_group(
+                members.iter().map(|f| (f.path.clone(), f.tokens)),
+                focus,
+            ));
+        }
+    }
+    let leftovers: Vec<FileEntry> = inventory
+        .files
+        .iter()
+        .filter(|f| !placed.contains(f.path.as_str()))
+        .cloned()
+        .collect();
+    let mut notes = Vec::new();
+    if unknown > 0 {
+        notes.push(format!(
+            "dropped {unknown} paths the planner named that are not in the inventory"
+        ));
+    }
+    if duplicates > 0 {
+        notes.push(format!(
+            "{duplicates} files the planner put in more than one group were kept in the first"
+        ));
+    }
+    if split > 0 {
+        notes.push(format!(
+            "split {split} planner groups that were over the {group_tokens}-token budget"
+        ));
+    }
+    if !leftovers.is_empty() {
+        notes.push(format!(
+            "{} files the planner left out were packed by the default planner",
+            leftovers.len()
+        ));
+        groups.extend(pack(&leftovers, group_tokens));
+    }
+    Plan {
+        planner: "llm".into(),
+        group_tokens,
+        groups,
+        notes,
+    }
+}
+
+/// The offline engine's answer to a planner task: one group per top-level
+/// directory (root files together), with a focus note naming its
+/// languages. Over-budget groups are split by the repair step, as any
+/// planner's would be.
+pub fn offline_plan(task: &str) -> String {
+    let mut by_top: BTreeMap<String, (Vec<String>, BTreeSet<String>)> = BTreeMap::new();
+    for line in task.lines() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        if fields.len() != 4 {
+            continue;
+        }
+        let path = fields[0];
+        let top = match path.split_once('/') {
+            Some((top, _)) => top.to_string(),
+            None => ".".to_string(),
+        };
+        let entry = by_top.entry(top).or_default();
+        entry.0.push(path.to_string());
+        entry.1.insert(fields[2].to_string());
+    }
+    let groups: Vec<serde_json::Value> = by_top
+        .into_iter()
+        .map(|(top, (files, languages))| {
+            let languages: Vec<String> = languages.into_iter().collect();
+            serde_json::json!({
+                "files": files,
+                "focus": format!("{top}: {}", languages.join(", ")),
+            })
+        })
+        .collect();
+    let body =
+        serde_json::to_string_pretty(&serde_json::json!({ "groups": groups })).unwrap_or_default();
+    format!("Offline rule engine plan: one group per top-level directory.\n\n```json\n{body}\n```")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inventory(paths: &[(&str, u64)]) -> Inventory {
+        Inventory {
+            files: paths
+                .iter()
+                .map(|(p, t)| FileEntry {
+                    path: p.to_string(),
+                    bytes: t * 3,
+                    language: None,
+                    tokens: *t,
+                })
+                .collect(),
+            ..Inventory::default()
+        }
+    }
+
+    #[test]
+    fn repair_keeps_every_file_exactly_once() {
+        let inv = inventory(&[
+            ("a.rs", 10),
+            ("b.rs", 10),
+            ("c.rs", 10),
+            ("d/e.rs", 60),
+            ("d/f.rs", 60),
+        ]);
+        let answer = parse_answer(
+            r#"```json
+{"groups":[{"files":["a.rs","ghost.rs","a.rs"],"focus":"x"},{"files":["b.rs","a.rs"]},{"files":["d/e.rs","d/f.rs"]}]}
+```"#,
+        )
+        .unwrap();
+        let plan = repair(&inv, 100, answer);
+        let mut all: Vec<String> = plan.groups.iter().flat_map(|g| g.files.clone()).collect();
+        all.sort();
+        assert_eq!(all, vec!["a.rs", "b.rs", "c.rs", "d/e.rs", "d/f.rs"]);
+        assert!(plan.groups.iter().all(|g| g.tokens <= 100));
+        assert_eq!(plan.notes.len(), 4, "{:?}", plan.notes);
+        assert_eq!(plan.groups[0].focus.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn offline_plan_answers_a_parsable_plan() {
+        let inv = inventory(&[("a.rs", 1), ("src/b.rs", 1), ("src/c/d.rs", 1)]);
+        let answer = parse_answer(&offline_plan(&render_task(&inv, 100))).unwrap();
+        assert_eq!(answer.groups.len(), 2);
+        assert_eq!(answer.groups[1].files, vec!["src/b.rs", "src/c/d.rs"]);
+    }
+}

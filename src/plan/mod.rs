@@ -1,0 +1,282 @@
+//! Planning: splitting the inventory into file groups, one sub-agent each.
+//!
+//! Takes an [`Inventory`] and a token budget per group; gives a [`Plan`].
+//! The default planner ([`pack`]) is deterministic: files of a directory
+//! stay together where they fit, neighbouring directories share a group up
+//! to the budget, and a file larger than the budget gets a group of its own.
+//! The LLM planner ([`llm`]) asks the planner agent and then validates and
+//! repairs its answer so that every file is in exactly one group.
+
+pub mod estimate;
+pub mod llm;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::agents::{AgentTask, TaskFile};
+use crate::inventory::{FileEntry, Inventory};
+
+/// One group of files for one sub-agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    /// Derived from the sorted member paths: the same files give the same id.
+    pub id: String,
+    /// Sorted repo-relative paths.
+    pub files: Vec<String>,
+    pub focus: Option<String>,
+    /// Estimated tokens of the files.
+    pub tokens: u64,
+}
+
+/// The plan of a scan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// `pack` or `llm`.
+    pub planner: String,
+    /// Token budget per group.
+    pub group_tokens: u64,
+    pub groups: Vec<Group>,
+    /// What the planner did that a reader should know (repairs, fallbacks).
+    pub notes: Vec<String>,
+}
+
+impl Plan {
+    /// The task of each group, with each file's size and language.
+    pub fn tasks(&self, inventory: &Inventory) -> Vec<AgentTask> {
+        let by_path: BTreeMap<&str, &FileEntry> = inventory
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f))
+            .collect();
+        self.groups
+            .iter()
+            .map(|g| AgentTask {
+                group: g.id.clone(),
+                files: g
+                    .files
+                    .iter()
+                    .map(|p| {
+                        let entry = by_path.get(p.as_str());
+                        TaskFile {
+                            path: p.clone(),
+                            bytes: entry.map_or(0, |e| e.bytes),
+                            language: entry.and_then(|e| e.language.clone()),
+                        }
+                    })
+                    .collect(),
+                focus: g.focus.clone(),
+                instructions: None,
+            })
+            .collect()
+    }
+
+    /// SHA-256 of the plan's groups, for the run manifest.
+    pub fn hash(&self) -> String {
+        let text = serde_json::to_string(&self.groups).unwrap_or_default();
+        crate::sha256_hex(text.as_bytes())
+    }
+
+    /// Errors when the plan has more groups than `max_groups` (0: no cap).
+    pub fn check_cap(&self, max_groups: usize) -> Result<(), String> {
+        if max_groups > 0 && self.groups.len() > max_groups {
+            return Err(format!(
+                "the plan has {} groups, over --max-groups {max_groups}; raise --group-tokens (now {}) to make fewer, larger groups, raise --max-groups, or narrow the scan with --include/--exclude",
+                self.groups.len(),
+                self.group_tokens
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A group id from its sorted member paths: a readable stem from their
+/// common directory and a short hash.
+pub fn group_id(files: &[String]) -> String {
+    let joined = files.join("\n");
+    let hash = crate::sha256_hex(joined.as_bytes());
+    let common = common_dir(files);
+    let stem: String = if common.is_empty() {
+        "root".to_string()
+    } else {
+        common
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect::<String>()
+            .trim_matches('-')
+            .chars()
+            .rev()
+            .take(40)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect()
+    };
+    format!("{stem}-{}", &hash[..8])
+}
+
+fn common_dir(files: &[String]) -> String {
+    let mut common: Option<Vec<&str>> = None;
+    for f in files {
+        let parts: Vec<&str> = f.split('/').collect();
+        let dir = &parts[..parts.len().saturating_sub(1)];
+        common = Some(match common {
+            None => dir.to_vec(),
+            Some(c) => c
+                .iter()
+                .zip(dir)
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| *a)
+                .collect(),
+        });
+    }
+    common.unwrap_or_default().join("/")
+}
+
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+/// Packs files (sorted by path) into groups under `budget` tokens.
+pub fn pack(files: &[FileEntry], budget: u64) -> Vec<Group> {
+    let budget = budget.max(1);
+    let mut by_dir: BTreeMap<&str, Vec<&FileEntry>> = BTreeMap::new();
+    for f in files {
+        by_dir.entry(parent(&f.path)).or_default().push(f);
+    }
+    let mut groups: Vec<Vec<&FileEntry>> = Vec::new();
+    let mut current: Vec<&FileEntry> = Vec::new();
+    let mut current_tokens = 0u64;
+    for (_, mut dir_files) in by_dir {
+        dir_files.sort_by(|a, b| a.path.cmp(&b.path));
+        let dir_tokens: u64 = dir_files.iter().map(|f| f.tokens).sum();
+        if current_tokens + dir_tokens <= budget {
+            current.extend(dir_files);
+            current_tokens += dir_tokens;
+            continue;
+        }
+        if dir_tokens <= budget {
+            // The directory fits a group of its own: keep it whole.
+            close(&mut current, &mut current_tokens, &mut groups);
+            current.extend(dir_files);
+            current_tokens = dir_tokens;
+            continue;
+        }
+        // Too big for one group: split it in path order.
+        close(&mut current, &mut current_tokens, &mut groups);
+        for f in dir_files {
+            if f.tokens > budget {
+                // Larger than the budget: alone; its agent pages through it.
+                groups.push(vec![f]);
+                continue;
+            }
+            if current_tokens + f.tokens > budget {
+                close(&mut current, &mut current_tokens, &mut groups);
+            }
+            current.push(f);
+            current_tokens += f.tokens;
+        }
+        close(&mut current, &mut current_tokens, &mut groups);
+    }
+    close(&mut current, &mut current_tokens, &mut groups);
+    groups
+        .into_iter()
+        .map(|members| make_group(members.iter().map(|f| (f.path.clone(), f.tokens)), None))
+        .collect()
+}
+
+fn close<'a>(
+    current: &mut Vec<&'a FileEntry>,
+    tokens: &mut u64,
+    groups: &mut Vec<Vec<&'a FileEntry>>,
+) {
+    if !current.is_empty() {
+        groups.push(std::mem::take(current));
+    }
+    *tokens = 0;
+}
+
+/// A group from (path, tokens) members, ids and order settled.
+pub fn make_group(members: impl Iterator<Item = (String, u64)>, focus: Option<String>) -> Group {
+    let mut members: Vec<(String, u64)> = members.collect();
+    members.sort();
+    let files: Vec<String> = members.iter().map(|(p, _)| p.clone()).collect();
+    Group {
+        id: group_id(&files),
+        tokens: members.iter().map(|(_, t)| t).sum(),
+        files,
+        focus,
+    }
+}
+
+/// The default plan.
+pub fn pack_plan(inventory: &Inventory, group_tokens: u64) -> Plan {
+    Plan {
+        planner: "pack".into(),
+        group_tokens,
+        groups: pack(&inventory.files, group_tokens),
+        notes: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: &str, tokens: u64) -> FileEntry {
+        FileEntry {
+            path: path.into(),
+            bytes: tokens * 3,
+            language: None,
+            tokens,
+        }
+    }
+
+    #[test]
+    fn packs_directories_together_and_big_files_alone() {
+        let files = vec![
+            file("a/1.rs", 10),
+            file("a/2.rs", 10),
+            file("b/1.rs", 30),
+            file("b/2.rs", 30),
+            file("c/huge.rs", 500),
+            file("c/small.rs", 5),
+            file("d/x.rs", 5),
+        ];
+        let groups = pack(&files, 100);
+        let members: Vec<Vec<&str>> = groups
+            .iter()
+            .map(|g| g.files.iter().map(String::as_str).collect())
+            .collect();
+        assert_eq!(
+            members,
+            vec![
+                vec!["a/1.rs", "a/2.rs", "b/1.rs", "b/2.rs"],
+                vec!["c/huge.rs"],
+                vec!["c/small.rs"],
+                vec!["d/x.rs"],
+            ]
+        );
+        assert!(groups.iter().all(|g| g.tokens <= 100 || g.files.len() == 1));
+    }
+
+    #[test]
+    fn ids_depend_only_on_members() {
+        let a = group_id(&["src/x/a.rs".into(), "src/x/b.rs".into()]);
+        assert_eq!(a, group_id(&["src/x/a.rs".into(), "src/x/b.rs".into()]));
+        assert!(a.starts_with("src-x-"), "{a}");
+        assert_ne!(a, group_id(&["src/x/a.rs".into()]));
+    }
+
+    #[test]
+    fn cap_errors_say_how_to_fix() {
+        let plan = Plan {
+            planner: "pack".into(),
+            group_tokens: 10,
+            groups: pack(&[file("a", 10), file("b/c", 10)], 10),
+            notes: vec![],
+        };
+        assert!(plan.check_cap(1).unwrap_err().contains("--group-tokens"));
+        assert!(plan.check_cap(0).is_ok());
+    }
+}

@@ -1,0 +1,121 @@
+//! The price table: US dollars per million tokens per model, kept in
+//! `configs/prices.toml` (compiled in) or a file given with `--prices`.
+//!
+//! Takes a model name; gives its [`Price`], matched exactly or by the
+//! longest listed prefix (dated model names).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::providers::Usage;
+
+/// The built-in table.
+pub const BUILTIN_PRICES: &str = include_str!("../configs/prices.toml");
+
+/// One model's prices, per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    #[serde(default)]
+    pub cached: Option<f64>,
+}
+
+impl Price {
+    /// The cost of `usage` in US dollars.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let cached = usage.cached_tokens.min(usage.input_tokens);
+        let fresh = usage.input_tokens - cached;
+        (fresh as f64 * self.input
+            + cached as f64 * self.cached.unwrap_or(self.input)
+            + usage.output_tokens as f64 * self.output)
+            / 1_000_000.0
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    models: BTreeMap<String, Price>,
+}
+
+/// A parsed price table.
+#[derive(Clone, Debug, Default)]
+pub struct Prices {
+    models: BTreeMap<String, Price>,
+}
+
+impl Prices {
+    /// Parses a table; errors name the source.
+    pub fn parse(source: &str, text: &str) -> Result<Self, String> {
+        let table: Table =
+            toml::from_str(text).map_err(|e| format!("{source}: invalid price table: {e}"))?;
+        for (name, p) in &table.models {
+            if [p.input, p.output, p.cached.unwrap_or(0.0)]
+                .iter()
+                .any(|v| !v.is_finite() || *v < 0.0)
+            {
+                return Err(format!(
+                    "{source}: model {name:?}: prices must be non-negative numbers"
+                ));
+            }
+        }
+        Ok(Self {
+            models: table.models,
+        })
+    }
+
+    /// The built-in table.
+    pub fn builtin() -> Result<Self, String> {
+        Self::parse("builtin:configs/prices.toml", BUILTIN_PRICES)
+    }
+
+    /// The price of `model`: exact, else the longest listed prefix.
+    pub fn get(&self, model: &str) -> Option<Price> {
+        if let Some(p) = self.models.get(model) {
+            return Some(*p);
+        }
+        self.models
+            .iter()
+            .filter(|(name, _)| model.starts_with(name.as_str()))
+            .max_by_key(|(name, _)| name.len())
+            .map(|(_, p)| *p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_table_prices_by_exact_name_or_prefix() {
+        let prices = Prices::builtin().unwrap();
+        let mini = prices.get("gpt-4o-mini").unwrap();
+        assert_eq!(prices.get("gpt-4o-mini-2024-07-18"), Some(mini));
+        assert_ne!(prices.get("gpt-4o-2024-08-06"), Some(mini));
+        assert_eq!(prices.get("llama3"), None);
+        let usage = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 1_000_000,
+            cached_tokens: 0,
+        };
+        assert!((mini.cost(&usage) - 0.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cached_tokens_are_priced_as_cached() {
+        let p = Price {
+            input: 1.0,
+            output: 0.0,
+            cached: Some(0.1),
+        };
+        let u = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 0,
+            cached_tokens: 500_000,
+        };
+        assert!((p.cost(&u) - 0.55).abs() < 1e-9);
+    }
+}

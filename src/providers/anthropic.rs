@@ -1,0 +1,354 @@
+//! The Anthropic Messages wire format (`POST {base}/v1/messages`).
+//!
+//! Takes a [`ChatRequest`]; gives a [`ChatResponse`]. `system` goes at the
+//! top level, tool results of one turn go back in ONE user message that
+//! starts with every `tool_result` block, `input` arrives as an object.
+//! Under `anthropic-version: 2026-10-21` no sampling parameter is sent.
+
+use futures::future::BoxFuture;
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::http::HttpLayer;
+use super::{
+    ChatRequest, ChatResponse, EngineKind, FinishReason, Message, Provider, ProviderError,
+    ToolCall, ToolChoice, Usage,
+};
+
+/// The API version sent by default.
+pub const DEFAULT_VERSION: &str = "2023-06-01";
+
+/// A Messages endpoint.
+pub struct Anthropic {
+    http: HttpLayer,
+    url: String,
+    model: String,
+    headers: HeaderMap,
+    sampling: bool,
+}
+
+impl Anthropic {
+    /// `base_url` is the API root (`https://api.anthropic.com`).
+    pub fn new(
+        http: HttpLayer,
+        base_url: &str,
+        model: &str,
+        api_key: Option<&str>,
+        version: &str,
+    ) -> Result<Self, ProviderError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = api_key {
+            let mut value = HeaderValue::from_str(key).map_err(|_| {
+                ProviderError::Other(
+                    "the API key has characters an HTTP header cannot carry".into(),
+                )
+            })?;
+            value.set_sensitive(true);
+            headers.insert("x-api-key", value);
+        }
+        let version_value = HeaderValue::from_str(version)
+            .map_err(|_| ProviderError::Other(format!("invalid anthropic-version {version:?}")))?;
+        headers.insert("anthropic-version", version_value);
+        let base = base_url.trim_end_matches('/');
+        let url = if base.ends_with("/v1") {
+            format!("{base}/messages")
+        } else {
+            format!("{base}/v1/messages")
+        };
+        Ok(Self {
+            http,
+            url,
+            model: model.to_string(),
+            headers,
+            // Versions from 2026-10-21 on refuse sampling parameters.
+            sampling: version < "2026-10-21",
+        })
+    }
+
+    async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let body = encode(&self.model, request, self.sampling);
+        let answer = self
+            .http
+            .post_json(
+                &self.url,
+                &self.headers,
+                &body,
+                request.estimated_tokens(),
+                decode,
+            )
+            .await?;
+        Ok(answer.value)
+    }
+}
+
+impl Provider for Anthropic {
+    fn name(&self) -> &str {
+        "anthropic"
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn engine(&self) -> EngineKind {
+        EngineKind::Llm
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(self.call(request))
+    }
+}
+
+fn encode(model: &str, request: &ChatRequest, sampling: bool) -> Value {
+    let mut messages: Vec<Value> = Vec::new();
+    for message in &request.messages {
+        match message {
+            Message::User { text } => {
+                // Text after tool results joins their user message, after
+                // the results, as the API requires.
+                if let Some(last) = messages.last_mut()
+                    && last["role"] == "user"
+                    && let Some(blocks) = last["content"].as_array_mut()
+                {
+                    blocks.push(json!({"type": "text", "text": text}));
+                    continue;
+                }
+                messages.push(json!({"role": "user", "content": [{"type": "text", "text": text}]}));
+            }
+            Message::Assistant { text, tool_calls } => {
+                let mut blocks = Vec::new();
+                if let Some(text) = text.as_ref().filter(|t| !t.is_empty()) {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                for call in tool_calls {
+                    let input = serde_json::from_str::<Value>(&call.arguments)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| json!({}));
+                    blocks.push(
+                        json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}),
+                    );
+                }
+                if blocks.is_empty() {
+                    blocks.push(json!({"type": "text", "text": "(no answer)"}));
+                }
+                messages.push(json!({"role": "assistant", "content": blocks}));
+            }
+            Message::ToolResult {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => {
+                let block = json!({"type": "tool_result", "tool_use_id": call_id,
+                                   "content": content, "is_error": is_error});
+                match messages.last_mut() {
+                    Some(last)
+                        if last["role"] == "user"
+                            && last["content"]
+                                .as_array()
+                                .is_some_and(|b| b.iter().all(|b| b["type"] == "tool_result")) =>
+                    {
+                        if let Some(blocks) = last["content"].as_array_mut() {
+                            blocks.push(block);
+                        }
+                    }
+                    _ => messages.push(json!({"role": "user", "content": [block]})),
+                }
+            }
+        }
+    }
+    let mut body = json!({
+        "model": model,
+        "max_tokens": request.max_output_tokens,
+        "system": request.system,
+        "messages": messages,
+    });
+    if sampling {
+        body["temperature"] = json!(0);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
+        body["tool_choice"] = match request.tool_choice {
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::None => json!({"type": "none"}),
+        };
+    }
+    body
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    #[serde(default)]
+    content: Vec<Value>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+fn decode(body: &[u8]) -> Result<ChatResponse, String> {
+    let wire: WireResponse =
+        serde_json::from_slice(body).map_err(|e| format!("invalid message: {e}"))?;
+    if wire.kind.as_deref() == Some("error") {
+        return Err("an error object arrived with HTTP 200".to_string());
+    }
+    if wire.content.is_empty() && wire.stop_reason.is_none() {
+        return Err("the message has neither content nor stop_reason".to_string());
+    }
+    let mut texts = Vec::new();
+    let mut tool_calls = Vec::new();
+    for block in &wire.content {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                if let Some(t) = block.get("text").and_then(Value::as_str) {
+                    texts.push(t.to_string());
+                }
+            }
+            Some("tool_use") => tool_calls.push(ToolCall {
+                id: block
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                name: block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                arguments: block
+                    .get("input")
+                    .map_or_else(|| "{}".to_string(), Value::to_string),
+            }),
+            _ => {}
+        }
+    }
+    let finish = match wire.stop_reason.as_deref() {
+        Some("end_turn" | "stop_sequence") | None => FinishReason::Stop,
+        Some("tool_use") => FinishReason::ToolCalls,
+        Some("max_tokens" | "model_context_window_exceeded") => FinishReason::Length,
+        Some("refusal") => FinishReason::Refusal,
+        Some(other) => FinishReason::Other(other.to_string()),
+    };
+    if finish == FinishReason::Length {
+        // A tool call cut by the token limit may carry half its input: its
+        // arguments are marked so the tool layer refuses it and says why.
+        for call in &mut tool_calls {
+            call.arguments = format!("<truncated by max_tokens> {}", call.arguments);
+        }
+    }
+    let usage = wire.usage.map(|u| {
+        let cache_read = u.cache_read_input_tokens.unwrap_or(0);
+        Usage {
+            input_tokens: u.input_tokens + u.cache_creation_input_tokens.unwrap_or(0) + cache_read,
+            output_tokens: u.output_tokens,
+            cached_tokens: cache_read,
+        }
+    });
+    let text = texts.join("\n");
+    Ok(ChatResponse {
+        text: (!text.is_empty()).then_some(text),
+        tool_calls,
+        usage,
+        finish,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"a"}"#.into(),
+        }
+    }
+
+    fn result(id: &str) -> Message {
+        Message::ToolResult {
+            call_id: id.into(),
+            name: "read_file".into(),
+            content: "x".into(),
+            is_error: id == "b",
+        }
+    }
+
+    #[test]
+    fn every_tool_use_is_answered_in_one_user_message() {
+        let request = ChatRequest {
+            system: "s".into(),
+            messages: vec![
+                Message::User {
+                    text: "task".into(),
+                },
+                Message::Assistant {
+                    text: Some("reading".into()),
+                    tool_calls: vec![call("a"), call("b")],
+                },
+                result("a"),
+                result("b"),
+                Message::User {
+                    text: "summary please".into(),
+                },
+            ],
+            tools: vec![],
+            tool_choice: ToolChoice::None,
+            max_output_tokens: 10,
+        };
+        let body = encode("m", &request, false);
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        let blocks = messages[2]["content"].as_array().unwrap();
+        assert_eq!(blocks[0]["tool_use_id"], "a");
+        assert_eq!(blocks[1]["tool_use_id"], "b");
+        assert_eq!(blocks[1]["is_error"], true);
+        assert_eq!(blocks[2]["type"], "text");
+        assert!(body.get("temperature").is_none());
+        assert_eq!(messages[1]["content"][1]["input"]["path"], "a");
+    }
+
+    #[test]
+    fn decodes_tool_use_usage_and_truncation() {
+        let body = br#"{"type":"message","content":[{"type":"text","text":"hi"},
+            {"type":"tool_use","id":"t1","name":"grep","input":{"pattern":"x"}}],
+            "stop_reason":"max_tokens","usage":{"input_tokens":10,"output_tokens":5,
+            "cache_creation_input_tokens":2,"cache_read_input_tokens":3}}"#;
+        let r = decode(body).unwrap();
+        assert_eq!(r.text.as_deref(), Some("hi"));
+        assert_eq!(r.finish, FinishReason::Length);
+        assert!(r.tool_calls[0].arguments.starts_with("<truncated"));
+        assert_eq!(
+            r.usage,
+            Some(Usage {
+                input_tokens: 15,
+                output_tokens: 5,
+                cached_tokens: 3
+            })
+        );
+        assert!(decode(br#"{"type":"error","error":{"type":"overloaded_error"}}"#).is_err());
+    }
+}

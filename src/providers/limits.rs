@@ -1,0 +1,383 @@
+//! Shared, adaptive rate limits: one [`RateLimits`] per provider (and so per
+//! key and model), used by every agent of a run.
+//!
+//! Takes the configured requests and tokens per minute and what the server
+//! says (429s with `retry-after`, `x-ratelimit-*` and `anthropic-ratelimit-*`
+//! headers); gives `acquire`, which waits until a request may go. Requests
+//! are spread evenly (a burst of one), never sent as a minute's quota at
+//! once: servers enforce per-minute limits over shorter windows.
+
+use std::num::NonZeroU32;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use governor::clock::{Clock, DefaultClock};
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter};
+use reqwest::header::HeaderMap;
+use tokio::time::Instant;
+
+type Limiter = RateLimiter<NotKeyed, InMemoryState, DefaultClock>;
+
+/// Requests-per-minute and tokens-per-minute limits shared by every agent.
+pub struct RateLimits {
+    rpm: Option<Limiter>,
+    tpm: Option<(Limiter, NonZeroU32)>,
+    clock: DefaultClock,
+    /// Until when every agent waits: set by a 429's `retry-after` or by
+    /// headers saying nothing is left before a reset.
+    paused_until: Mutex<Option<Instant>>,
+}
+
+impl RateLimits {
+    /// `rpm` and `tpm` of 0 mean unlimited.
+    pub fn new(rpm: u32, tpm: u64) -> Self {
+        let clock = DefaultClock::default();
+        let rpm = NonZeroU32::new(rpm).and_then(|n| {
+            let quota =
+                Quota::with_period(Duration::from_secs(60) / n.get())?.allow_burst(NonZeroU32::MIN);
+            Some(RateLimiter::direct_with_clock(quota, clock.clone()))
+        });
+        let tpm = u32::try_from(tpm.min(u64::from(u32::MAX)))
+            .ok()
+            .and_then(NonZeroU32::new)
+            .and_then(|n| {
+                // Spread tokens over the minute too, with a burst of six
+                // seconds' worth so that one large request still fits.
+                let burst = NonZeroU32::new((n.get() / 10).max(1)).unwrap_or(NonZeroU32::MIN);
+                let period = Duration::from_secs_f64(60.0 / f64::from(n.get()));
+                let quota = Quota::with_period(period)?.allow_burst(burst);
+                Some((RateLimiter::direct_with_clock(quota, clock.clone()), burst))
+            });
+        Self {
+            rpm,
+            tpm,
+            clock,
+            paused_until: Mutex::new(None),
+        }
+    }
+
+    /// No limits at all (the offline engine).
+    pub fn unlimited() -> Self {
+        Self::new(0, 0)
+    }
+
+    /// Waits until one request of about `tokens` tokens may be sent.
+    pub async fn acquire(&self, tokens: u64) {
+        self.wait_pause().await;
+        if let Some(limiter) = &self.rpm {
+            loop {
+                match limiter.check() {
+                    Ok(()) => break,
+                    Err(not_until) => {
+                        tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await;
+                    }
+                }
+            }
+        }
+        if let Some((limiter, burst)) = &self.tpm {
+            // A request larger than the burst reserves the whole burst: it
+            // still waits its share, and it can never be refused outright.
+            let n = u32::try_from(tokens.max(1))
+                .ok()
+                .and_then(NonZeroU32::new)
+                .map_or(*burst, |n| n.min(*burst));
+            loop {
+                match limiter.check_n(n) {
+                    Ok(Ok(())) => break,
+                    Ok(Err(not_until)) => {
+                        tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await;
+                    }
+                    // Cannot happen (n <= burst); never spin on it.
+                    Err(_) => break,
+                }
+            }
+        }
+        // A 429 may have arrived while this request waited its turn.
+        self.wait_pause().await;
+    }
+
+    async fn wait_pause(&self) {
+        loop {
+            let until = self.paused_until.lock().map(|g| *g).unwrap_or(None);
+            match until {
+                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
+                _ => return,
+            }
+        }
+    }
+
+    /// Pauses every agent of this limiter for `wait` from now (a 429's
+    /// `retry-after`). Never shortens a pause already in force.
+    pub fn pause_for(&self, wait: Duration) {
+        let until = Instant::now() + wait;
+        if let Ok(mut guard) = self.paused_until.lock() {
+            *guard = Some(guard.map_or(until, |t| t.max(until)));
+        }
+    }
+
+    /// Reads the server's rate-limit headers and, when one says nothing is
+    /// left, pauses everyone until its reset. Values of `-1` or absent
+    /// headers mean "unknown", never "zero left".
+    pub fn observe_headers(&self, headers: &HeaderMap) {
+        if let Some(wait) = exhausted_wait(headers) {
+            self.pause_for(wait);
+        }
+    }
+}
+
+/// Requests in flight, adapted to the server: halved on a 429/529 burst,
+/// one added back after a run of successes, never above the maximum
+/// (`--jobs`). Additive increase, multiplicative decrease.
+pub struct Concurrency {
+    max: usize,
+    state: Mutex<ConcurrencyState>,
+    notify: tokio::sync::Notify,
+}
+
+struct ConcurrencyState {
+    limit: usize,
+    in_flight: usize,
+    successes: usize,
+    lowest: usize,
+    last_cut: Option<Instant>,
+}
+
+/// A request slot; frees itself when dropped.
+pub struct Slot<'a>(&'a Concurrency);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.0.state.lock() {
+            s.in_flight = s.in_flight.saturating_sub(1);
+        }
+        self.0.notify.notify_waiters();
+    }
+}
+
+impl Concurrency {
+    /// At most `max` requests in flight (at least one).
+    pub fn new(max: usize) -> Self {
+        let max = max.max(1);
+        Self {
+            max,
+            state: Mutex::new(ConcurrencyState {
+                limit: max,
+                in_flight: 0,
+                successes: 0,
+                lowest: max,
+                last_cut: None,
+            }),
+            notify: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Waits for a slot under the current limit.
+    pub async fn acquire(&self) -> Slot<'_> {
+        loop {
+            let notified = self.notify.notified();
+            {
+                let Ok(mut s) = self.state.lock() else {
+                    return Slot(self);
+                };
+                if s.in_flight < s.limit {
+                    s.in_flight += 1;
+                    return Slot(self);
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// A success: after a run of them as long as twice the limit, one more
+    /// request may be in flight.
+    pub fn succeeded(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            s.successes += 1;
+            if s.successes >= 2 * s.limit && s.limit < self.max {
+                s.limit += 1;
+                s.successes = 0;
+                drop(s);
+                self.notify.notify_waiters();
+            }
+        }
+    }
+
+    /// An overload answer (429, 529): halve the limit, once per burst (cuts
+    /// closer than 250 ms apart count as one burst). Returns the new limit.
+    pub fn overloaded(&self) -> usize {
+        let Ok(mut s) = self.state.lock() else {
+            return self.max;
+        };
+        let now = Instant::now();
+        if s.last_cut
+            .is_none_or(|t| now - t >= Duration::from_millis(250))
+        {
+            s.limit = (s.limit / 2).max(1);
+            s.lowest = s.lowest.min(s.limit);
+            s.last_cut = Some(now);
+        }
+        s.successes = 0;
+        s.limit
+    }
+
+    /// The current limit and the lowest it has been.
+    pub fn limits(&self) -> (usize, usize) {
+        self.state
+            .lock()
+            .map(|s| (s.limit, s.lowest))
+            .unwrap_or((self.max, self.max))
+    }
+}
+
+/// The longest reset among the limits the headers say are used up.
+pub fn exhausted_wait(headers: &HeaderMap) -> Option<Duration> {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    let mut wait: Option<Duration> = None;
+    for kind in ["requests", "tokens"] {
+        // OpenAI: remaining as a count, reset as a Go duration ("6m0s").
+        if get(&format!("x-ratelimit-remaining-{kind}")).and_then(|v| v.parse::<i64>().ok())
+            == Some(0)
+            && let Some(d) = get(&format!("x-ratelimit-reset-{kind}")).and_then(parse_go_duration)
+        {
+            wait = Some(wait.map_or(d, |w| w.max(d)));
+        }
+    }
+    for kind in ["requests", "tokens", "input-tokens", "output-tokens"] {
+        // Anthropic: reset as an RFC 3339 instant.
+        if get(&format!("anthropic-ratelimit-{kind}-remaining")).and_then(|v| v.parse::<i64>().ok())
+            == Some(0)
+            && let Some(d) =
+                get(&format!("anthropic-ratelimit-{kind}-reset")).and_then(until_rfc3339)
+        {
+            wait = Some(wait.map_or(d, |w| w.max(d)));
+        }
+    }
+    wait
+}
+
+/// Parses a Go-style duration as OpenAI sends it: `12ms`, `1s`, `6m0s`,
+/// `39.9s`, `1h2m3.5s`.
+pub fn parse_go_duration(text: &str) -> Option<Duration> {
+    let mut total = 0.0f64;
+    let mut number = String::new();
+    let mut chars = text.trim().chars().peekable();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            number.push(c);
+            continue;
+        }
+        let value: f64 = number.parse().ok()?;
+        number.clear();
+        let unit = match c {
+            'h' => 3600.0,
+            'm' if chars.peek() == Some(&'s') => {
+                chars.next();
+                0.001
+            }
+            'm' => 60.0,
+            's' => 1.0,
+            'u' | 'µ' if chars.peek() == Some(&'s') => {
+                chars.next();
+                0.000_001
+            }
+            'n' if chars.peek() == Some(&'s') => {
+                chars.next();
+                0.000_000_001
+            }
+            _ => return None,
+        };
+        total += value * unit;
+        any = true;
+    }
+    if !number.is_empty() || !any || !total.is_finite() || total < 0.0 {
+        return None;
+    }
+    Some(Duration::from_secs_f64(total))
+}
+
+/// Time from now until an RFC 3339 instant (zero when it is past).
+fn until_rfc3339(text: &str) -> Option<Duration> {
+    let at: jiff::Timestamp = text.parse().ok()?;
+    let now = jiff::Timestamp::now();
+    let span = at.duration_since(now);
+    Some(Duration::try_from(span).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations_parse() {
+        assert_eq!(parse_go_duration("12ms"), Some(Duration::from_millis(12)));
+        assert_eq!(parse_go_duration("6m0s"), Some(Duration::from_secs(360)));
+        assert_eq!(
+            parse_go_duration("39.9s"),
+            Some(Duration::from_secs_f64(39.9))
+        );
+        assert_eq!(parse_go_duration("1h2m3s"), Some(Duration::from_secs(3723)));
+        assert_eq!(parse_go_duration("abc"), None);
+        assert_eq!(parse_go_duration("12"), None);
+        assert_eq!(parse_go_duration(""), None);
+    }
+
+    #[test]
+    fn exhausted_headers_give_a_wait_and_unknown_values_do_not() {
+        let mut h = HeaderMap::new();
+        h.insert("x-ratelimit-remaining-requests", "0".parse().unwrap());
+        h.insert("x-ratelimit-reset-requests", "2s".parse().unwrap());
+        assert_eq!(exhausted_wait(&h), Some(Duration::from_secs(2)));
+        let mut h = HeaderMap::new();
+        h.insert("x-ratelimit-remaining-requests", "-1".parse().unwrap());
+        h.insert("x-ratelimit-reset-requests", "2s".parse().unwrap());
+        assert_eq!(exhausted_wait(&h), None);
+    }
+
+    #[tokio::test]
+    async fn requests_are_spread_not_burst() {
+        // 1200 per minute = one every 50 ms; five requests take >= 200 ms.
+        let limits = RateLimits::new(1200, 0);
+        let start = std::time::Instant::now();
+        for _ in 0..5 {
+            limits.acquire(10).await;
+        }
+        assert!(
+            start.elapsed() >= Duration::from_millis(190),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn concurrency_halves_on_overload_and_recovers_on_success() {
+        let c = Concurrency::new(8);
+        assert_eq!(c.overloaded(), 4);
+        // A second 429 of the same burst does not cut again.
+        assert_eq!(c.overloaded(), 4);
+        for _ in 0..8 {
+            c.succeeded();
+        }
+        assert_eq!(c.limits(), (5, 4));
+        let a = c.acquire().await;
+        let b = c.acquire().await;
+        assert_eq!(c.state.lock().unwrap().in_flight, 2);
+        drop((a, b));
+        assert_eq!(c.state.lock().unwrap().in_flight, 0);
+    }
+
+    #[tokio::test]
+    async fn a_pause_holds_every_caller() {
+        let limits = RateLimits::unlimited();
+        limits.pause_for(Duration::from_millis(120));
+        let start = std::time::Instant::now();
+        limits.acquire(1).await;
+        assert!(start.elapsed() >= Duration::from_millis(110));
+    }
+}

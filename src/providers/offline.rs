@@ -1,0 +1,358 @@
+//! The offline provider: a deterministic rule engine that plays the model's
+//! part through the same protocol, so `fanscan scan .` works with no key
+//! and no network, and every stage of the pipeline runs in tests.
+//!
+//! Takes a [`ChatRequest`] like any provider; gives what a careful model
+//! would: `read_file` calls for the group's files (paging on where a file is
+//! cut), then findings from the rule set applied to exactly what the tools
+//! returned, ending with `[TASK_COMPLETE]`; a plan for the planner task and
+//! a deterministic summary for the reducer task. Reports name it a rule
+//! engine, not a language model.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::{
+    ChatRequest, ChatResponse, EngineKind, FinishReason, Message, Provider, ProviderError,
+    ToolCall, ToolChoice, Usage,
+};
+use crate::findings::{Finding, Severity, TASK_COMPLETE, render_block};
+use crate::inventory::language_of;
+use crate::rules::RuleSet;
+
+/// Most tool calls the engine makes in one turn.
+const CALLS_PER_TURN: usize = 8;
+/// Most files it reads when it has to explore (no file list given).
+const EXPLORE_FILES: usize = 200;
+
+/// The offline rule engine.
+pub struct Offline {
+    rules: Arc<RuleSet>,
+}
+
+impl Offline {
+    pub fn new(rules: Arc<RuleSet>) -> Self {
+        Self { rules }
+    }
+
+    fn answer(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let task = request
+            .messages
+            .iter()
+            .find_map(|m| match m {
+                Message::User { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let text = if task.starts_with("TASK: plan") {
+            crate::plan::llm::offline_plan(task)
+        } else if task.starts_with("TASK: reduce") {
+            crate::reduce::offline_reduce(task)
+        } else {
+            return Ok(self.audit(task, request));
+        };
+        Ok(reply(Some(text), Vec::new()))
+    }
+
+    fn audit(&self, task: &str, request: &ChatRequest) -> ChatResponse {
+        let seen = Conversation::read(&request.messages);
+        let can_call = |name: &str| {
+            request.tool_choice == ToolChoice::Auto && request.tools.iter().any(|t| t.name == name)
+        };
+        if can_call("read_file") {
+            let listed = task_files(task);
+            let mut wanted: Vec<Value> = Vec::new();
+            let targets: Vec<String> = if listed.is_empty() {
+                // No list: explore, directory by directory, like a model would.
+                if can_call("list_dir") {
+                    if !seen.calls.contains(&("list_dir".into(), String::new(), 0)) {
+                        wanted.push(json!({"tool": "list_dir", "path": ""}));
+                    }
+                    for dir in &seen.dirs {
+                        if !seen.calls.contains(&("list_dir".into(), dir.clone(), 0)) {
+                            wanted.push(json!({"tool": "list_dir", "path": dir}));
+                        }
+                    }
+                }
+                seen.listed_files
+                    .iter()
+                    .filter(|p| language_of(p).is_some())
+                    .take(EXPLORE_FILES)
+                    .cloned()
+                    .collect()
+            } else {
+                listed
+            };
+            for path in &targets {
+                if !seen
+                    .calls
+                    .iter()
+                    .any(|(n, p, _)| n == "read_file" && p == path)
+                {
+                    wanted.push(json!({"tool": "read_file", "path": path}));
+                }
+            }
+            for (path, offset) in &seen.continuations {
+                if !seen
+                    .calls
+                    .contains(&("read_file".into(), path.clone(), *offset))
+                {
+                    wanted.push(json!({"tool": "read_file", "path": path, "offset": offset}));
+                }
+            }
+            if !wanted.is_empty() {
+                let round = request
+                    .messages
+                    .iter()
+                    .filter(|m| matches!(m, Message::Assistant { .. }))
+                    .count();
+                let calls = wanted
+                    .into_iter()
+                    .take(CALLS_PER_TURN)
+                    .enumerate()
+                    .map(|(i, mut w)| {
+                        let name = w["tool"].as_str().unwrap_or("read_file").to_string();
+                        if let Some(map) = w.as_object_mut() {
+                            map.remove("tool");
+                        }
+                        ToolCall {
+                            id: format!("offline_{round}_{i}"),
+                            name,
+                            arguments: w.to_string(),
+                        }
+                    })
+                    .collect();
+                return reply(None, calls);
+            }
+        }
+        let mut findings: Vec<Finding> = Vec::new();
+        let mut line_count = 0usize;
+        for (path, lines) in &seen.contents {
+            let lines: Vec<(u32, String)> = lines.iter().map(|(n, l)| (*n, l.clone())).collect();
+            line_count += lines.len();
+            findings.extend(self.rules.apply(path, &lines));
+        }
+        let mut by_severity: BTreeMap<Severity, usize> = BTreeMap::new();
+        for f in &findings {
+            *by_severity.entry(f.severity).or_default() += 1;
+        }
+        let counts = Severity::DESCENDING
+            .iter()
+            .filter_map(|s| by_severity.get(s).map(|n| format!("{n} {}", s.as_str())))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let text = format!(
+            "Offline rule engine (not a language model): {} rules applied to {line_count} lines of {} files; {} findings{}.\n\n{}\n\n{TASK_COMPLETE}",
+            self.rules.rules.len(),
+            seen.contents.len(),
+            findings.len(),
+            if counts.is_empty() {
+                String::new()
+            } else {
+                format!(" ({counts})")
+            },
+            render_block(&findings),
+        );
+        reply(Some(text), Vec::new())
+    }
+}
+
+fn reply(text: Option<String>, tool_calls: Vec<ToolCall>) -> ChatResponse {
+    let finish = if tool_calls.is_empty() {
+        FinishReason::Stop
+    } else {
+        FinishReason::ToolCalls
+    };
+    ChatResponse {
+        text,
+        tool_calls,
+        // No model ran: no tokens were spent.
+        usage: Some(Usage::default()),
+        finish,
+    }
+}
+
+impl Provider for Offline {
+    fn name(&self) -> &str {
+        "offline"
+    }
+
+    fn model(&self) -> &str {
+        "rules"
+    }
+
+    fn engine(&self) -> EngineKind {
+        EngineKind::RuleEngine
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move { self.answer(request) })
+    }
+}
+
+/// The files a task lists: lines `- path (N bytes, lang)`.
+fn task_files(task: &str) -> Vec<String> {
+    task.lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .filter_map(|l| l.rsplit_once(" ("))
+        .filter(|(_, rest)| rest.contains(" bytes"))
+        .map(|(p, _)| p.to_string())
+        .collect()
+}
+
+/// What the conversation so far holds, as the engine needs it.
+#[derive(Default)]
+struct Conversation {
+    /// (tool, path, offset) of every call made.
+    calls: BTreeSet<(String, String, u64)>,
+    /// Numbered lines seen, per file.
+    contents: BTreeMap<String, BTreeMap<u32, String>>,
+    /// Where a cut read says to continue.
+    continuations: BTreeSet<(String, u64)>,
+    /// Directories and files seen in `list_dir` results.
+    dirs: BTreeSet<String>,
+    listed_files: BTreeSet<String>,
+}
+
+impl Conversation {
+    fn read(messages: &[Message]) -> Self {
+        let mut c = Self::default();
+        for message in messages {
+            match message {
+                Message::Assistant { tool_calls, .. } => {
+                    for call in tool_calls {
+                        let args: Value =
+                            serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+                        let path = args["path"].as_str().unwrap_or_default().to_string();
+                        let offset = args["offset"].as_u64().unwrap_or(0);
+                        c.calls.insert((call.name.clone(), path, offset));
+                    }
+                }
+                Message::ToolResult {
+                    name,
+                    content,
+                    is_error: false,
+                    ..
+                } if name == "read_file" => c.read_result(content),
+                Message::ToolResult {
+                    name,
+                    content,
+                    is_error: false,
+                    ..
+                } if name == "list_dir" => c.list_result(content),
+                _ => {}
+            }
+        }
+        c
+    }
+
+    fn read_result(&mut self, content: &str) {
+        let mut lines = content.lines();
+        let Some(path) = lines
+            .next()
+            .and_then(|h| h.rsplit_once(" (").map(|(p, _)| p.to_string()))
+        else {
+            return;
+        };
+        let entry = self.contents.entry(path.clone()).or_default();
+        for line in lines {
+            if let Some((number, text)) = line.split_once('\t')
+                && let Ok(number) = number.trim().parse::<u32>()
+            {
+                entry.insert(number, text.to_string());
+            } else if let Some(rest) = line.split("offset=").nth(1) {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                if let Ok(offset) = digits.parse() {
+                    self.continuations.insert((path.clone(), offset));
+                }
+            }
+        }
+    }
+
+    fn list_result(&mut self, content: &str) {
+        let mut lines = content.lines();
+        let Some(dir) = lines
+            .next()
+            .and_then(|h| h.split_once("/ (").map(|(d, _)| d))
+        else {
+            return;
+        };
+        let prefix = if dir == "." {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        for line in lines {
+            if line.starts_with('[') || line.contains(" -> ") {
+                continue;
+            }
+            if let Some(name) = line.strip_suffix('/') {
+                self.dirs.insert(format!("{prefix}{name}"));
+            } else if let Some((name, _)) = line.rsplit_once(" (") {
+                self.listed_files.insert(format!("{prefix}{name}"));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::ToolContext;
+
+    fn request(messages: Vec<Message>, choice: ToolChoice) -> ChatRequest {
+        ChatRequest {
+            system: "s".into(),
+            messages,
+            tools: ToolContext::specs(&["list_dir".into(), "read_file".into(), "grep".into()]),
+            tool_choice: choice,
+            max_output_tokens: 100,
+        }
+    }
+
+    #[test]
+    fn reads_listed_files_then_pages_then_reports() {
+        let engine = Offline::new(Arc::new(RuleSet::builtin().unwrap()));
+        let task = "TASK: audit-group g1\n- src/a.rs (10 bytes, rust)\n";
+        let mut messages = vec![Message::User { text: task.into() }];
+        let r = engine
+            .answer(&request(messages.clone(), ToolChoice::Auto))
+            .unwrap();
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.tool_calls[0].arguments, r#"{"path":"src/a.rs"}"#);
+        messages.push(Message::Assistant {
+            text: None,
+            tool_calls: r.tool_calls.clone(),
+        });
+        messages.push(Message::ToolResult {
+            call_id: r.tool_calls[0].id.clone(),
+            name: "read_file".into(),
+            content: "src/a.rs (3 lines)\n     1\tfn a() {\n     2\t    x.unwrap();\n[cut: showing lines 1-2 of 3; call read_file with offset=3 to continue]\n".into(),
+            is_error: false,
+        });
+        let r = engine
+            .answer(&request(messages.clone(), ToolChoice::Auto))
+            .unwrap();
+        assert_eq!(
+            r.tool_calls[0].arguments,
+            r#"{"offset":3,"path":"src/a.rs"}"#
+        );
+        let r = engine.answer(&request(messages, ToolChoice::None)).unwrap();
+        let text = r.text.unwrap();
+        assert!(text.contains("not a language model"));
+        assert!(text.ends_with(TASK_COMPLETE));
+        let parsed = crate::findings::parse_report(&text);
+        assert!(
+            parsed
+                .findings
+                .iter()
+                .any(|f| f.line == 2 && f.rule.as_deref() == Some("rust/unwrap"))
+        );
+    }
+}

@@ -1,0 +1,325 @@
+//! The OpenAI Chat Completions wire format (`POST {base}/chat/completions`):
+//! OpenAI, DeepSeek, Ollama, vLLM, llama.cpp's server, LiteLLM, OpenRouter.
+//!
+//! Takes a [`ChatRequest`]; gives a [`ChatResponse`]. Strict when writing,
+//! lenient when reading: `arguments` as a string or an object, `content` as
+//! a string or parts, `usage` optional.
+
+use futures::future::BoxFuture;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::http::HttpLayer;
+use super::{
+    ChatRequest, ChatResponse, EngineKind, FinishReason, Message, Provider, ProviderError,
+    ToolCall, ToolChoice, Usage,
+};
+
+/// A Chat Completions endpoint.
+pub struct OpenAi {
+    http: HttpLayer,
+    url: String,
+    model: String,
+    headers: HeaderMap,
+}
+
+impl OpenAi {
+    /// `base_url` is the API root (`https://api.openai.com/v1`); a key is
+    /// optional because local servers often need none.
+    pub fn new(
+        http: HttpLayer,
+        base_url: &str,
+        model: &str,
+        api_key: Option<&str>,
+    ) -> Result<Self, ProviderError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                ProviderError::Other(
+                    "the API key has characters an HTTP header cannot carry".into(),
+                )
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        Ok(Self {
+            http,
+            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            model: model.to_string(),
+            headers,
+        })
+    }
+
+    async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let body = encode(&self.model, request);
+        let answer = self
+            .http
+            .post_json(
+                &self.url,
+                &self.headers,
+                &body,
+                request.estimated_tokens(),
+                decode,
+            )
+            .await?;
+        Ok(answer.value)
+    }
+}
+
+impl Provider for OpenAi {
+    fn name(&self) -> &str {
+        "openai"
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn engine(&self) -> EngineKind {
+        EngineKind::Llm
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(self.call(request))
+    }
+}
+
+/// The request body.
+fn encode(model: &str, request: &ChatRequest) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": request.system})];
+    for message in &request.messages {
+        messages.push(match message {
+            Message::User { text } => json!({"role": "user", "content": text}),
+            Message::Assistant { text, tool_calls } => {
+                let mut m = json!({"role": "assistant", "content": text});
+                if !tool_calls.is_empty() {
+                    m["tool_calls"] = tool_calls
+                        .iter()
+                        .map(|c| {
+                            json!({"id": c.id, "type": "function",
+                                   "function": {"name": c.name, "arguments": c.arguments}})
+                        })
+                        .collect();
+                }
+                m
+            }
+            Message::ToolResult {
+                call_id, content, ..
+            } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+        });
+    }
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "max_completion_tokens": request.max_output_tokens,
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters}})
+            })
+            .collect();
+        body["tool_choice"] = match request.tool_choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::None => json!("none"),
+        };
+    }
+    body
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    #[serde(default)]
+    choices: Vec<WireChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    message: WireMessage,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCall {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<WireFunction>,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<WireDetails>,
+}
+
+#[derive(Deserialize)]
+struct WireDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+/// Parses a response body; an error string makes the HTTP layer retry.
+fn decode(body: &[u8]) -> Result<ChatResponse, String> {
+    let wire: WireResponse =
+        serde_json::from_slice(body).map_err(|e| format!("invalid chat completion: {e}"))?;
+    let choice = wire
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| "the response has no choices".to_string())?;
+    let text = match choice.message.content {
+        Some(Value::String(s)) => Some(s),
+        Some(Value::Array(parts)) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(""),
+        ),
+        _ => None,
+    }
+    .filter(|t| !t.is_empty())
+    .or(choice.message.refusal.clone());
+    let tool_calls = choice
+        .message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, call)| {
+            let function = call.function?;
+            let arguments = match function.arguments {
+                Some(Value::String(s)) => s,
+                Some(Value::Null) | None => "{}".to_string(),
+                Some(other) => other.to_string(),
+            };
+            Some(ToolCall {
+                id: call.id.unwrap_or_else(|| format!("call_{i}")),
+                name: function.name,
+                arguments,
+            })
+        })
+        .collect();
+    let finish = match choice.finish_reason.as_deref() {
+        Some("stop") | None => FinishReason::Stop,
+        Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
+        Some("length") => FinishReason::Length,
+        Some("content_filter") => FinishReason::Refusal,
+        Some(other) => FinishReason::Other(other.to_string()),
+    };
+    let finish = if choice.message.refusal.is_some() {
+        FinishReason::Refusal
+    } else {
+        finish
+    };
+    let usage = wire.usage.map(|u| Usage {
+        input_tokens: u.prompt_tokens,
+        output_tokens: u.completion_tokens,
+        cached_tokens: u
+            .prompt_tokens_details
+            .and_then(|d| d.cached_tokens)
+            .unwrap_or(0),
+    });
+    Ok(ChatResponse {
+        text,
+        tool_calls,
+        usage,
+        finish,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::ToolSpec;
+
+    #[test]
+    fn decodes_tool_calls_with_string_or_object_arguments_and_no_usage() {
+        let body = br#"{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[
+            {"id":"a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"x\"}"}},
+            {"id":"b","type":"function","function":{"name":"grep","arguments":{"pattern":"y"}}}]},
+            "finish_reason":"tool_calls"}]}"#;
+        let r = decode(body).unwrap();
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(r.tool_calls[0].arguments, r#"{"path":"x"}"#);
+        assert_eq!(r.tool_calls[1].arguments, r#"{"pattern":"y"}"#);
+        assert_eq!(r.usage, None);
+        assert_eq!(r.text, None);
+        assert_eq!(r.finish, FinishReason::ToolCalls);
+    }
+
+    #[test]
+    fn rejects_bodies_without_choices() {
+        assert!(decode(b"{}").is_err());
+        assert!(decode(b"<html>").is_err());
+    }
+
+    #[test]
+    fn encodes_one_tool_message_per_call_and_tool_choice() {
+        let request = ChatRequest {
+            system: "sys".into(),
+            messages: vec![
+                Message::User { text: "t".into() },
+                Message::Assistant {
+                    text: None,
+                    tool_calls: vec![ToolCall {
+                        id: "c1".into(),
+                        name: "grep".into(),
+                        arguments: "{}".into(),
+                    }],
+                },
+                Message::ToolResult {
+                    call_id: "c1".into(),
+                    name: "grep".into(),
+                    content: "x".into(),
+                    is_error: false,
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "grep".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            tool_choice: ToolChoice::None,
+            max_output_tokens: 100,
+        };
+        let body = encode("m", &request);
+        assert_eq!(body["messages"][0]["role"], "system");
+        assert_eq!(body["messages"][3]["tool_call_id"], "c1");
+        assert_eq!(body["tool_choice"], "none");
+        assert_eq!(body["tools"][0]["function"]["name"], "grep");
+    }
+}

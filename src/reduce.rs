@@ -1,0 +1,562 @@
+//! Reduce: deduplicate and rank the verified findings, and let the reducer
+//! agent write the executive summary.
+//!
+//! Takes the checked findings and the group reports; gives a [`Reduced`]:
+//! findings deduplicated by a stable fingerprint (path, normalised rule or
+//! title, evidence text; never raw line numbers, which drift), ranked, and
+//! a summary. When the reducer's input exceeds its context budget it is
+//! reduced in batches and the batch summaries are reduced again (a tree).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::agents::{AgentDefinition, GroupReport};
+use crate::findings::{Finding, Origin, Severity};
+use crate::providers::{ChatRequest, Message, Provider, ToolChoice, Usage};
+use crate::verify::Checked;
+
+/// A deduplicated finding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Merged {
+    pub fingerprint: String,
+    #[serde(flatten)]
+    pub finding: Finding,
+    /// Agents and groups that reported it (several after dedupe).
+    pub agents: Vec<String>,
+    pub groups: Vec<String>,
+    pub verified: bool,
+    pub note: Option<String>,
+}
+
+/// What reduce gives.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reduced {
+    /// Verified findings, ranked.
+    pub findings: Vec<Merged>,
+    /// Findings that failed verification, sorted by path and line.
+    pub unverified: Vec<Merged>,
+    pub summary: String,
+    /// Notes on how the summary was made (batches, failures).
+    pub notes: Vec<String>,
+    pub usage: Usage,
+}
+
+/// The stable fingerprint of a finding.
+pub fn fingerprint(f: &Finding) -> String {
+    let key = f
+        .rule
+        .as_deref()
+        .map(normalize)
+        .unwrap_or_else(|| normalize(&f.title));
+    // Tool-layer findings have no evidence: the kind and line identify them.
+    let anchor = match (&f.evidence, f.origin) {
+        (Some(e), _) => normalize(e),
+        (None, Origin::ToolLayer) => format!("line {}", f.line),
+        (None, Origin::Agent) => normalize(&f.title),
+    };
+    let hash = crate::sha256_hex(format!("{}\n{key}\n{anchor}", f.path).as_bytes());
+    hash[..16].to_string()
+}
+
+/// Lowercase, whitespace removed: reformatting does not change identity.
+fn normalize(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .to_lowercase()
+}
+
+/// Deduplicates checked findings: the same fingerprint is one finding, at
+/// its most serious severity, naming every agent and group that saw it.
+pub fn dedupe(checked: &[Checked]) -> (Vec<Merged>, Vec<Merged>) {
+    let mut verified: BTreeMap<String, Merged> = BTreeMap::new();
+    let mut unverified: BTreeMap<String, Merged> = BTreeMap::new();
+    for c in checked {
+        let fp = fingerprint(&c.finding);
+        let target = if c.verified {
+            &mut verified
+        } else {
+            &mut unverified
+        };
+        let entry = target.entry(fp.clone()).or_insert_with(|| Merged {
+            fingerprint: fp,
+            finding: c.finding.clone(),
+            agents: Vec::new(),
+            groups: Vec::new(),
+            verified: c.verified,
+            note: c.note.clone(),
+        });
+        if c.finding.severity > entry.finding.severity {
+            entry.finding.severity = c.finding.severity;
+        }
+        if !entry.agents.contains(&c.agent) {
+            entry.agents.push(c.agent.clone());
+        }
+        if !entry.groups.contains(&c.group) {
+            entry.groups.push(c.group.clone());
+        }
+    }
+    let mut verified: Vec<Merged> = verified.into_values().collect();
+    let mut unverified: Vec<Merged> = unverified.into_values().collect();
+    verified.sort_by(default_rank);
+    unverified.sort_by(|a, b| position(a).cmp(&position(b)));
+    (verified, unverified)
+}
+
+fn position(m: &Merged) -> (&str, u32, &str) {
+    (
+        m.finding.path.as_str(),
+        m.finding.line,
+        m.finding.rule.as_deref().unwrap_or(&m.finding.title),
+    )
+}
+
+/// Most serious first, then by path, line and rule.
+fn default_rank(a: &Merged, b: &Merged) -> std::cmp::Ordering {
+    b.finding
+        .severity
+        .cmp(&a.finding.severity)
+        .then_with(|| position(a).cmp(&position(b)))
+}
+
+/// The reducer's input, as a JSON block in its task.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct ReduceInput {
+    pub groups: Vec<GroupNote>,
+    pub findings: Vec<FindingNote>,
+    /// Summaries of earlier batches (the upper levels of the tree).
+    #[serde(default)]
+    pub batch_summaries: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GroupNote {
+    pub group: String,
+    pub status: String,
+    pub summary: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FindingNote {
+    pub fingerprint: String,
+    pub path: String,
+    pub line: u32,
+    pub severity: Severity,
+    pub title: String,
+    pub rule: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ReduceAnswer {
+    #[serde(default)]
+    summary: String,
+    #[serde(default)]
+    ranking: Vec<String>,
+}
+
+fn render_task(input: &ReduceInput) -> String {
+    let body = serde_json::to_string(input).unwrap_or_default();
+    format!(
+        "TASK: reduce\nMerge these audit results into the executive summary and a ranking of the fingerprints.\n\n```json\n{body}\n```\n"
+    )
+}
+
+/// How the reducer runs.
+pub struct Reducer<'a> {
+    pub definition: &'a AgentDefinition,
+    pub provider: &'a dyn Provider,
+    /// Estimated input tokens one reducer call may take.
+    pub context_tokens: u64,
+    pub max_output_tokens: u32,
+    /// Write the deterministic summary instead of asking the model.
+    pub skip_model: bool,
+}
+
+impl Reducer<'_> {
+    /// Dedupes, asks the reducer, applies its ranking.
+    pub async fn reduce(&self, checked: &[Checked], reports: &[GroupReport]) -> Reduced {
+        let (mut findings, unverified) = dedupe(checked);
+        let groups: Vec<GroupNote> = reports
+            .iter()
+            .map(|r| GroupNote {
+                group: r.group.clone(),
+                status: r.status.as_str().to_string(),
+                summary: clip(&prose_of(&r.summary), 1500),
+            })
+            .collect();
+        let notes_of: Vec<FindingNote> = findings
+            .iter()
+            .map(|m| FindingNote {
+                fingerprint: m.fingerprint.clone(),
+                path: m.finding.path.clone(),
+                line: m.finding.line,
+                severity: m.finding.severity,
+                title: m.finding.title.clone(),
+                rule: m.finding.rule.clone(),
+            })
+            .collect();
+        let mut usage = Usage::default();
+        let mut notes = Vec::new();
+        let answer = self.tree(groups, notes_of, &mut usage, &mut notes, 0).await;
+        let summary = match answer {
+            Some(a) => {
+                apply_ranking(&mut findings, &a.ranking);
+                a.summary
+            }
+            None => String::new(),
+        };
+        Reduced {
+            findings,
+            unverified,
+            summary,
+            notes,
+            usage,
+        }
+    }
+
+    /// Reduces `groups` and `findings`, in batches when they are over the
+    /// context budget.
+    async fn tree(
+        &self,
+        groups: Vec<GroupNote>,
+        findings: Vec<FindingNote>,
+        usage: &mut Usage,
+        notes: &mut Vec<String>,
+        depth: u32,
+    ) -> Option<ReduceAnswer> {
+        let input = ReduceInput {
+            groups,
+            findings,
+            batch_summaries: Vec::new(),
+        };
+        let size = crate::estimate_tokens(render_task(&input).len() as u64);
+        if size <= self.context_tokens
+            || depth >= 4
+            || (input.groups.len() <= 1 && input.findings.len() <= 1)
+        {
+            return self.ask(&input, usage, notes).await;
+        }
+        // Split in batches that each fit, reduce each, then reduce the
+        // batch summaries with the full ranking list kept compact.
+        let batches = (size / self.context_tokens.max(1) + 1) as usize;
+        let group_chunk = input.groups.len().div_ceil(batches).max(1);
+        let finding_chunk = input.findings.len().div_ceil(batches).max(1);
+        let mut group_parts = input.groups.chunks(group_chunk).map(<[GroupNote]>::to_vec);
+        let mut finding_parts = input
+            .findings
+            .chunks(finding_chunk)
+            .map(<[FindingNote]>::to_vec);
+        let mut summaries = Vec::new();
+        let mut rankings = Vec::new();
+        for _ in 0..batches {
+            let g = group_parts.next().unwrap_or_default();
+            let f = finding_parts.next().unwrap_or_default();
+            if g.is_empty() && f.is_empty() {
+                continue;
+            }
+            if let Some(a) = Box::pin(self.tree(g, f, usage, notes, depth + 1)).await {
+                summaries.push(a.summary);
+                rankings.push(a.ranking);
+            }
+        }
+        notes.push(format!(
+            "the reducer's input was over its {} token budget: reduced in {} batches, then merged",
+            self.context_tokens,
+            summaries.len()
+        ));
+        let top = ReduceInput {
+            groups: Vec::new(),
+            findings: Vec::new(),
+            batch_summaries: summaries,
+        };
+        let mut merged = self.ask(&top, usage, notes).await?;
+        // Interleave batch rankings by position: each batch's order is kept.
+        let longest = rankings.iter().map(Vec::len).max().unwrap_or(0);
+        merged.ranking = (0..longest)
+            .flat_map(|i| rankings.iter().filter_map(move |r| r.get(i).cloned()))
+            .collect();
+        Some(merged)
+    }
+
+    async fn ask(
+        &self,
+        input: &ReduceInput,
+        usage: &mut Usage,
+        notes: &mut Vec<String>,
+    ) -> Option<ReduceAnswer> {
+        if self.skip_model {
+            if !notes.iter().any(|n| n.contains("counted, not written")) {
+                notes.push("the run stopped early, so the reducer was not asked: the summary is counted, not written".into());
+            }
+            return parse_answer(&offline_reduce(&render_task(input)));
+        }
+        let request = ChatRequest {
+            system: self.definition.prompt.clone(),
+            messages: vec![Message::User {
+                text: render_task(input),
+            }],
+            tools: Vec::new(),
+            tool_choice: ToolChoice::None,
+            max_output_tokens: self.max_output_tokens,
+        };
+        match self.provider.chat(&request).await {
+            Ok(response) => {
+                if let Some(u) = response.usage {
+                    usage.add(u);
+                }
+                let text = response.text.unwrap_or_default();
+                match parse_answer(&text) {
+                    Some(a) => Some(a),
+                    None => {
+                        notes.push("the reducer's answer had no JSON block; its text is used as the summary".into());
+                        Some(ReduceAnswer {
+                            summary: text.trim().to_string(),
+                            ranking: Vec::new(),
+                        })
+                    }
+                }
+            }
+            Err(e) => {
+                notes.push(format!(
+                    "the reducer failed ({e}); findings keep the default ranking"
+                ));
+                None
+            }
+        }
+    }
+}
+
+fn parse_answer(text: &str) -> Option<ReduceAnswer> {
+    for block in text.split("```").skip(1).step_by(2) {
+        let body = block.trim_start_matches("json").trim();
+        if let Ok(a) = serde_json::from_str::<ReduceAnswer>(body) {
+            return Some(a);
+        }
+    }
+    let (a, b) = (text.find('{')?, text.rfind('}')?);
+    serde_json::from_str(text.get(a..=b)?).ok()
+}
+
+/// Reorders by the reducer's ranking: named fingerprints first in its
+/// order, the rest after in the default order. Unknown names are ignored.
+fn apply_ranking(findings: &mut Vec<Merged>, ranking: &[String]) {
+    let position: BTreeMap<&str, usize> = ranking
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, fp)| (fp.as_str(), i))
+        .collect();
+    let mut indexed: Vec<(usize, Merged)> = findings
+        .drain(..)
+        .map(|m| {
+            (
+                position
+                    .get(m.fingerprint.as_str())
+                    .copied()
+                    .unwrap_or(usize::MAX),
+                m,
+            )
+        })
+        .collect();
+    indexed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| default_rank(&a.1, &b.1)));
+    findings.extend(indexed.into_iter().map(|(_, m)| m));
+}
+
+/// The prose part of an agent summary (without its JSON block).
+fn prose_of(summary: &str) -> String {
+    summary
+        .split("```")
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// The offline engine's answer to a reducer task: counts, the most frequent
+/// rules, the most affected files, and the default ranking.
+pub fn offline_reduce(task: &str) -> String {
+    let input = task
+        .split("```json")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .and_then(|b| serde_json::from_str::<ReduceInput>(b.trim()).ok())
+        .unwrap_or_default();
+    let mut summary = String::from(
+        "Offline rule engine (not a language model): this summary is counted, not written.\n\n",
+    );
+    if !input.batch_summaries.is_empty() {
+        summary.push_str(&input.batch_summaries.join("\n\n"));
+    } else {
+        let mut by_severity: BTreeMap<Severity, usize> = BTreeMap::new();
+        let mut by_rule: BTreeMap<String, usize> = BTreeMap::new();
+        let mut by_file: BTreeMap<&str, usize> = BTreeMap::new();
+        for f in &input.findings {
+            *by_severity.entry(f.severity).or_default() += 1;
+            *by_rule
+                .entry(f.rule.clone().unwrap_or_else(|| f.title.clone()))
+                .or_default() += 1;
+            *by_file.entry(f.path.as_str()).or_default() += 1;
+        }
+        let severities = Severity::DESCENDING
+            .iter()
+            .filter_map(|s| by_severity.get(s).map(|n| format!("{n} {}", s.as_str())))
+            .collect::<Vec<_>>()
+            .join(", ");
+        summary.push_str(&format!(
+            "- {} verified findings in {} files from {} groups{}.\n",
+            input.findings.len(),
+            by_file.len(),
+            input.groups.len(),
+            if severities.is_empty() {
+                String::new()
+            } else {
+                format!(" ({severities})")
+            }
+        ));
+        let mut rules: Vec<(usize, String)> = by_rule.into_iter().map(|(r, n)| (n, r)).collect();
+        rules.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        if !rules.is_empty() {
+            let top: Vec<String> = rules
+                .iter()
+                .take(5)
+                .map(|(n, r)| format!("`{r}` ({n})"))
+                .collect();
+            summary.push_str(&format!("- Most frequent: {}.\n", top.join(", ")));
+        }
+        let mut files: Vec<(usize, &str)> = by_file.into_iter().map(|(p, n)| (n, p)).collect();
+        files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        if !files.is_empty() {
+            let top: Vec<String> = files
+                .iter()
+                .take(5)
+                .map(|(n, p)| format!("`{p}` ({n})"))
+                .collect();
+            summary.push_str(&format!("- Most affected files: {}.\n", top.join(", ")));
+        }
+        if let Some(f) = input.findings.iter().max_by(|a, b| {
+            a.severity
+                .cmp(&b.severity)
+                .then_with(|| b.path.cmp(&a.path))
+        }) {
+            summary.push_str(&format!(
+                "- Fix first: {} at `{}:{}` ({}).\n",
+                f.title,
+                f.path,
+                f.line,
+                f.severity.as_str()
+            ));
+        }
+    }
+    let mut ranked: Vec<&FindingNote> = input.findings.iter().collect();
+    ranked.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| a.path.cmp(&b.path))
+            .then_with(|| a.line.cmp(&b.line))
+    });
+    let answer = serde_json::json!({
+        "summary": summary.trim_end(),
+        "ranking": ranked.iter().map(|f| f.fingerprint.clone()).collect::<Vec<_>>(),
+    });
+    format!(
+        "```json\n{}\n```",
+        serde_json::to_string_pretty(&answer).unwrap_or_default()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checked(path: &str, line: u32, evidence: &str, severity: Severity, group: &str) -> Checked {
+        Checked {
+            finding: Finding {
+                path: path.into(),
+                line,
+                end_line: None,
+                severity,
+                title: "Unwrap".into(),
+                detail: String::new(),
+                evidence: Some(evidence.into()),
+                rule: Some("rust/unwrap".into()),
+                origin: Origin::Agent,
+            },
+            group: group.into(),
+            agent: "auditor".into(),
+            verified: true,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn fingerprints_ignore_line_drift_and_whitespace() {
+        let a = checked("a.rs", 3, "x.unwrap()", Severity::Low, "g1");
+        let b = checked("a.rs", 9, "x.unwrap( )", Severity::Low, "g1");
+        let c = checked("a.rs", 9, "y.unwrap()", Severity::Low, "g1");
+        assert_eq!(fingerprint(&a.finding), fingerprint(&b.finding));
+        assert_ne!(fingerprint(&a.finding), fingerprint(&c.finding));
+        let mut moved = a.finding.clone();
+        moved.path = "b.rs".into();
+        assert_ne!(fingerprint(&a.finding), fingerprint(&moved));
+    }
+
+    #[test]
+    fn dedupe_merges_and_keeps_the_highest_severity() {
+        let list = vec![
+            checked("a.rs", 3, "x.unwrap()", Severity::Low, "g1"),
+            checked("a.rs", 4, "x.unwrap()", Severity::High, "g2"),
+            checked("b.rs", 1, "y.unwrap()", Severity::Medium, "g1"),
+        ];
+        let (verified, unverified) = dedupe(&list);
+        assert!(unverified.is_empty());
+        assert_eq!(verified.len(), 2);
+        assert_eq!(verified[0].finding.severity, Severity::High);
+        assert_eq!(verified[0].groups, vec!["g1", "g2"]);
+    }
+
+    #[test]
+    fn ranking_puts_named_first_and_ignores_unknown() {
+        let list = vec![
+            checked("a.rs", 3, "x", Severity::High, "g"),
+            checked("b.rs", 3, "y", Severity::Low, "g"),
+        ];
+        let (mut verified, _) = dedupe(&list);
+        let low = verified[1].fingerprint.clone();
+        apply_ranking(&mut verified, &["nope".into(), low.clone()]);
+        assert_eq!(verified[0].fingerprint, low);
+    }
+
+    #[test]
+    fn offline_reduce_is_deterministic_and_parsable() {
+        let input = ReduceInput {
+            groups: vec![],
+            findings: vec![FindingNote {
+                fingerprint: "f1".into(),
+                path: "a.rs".into(),
+                line: 1,
+                severity: Severity::High,
+                title: "t".into(),
+                rule: Some("r".into()),
+            }],
+            batch_summaries: vec![],
+        };
+        let task = render_task(&input);
+        let a = offline_reduce(&task);
+        assert_eq!(a, offline_reduce(&task));
+        let parsed = parse_answer(&a).unwrap();
+        assert_eq!(parsed.ranking, vec!["f1"]);
+        assert!(parsed.summary.contains("1 verified findings"));
+    }
+}

@@ -1,0 +1,582 @@
+//! The read-only tools a sub-agent may call: `list_dir`, `read_file`, `grep`.
+//!
+//! Takes a tool name and the model's raw JSON arguments; gives a
+//! [`ToolOutput`] (text for the model, files read, secrets redacted) or a
+//! [`ToolError`] the model is told about. Every path is confined to the scan
+//! root ([`paths`]), binary files are refused, output is capped, and every
+//! result is redacted ([`secrets`]) before it can reach a provider. No tool
+//! writes, executes or reaches the network; there is no other registry.
+
+pub mod paths;
+pub mod secrets;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::providers::ToolSpec;
+use paths::{Resolved, resolve};
+use secrets::{Redaction, Redactor};
+
+/// The names of every tool that exists. Agent definitions may only name
+/// these; none of them can write, execute or reach the network.
+pub const READ_ONLY_TOOLS: &[&str] = &["list_dir", "read_file", "grep"];
+
+/// Limits of the tools.
+#[derive(Clone, Debug)]
+pub struct ToolLimits {
+    /// Largest file `read_file` and `grep` will open.
+    pub max_file_bytes: u64,
+    /// Most bytes of one tool result.
+    pub max_output_bytes: usize,
+    /// Default and largest `limit` of `read_file`.
+    pub default_read_lines: usize,
+    pub max_read_lines: usize,
+    /// Most hits of one `grep`.
+    pub max_grep_hits: usize,
+    /// Most entries of one `list_dir`.
+    pub max_list_entries: usize,
+}
+
+impl Default for ToolLimits {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: 4 * 1024 * 1024,
+            max_output_bytes: 32 * 1024,
+            default_read_lines: 400,
+            max_read_lines: 2000,
+            max_grep_hits: 100,
+            max_list_entries: 400,
+        }
+    }
+}
+
+/// What every tool call needs: the canonical root, limits and the redactor.
+pub struct ToolContext {
+    root: PathBuf,
+    limits: ToolLimits,
+    redactor: Arc<Redactor>,
+}
+
+/// A tool's answer.
+#[derive(Debug, Default)]
+pub struct ToolOutput {
+    /// What the model sees (already redacted).
+    pub text: String,
+    /// Repo-relative files whose content the model saw.
+    pub files_read: Vec<String>,
+    /// Secrets redacted from this output, with their file.
+    pub redactions: Vec<(String, Redaction)>,
+}
+
+/// A tool failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// Told to the model as an error result; the loop goes on.
+    #[error("{0}")]
+    Model(String),
+}
+
+impl ToolContext {
+    /// A context for `root`, which is canonicalized here.
+    pub fn new(root: &Path, limits: ToolLimits, redactor: Arc<Redactor>) -> std::io::Result<Self> {
+        Ok(Self {
+            root: root.canonicalize()?,
+            limits,
+            redactor,
+        })
+    }
+
+    /// The canonical scan root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The redactor shared by the run.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// The specs of the named tools, in the order given; unknown names are
+    /// left out (definitions are validated before they get here).
+    pub fn specs(names: &[String]) -> Vec<ToolSpec> {
+        names.iter().filter_map(|n| spec(n)).collect()
+    }
+
+    /// Runs tool `name` with the model's raw `arguments`. Synchronous:
+    /// callers run it on a blocking thread.
+    pub fn call(&self, name: &str, arguments: &str) -> Result<ToolOutput, ToolError> {
+        if let Some(rest) = arguments.strip_prefix("<truncated by max_tokens>") {
+            return Err(ToolError::Model(format!(
+                "this call was cut by the output token limit, its arguments may be incomplete ({}); call it again",
+                rest.trim()
+            )));
+        }
+        let args: Value = if arguments.trim().is_empty() {
+            json!({})
+        } else {
+            serde_json::from_str(arguments).map_err(|e| {
+                ToolError::Model(format!(
+                    "invalid JSON arguments for {name}: {e}; send a JSON object matching the tool's schema"
+                ))
+            })?
+        };
+        if !args.is_object() {
+            return Err(ToolError::Model(format!(
+                "arguments for {name} must be a JSON object, got {args}"
+            )));
+        }
+        match name {
+            "list_dir" => self.list_dir(parse(name, args)?),
+            "read_file" => self.read_file(parse(name, args)?),
+            "grep" => self.grep(parse(name, args)?),
+            other => Err(ToolError::Model(format!("unknown tool {other:?}"))),
+        }
+    }
+
+    /// For each path: the SHA-256 of its bytes (empty when unreadable) and
+    /// the secrets in it. Used to pin what a group audited and to report
+    /// every secret whatever the model reads.
+    pub fn hash_and_sweep(&self, paths: &[String]) -> Vec<(String, Vec<Redaction>)> {
+        paths
+            .iter()
+            .map(|path| {
+                let Ok(file) = self.resolve(path) else {
+                    return (String::new(), Vec::new());
+                };
+                let Ok(bytes) = std::fs::read(&file.real) else {
+                    return (String::new(), Vec::new());
+                };
+                let hash = crate::sha256_hex(&bytes);
+                if is_binary(&bytes) || bytes.len() as u64 > self.limits.max_file_bytes {
+                    return (hash, Vec::new());
+                }
+                let text = String::from_utf8_lossy(&bytes);
+                let (_, found) = self.redactor.redact(&text);
+                (hash, found)
+            })
+            .collect()
+    }
+
+    fn resolve(&self, path: &str) -> Result<Resolved, ToolError> {
+        resolve(&self.root, path).map_err(ToolError::Model)
+    }
+
+    fn list_dir(&self, args: ListDirArgs) -> Result<ToolOutput, ToolError> {
+        let dir = self.resolve(args.path.as_deref().unwrap_or(""))?;
+        if !dir.real.is_dir() {
+            return Err(ToolError::Model(format!(
+                "{:?} is not a directory; use read_file for files",
+                dir.rel
+            )));
+        }
+        let read = std::fs::read_dir(&dir.real)
+            .map_err(|e| ToolError::Model(format!("cannot list {:?}: {e}", dir.rel)))?;
+        let mut entries: Vec<(String, String)> = read
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name() != ".git")
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let meta = e.path().symlink_metadata();
+                let label = match meta {
+                    Ok(m) if m.file_type().is_symlink() => format!("{name} -> (symlink)"),
+                    Ok(m) if m.is_dir() => format!("{name}/"),
+                    Ok(m) => format!("{name} ({} bytes)", m.len()),
+                    Err(_) => name.clone(),
+                };
+                (name, label)
+            })
+            .collect();
+        entries.sort();
+        let total = entries.len();
+        let shown = total.min(self.limits.max_list_entries);
+        let shown_dir = if dir.rel.is_empty() { "." } else { &dir.rel };
+        let mut text = format!("{shown_dir}/ ({total} entries)\n");
+        for (_, label) in &entries[..shown] {
+            let _ = writeln!(text, "{label}");
+        }
+        if shown < total {
+            let _ = writeln!(text, "[cut: {shown} of {total} entries shown]");
+        }
+        Ok(ToolOutput {
+            text: cap(text, self.limits.max_output_bytes),
+            ..ToolOutput::default()
+        })
+    }
+
+    /// Reads a whole (capped) text file and redacts it.
+    fn load_text(&self, file: &Resolved) -> Result<(String, Vec<Redaction>, bool), ToolError> {
+        let meta = std::fs::metadata(&file.real)
+            .map_err(|e| ToolError::Model(format!("cannot read {:?}: {e}", file.rel)))?;
+        if meta.is_dir() {
+            return Err(ToolError::Model(format!(
+                "{:?} is a directory; use list_dir",
+                file.rel
+            )));
+        }
+        if meta.len() > self.limits.max_file_bytes {
+            return Err(ToolError::Model(format!(
+                "{:?} is {} bytes, over the {} byte read limit",
+                file.rel,
+                meta.len(),
+                self.limits.max_file_bytes
+            )));
+        }
+        let bytes = std::fs::read(&file.real)
+            .map_err(|e| ToolError::Model(format!("cannot read {:?}: {e}", file.rel)))?;
+        if is_binary(&bytes) {
+            return Err(ToolError::Model(format!(
+                "{:?} is a binary file (NUL bytes); only text files can be read",
+                file.rel
+            )));
+        }
+        let (text, lossy) = match String::from_utf8(bytes) {
+            Ok(t) => (t, false),
+            Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
+        };
+        let (text, redactions) = self.redactor.redact(&text);
+        Ok((text, redactions, lossy))
+    }
+
+    fn read_file(&self, args: ReadFileArgs) -> Result<ToolOutput, ToolError> {
+        let file = self.resolve(&args.path)?;
+        let (text, redactions, lossy) = self.load_text(&file)?;
+        let lines: Vec<&str> = text.lines().collect();
+        let total = lines.len();
+        let offset = args.offset.unwrap_or(1).max(1);
+        let limit = args
+            .limit
+            .unwrap_or(self.limits.default_read_lines)
+            .clamp(1, self.limits.max_read_lines);
+        let mut out = format!("{} ({total} lines)\n", file.rel);
+        if lossy {
+            out.push_str("[note: not valid UTF-8; invalid bytes are shown as U+FFFD]\n");
+        }
+        if offset > total.max(1) {
+            return Err(ToolError::Model(format!(
+                "offset {offset} is past the end of {:?}, which has {total} lines",
+                file.rel
+            )));
+        }
+        let start = offset - 1;
+        let mut end = start;
+        let budget = self.limits.max_output_bytes.saturating_sub(200);
+        while end < total && end - start < limit {
+            let line = truncate_line(lines[end]);
+            if out.len() + line.len() + 8 > budget && end > start {
+                break;
+            }
+            let _ = writeln!(out, "{:>6}\t{line}", end + 1);
+            end += 1;
+        }
+        if end < total {
+            let _ = writeln!(
+                out,
+                "[cut: showing lines {offset}-{end} of {total}; call read_file with offset={} to continue]",
+                end + 1
+            );
+        }
+        // Only redactions on the lines shown count as seen here; the sweep
+        // of the whole group reports the rest.
+        let redactions = redactions
+            .into_iter()
+            .filter(|r| (r.line as usize) >= offset && (r.line as usize) <= end)
+            .map(|r| (file.rel.clone(), r))
+            .collect();
+        Ok(ToolOutput {
+            text: out,
+            files_read: vec![file.rel],
+            redactions,
+        })
+    }
+
+    fn grep(&self, args: GrepArgs) -> Result<ToolOutput, ToolError> {
+        let regex = regex::RegexBuilder::new(&args.pattern)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| ToolError::Model(format!("invalid regex {:?}: {e}", args.pattern)))?;
+        let base = self.resolve(args.path.as_deref().unwrap_or(""))?;
+        let glob = match &args.glob {
+            Some(g) => Some(
+                globset::Glob::new(g)
+                    .map_err(|e| ToolError::Model(format!("invalid glob {g:?}: {e}")))?
+                    .compile_matcher(),
+            ),
+            None => None,
+        };
+        let mut files: Vec<String> = Vec::new();
+        if base.real.is_file() {
+            files.push(base.rel.clone());
+        } else {
+            let walker = ignore::WalkBuilder::new(&base.real)
+                .hidden(false)
+                .follow_links(false)
+                .sort_by_file_name(std::cmp::Ord::cmp)
+                .filter_entry(|e| e.file_name() != ".git")
+                .add_custom_ignore_filename(".fanscanignore")
+                .build();
+            for entry in walker.filter_map(Result::ok) {
+                if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    continue;
+                }
+                let Ok(rel) = entry.path().strip_prefix(&self.root) else {
+                    continue;
+                };
+                let rel = rel.to_string_lossy().replace('\\', "/");
+                let name_matches = glob.as_ref().is_none_or(|g| {
+                    g.is_match(&rel) || entry.file_name().to_str().is_some_and(|n| g.is_match(n))
+                });
+                if name_matches {
+                    files.push(rel);
+                }
+            }
+        }
+        let mut out = String::new();
+        let mut hits = 0usize;
+        let mut redactions = Vec::new();
+        let mut cut = false;
+        'files: for rel in &files {
+            let Ok(file) = self.resolve(rel) else {
+                continue;
+            };
+            let Ok((text, found, _)) = self.load_text(&file) else {
+                continue;
+            };
+            let mut hit_lines = Vec::new();
+            for (index, line) in text.lines().enumerate() {
+                if !regex.is_match(line) {
+                    continue;
+                }
+                if hits >= self.limits.max_grep_hits || out.len() > self.limits.max_output_bytes {
+                    cut = true;
+                    break 'files;
+                }
+                hits += 1;
+                hit_lines.push(index + 1);
+                let _ = writeln!(out, "{rel}:{}:{}", index + 1, truncate_line(line));
+            }
+            redactions.extend(
+                found
+                    .into_iter()
+                    .filter(|r| hit_lines.contains(&(r.line as usize)))
+                    .map(|r| (rel.clone(), r)),
+            );
+        }
+        if hits == 0 {
+            out = format!("no matches for {:?}\n", args.pattern);
+        } else if cut {
+            let _ = writeln!(
+                out,
+                "[cut: first {hits} hits shown; narrow the pattern, path or glob]"
+            );
+        }
+        Ok(ToolOutput {
+            text: cap(out, self.limits.max_output_bytes),
+            files_read: Vec::new(),
+            redactions,
+        })
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args)
+        .map_err(|e| ToolError::Model(format!("invalid arguments for {tool}: {e}")))
+}
+
+/// A file is binary when its first 8 KiB hold a NUL byte.
+pub fn is_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(8192)].contains(&0)
+}
+
+fn truncate_line(line: &str) -> &str {
+    const MAX: usize = 500;
+    if line.len() <= MAX {
+        return line;
+    }
+    let mut end = MAX;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    &line[..end]
+}
+
+fn cap(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("\n[cut: output limit reached]\n");
+    }
+    text
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListDirArgs {
+    #[serde(default)]
+    path: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadFileArgs {
+    path: String,
+    #[serde(default)]
+    offset: Option<usize>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrepArgs {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    glob: Option<String>,
+}
+
+/// The spec of one tool, as offered to the model.
+pub fn spec(name: &str) -> Option<ToolSpec> {
+    let (description, parameters) = match name {
+        "list_dir" => (
+            "List a directory of the repository (names, sizes; directories end with /).",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "Directory relative to the repository root; empty for the root."}
+            }, "additionalProperties": false}),
+        ),
+        "read_file" => (
+            "Read a text file of the repository. Lines are numbered from 1. Long files are cut; the output says which offset to continue from.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "File path relative to the repository root."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Most lines to show."}
+            }, "required": ["path"], "additionalProperties": false}),
+        ),
+        "grep" => (
+            "Search file contents with a regular expression (Rust regex syntax). Returns path:line:text hits, capped.",
+            json!({"type": "object", "properties": {
+                "pattern": {"type": "string", "description": "Regular expression."},
+                "path": {"type": "string", "description": "File or directory to search; default the whole repository."},
+                "glob": {"type": "string", "description": "Only files whose path or name matches this glob, e.g. *.rs."}
+            }, "required": ["pattern"], "additionalProperties": false}),
+        ),
+        _ => return None,
+    };
+    Some(ToolSpec {
+        name: name.to_string(),
+        description: description.to_string(),
+        parameters,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context(files: &[(&str, &[u8])]) -> (tempfile::TempDir, ToolContext) {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, content) in files {
+            let full = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, content).unwrap();
+        }
+        let ctx =
+            ToolContext::new(dir.path(), ToolLimits::default(), Arc::new(Redactor::new())).unwrap();
+        (dir, ctx)
+    }
+
+    #[test]
+    fn read_file_numbers_lines_and_pages() {
+        let body: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+        let (_d, ctx) = context(&[("a.txt", body.as_bytes())]);
+        let out = ctx
+            .call("read_file", r#"{"path":"a.txt","offset":3,"limit":2}"#)
+            .unwrap();
+        assert!(
+            out.text.contains("     3\tline 3\n     4\tline 4\n"),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains("call read_file with offset=5"));
+        assert_eq!(out.files_read, vec!["a.txt"]);
+        let out = ctx.call("read_file", r#"{"path":"a.txt"}"#).unwrap();
+        assert!(!out.text.contains("[cut"));
+    }
+
+    #[test]
+    fn malformed_arguments_and_binary_files_are_model_errors() {
+        let (_d, ctx) = context(&[("b.bin", b"ab\0cd"), ("a.txt", b"x")]);
+        assert!(
+            ctx.call("read_file", r#"{"path": ""#)
+                .unwrap_err()
+                .to_string()
+                .contains("invalid JSON")
+        );
+        assert!(
+            ctx.call("read_file", "[1]")
+                .unwrap_err()
+                .to_string()
+                .contains("object")
+        );
+        assert!(
+            ctx.call("read_file", r#"{"path":"b.bin"}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("binary")
+        );
+        assert!(
+            ctx.call("read_file", r#"{"file":"a.txt"}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("invalid arguments")
+        );
+        assert!(
+            ctx.call("write_file", r#"{}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("unknown tool")
+        );
+    }
+
+    #[test]
+    fn non_utf8_files_are_read_lossily_with_a_note() {
+        let (_d, ctx) = context(&[("l.txt", b"caf\xe9\n")]);
+        let out = ctx.call("read_file", r#"{"path":"l.txt"}"#).unwrap();
+        assert!(out.text.contains("not valid UTF-8"));
+        assert!(out.text.contains("caf\u{fffd}"));
+    }
+
+    #[test]
+    fn grep_finds_hits_with_glob_and_redacts() {
+        let (_d, ctx) = context(&[
+            (
+                "src/a.rs",
+                b"fn main() {}\nlet k = \"AKIAIOSFODNN7EXAMPLQ\";\n",
+            ),
+            ("src/b.py", b"def main(): pass\n"),
+        ]);
+        let out = ctx
+            .call("grep", r#"{"pattern":"main","glob":"*.rs"}"#)
+            .unwrap();
+        assert_eq!(out.text, "src/a.rs:1:fn main() {}\n");
+        let out = ctx.call("grep", r#"{"pattern":"let k"}"#).unwrap();
+        assert!(out.text.contains("[REDACTED:aws-access-key]"));
+        assert!(!out.text.contains("AKIA"));
+        assert_eq!(out.redactions.len(), 1);
+        assert!(ctx.call("grep", r#"{"pattern":"("}"#).is_err());
+    }
+
+    #[test]
+    fn list_dir_lists_sorted_without_git() {
+        let (_d, ctx) = context(&[("src/a.rs", b"x"), (".git/HEAD", b"x"), ("b.txt", b"xy")]);
+        let out = ctx.call("list_dir", "{}").unwrap();
+        assert_eq!(out.text, "./ (2 entries)\nb.txt (2 bytes)\nsrc/\n");
+    }
+}

@@ -1,0 +1,156 @@
+//! Path confinement: every path a model names is resolved inside the scan
+//! root or refused.
+//!
+//! Takes the canonical root and a path as the model wrote it (`/` or `\`,
+//! relative or absolute); gives the real path and its repo-relative `/`
+//! form. `..` that leaves the root, absolute paths outside it, symlinks that
+//! resolve outside it and anything inside `.git` are refused.
+
+use std::path::{Component, Path, PathBuf};
+
+/// A path resolved inside the root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    /// The canonical path on disk.
+    pub real: PathBuf,
+    /// Repo-relative, `/`-separated; empty for the root itself.
+    pub rel: String,
+}
+
+/// Resolves `requested` inside `root` (which must be canonical).
+pub fn resolve(root: &Path, requested: &str) -> Result<Resolved, String> {
+    let cleaned = requested.trim().replace('\\', "/");
+    let relative = if is_absolute(&cleaned) {
+        let root_text = root.to_string_lossy().replace('\\', "/");
+        match cleaned.strip_prefix(root_text.as_str()) {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+                rest.trim_start_matches('/').to_string()
+            }
+            _ => {
+                return Err(format!(
+                    "refused: {requested:?} is an absolute path outside the scan root; use a path relative to the root"
+                ));
+            }
+        }
+    } else {
+        cleaned
+    };
+    let mut parts: Vec<String> = Vec::new();
+    for component in Path::new(&relative).components() {
+        match component {
+            Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    return Err(format!(
+                        "refused: {requested:?} leaves the scan root through `..`"
+                    ));
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!("refused: {requested:?} is not a relative path"));
+            }
+        }
+    }
+    if parts.iter().any(|p| p == ".git") {
+        return Err(format!(
+            "refused: {requested:?} is inside .git, which is not audited"
+        ));
+    }
+    let rel = parts.join("/");
+    let joined = if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(&rel)
+    };
+    let real = match joined.canonicalize() {
+        Ok(p) => p,
+        Err(_) if joined.symlink_metadata().is_ok() => {
+            return Err(format!(
+                "refused: {rel:?} is a symlink whose target does not exist or cannot be read"
+            ));
+        }
+        Err(_) => return Err(format!("no such file or directory: {rel:?}")),
+    };
+    if !real.starts_with(root) {
+        return Err(format!(
+            "refused: {rel:?} is a symlink that resolves outside the scan root"
+        ));
+    }
+    Ok(Resolved { real, rel })
+}
+
+fn is_absolute(path: &str) -> bool {
+    path.starts_with('/')
+        || (path.len() >= 2
+            && path.as_bytes()[1] == b':'
+            && path.as_bytes()[0].is_ascii_alphabetic())
+}
+
+/// Joins a repo-relative directory and a name into a repo-relative path.
+pub fn join_rel(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/sub")).unwrap();
+        std::fs::write(dir.path().join("src/a.rs"), "fn a() {}\n").unwrap();
+        let canonical = dir.path().canonicalize().unwrap();
+        (dir, canonical)
+    }
+
+    #[test]
+    fn accepts_paths_inside_with_either_separator() {
+        let (_d, root) = root();
+        assert_eq!(resolve(&root, "src/a.rs").unwrap().rel, "src/a.rs");
+        assert_eq!(resolve(&root, "src\\a.rs").unwrap().rel, "src/a.rs");
+        assert_eq!(resolve(&root, "./src/sub/../a.rs").unwrap().rel, "src/a.rs");
+        assert_eq!(resolve(&root, "").unwrap().rel, "");
+        let abs = format!("{}/src/a.rs", root.display());
+        assert_eq!(resolve(&root, &abs).unwrap().rel, "src/a.rs");
+    }
+
+    #[test]
+    fn refuses_escapes() {
+        let (_d, root) = root();
+        assert!(resolve(&root, "../etc/passwd").unwrap_err().contains(".."));
+        assert!(resolve(&root, "src/../../x").unwrap_err().contains(".."));
+        assert!(
+            resolve(&root, "/etc/passwd")
+                .unwrap_err()
+                .contains("absolute")
+        );
+        assert!(
+            resolve(&root, "C:\\Windows")
+                .unwrap_err()
+                .contains("absolute")
+        );
+        assert!(resolve(&root, ".git/config").unwrap_err().contains(".git"));
+        assert!(
+            resolve(&root, "missing.rs")
+                .unwrap_err()
+                .contains("no such")
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn refuses_symlinks_that_leave_the_root() {
+        let (_d, root) = root();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "s").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("link")).unwrap();
+        std::os::unix::fs::symlink(root.join("src/a.rs"), root.join("inside")).unwrap();
+        assert!(resolve(&root, "link").unwrap_err().contains("symlink"));
+        assert_eq!(resolve(&root, "inside").unwrap().rel, "inside");
+    }
+}

@@ -1,0 +1,248 @@
+//! Secret redaction, applied to every tool result before it can reach a
+//! provider.
+//!
+//! Takes a file's text; gives the text with each secret replaced by a
+//! marker naming its kind (`[REDACTED:aws-access-key]`) and the list of
+//! redactions (line, kind). Each redaction becomes a finding of the tool
+//! layer itself: no model sees the secret, so none could report it.
+
+use regex::Regex;
+use serde::Serialize;
+
+/// One redacted secret.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Redaction {
+    /// 1-indexed line.
+    pub line: u32,
+    /// The kind, as the marker names it.
+    pub kind: &'static str,
+}
+
+struct Pattern {
+    kind: &'static str,
+    regex: Regex,
+    /// The capture group holding the secret (0: the whole match).
+    group: usize,
+}
+
+/// The compiled secret patterns. Build once per run and share.
+pub struct Redactor {
+    patterns: Vec<Pattern>,
+    begin_key: Option<Regex>,
+    end_key: Option<Regex>,
+}
+
+const PLACEHOLDER_WORDS: &[&str] = &[
+    "example",
+    "changeme",
+    "placeholder",
+    "your",
+    "xxxx",
+    "dummy",
+    "redacted",
+    "secret123",
+];
+
+impl Redactor {
+    /// Compiles the patterns.
+    pub fn new() -> Self {
+        let table: &[(&'static str, &str, usize)] = &[
+            (
+                "aws-access-key",
+                r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
+                0,
+            ),
+            (
+                "aws-secret-key",
+                r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})\b"#,
+                1,
+            ),
+            (
+                "github-token",
+                r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b",
+                0,
+            ),
+            ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}\b", 0),
+            ("slack-token", r"\bxox[baprs]-[A-Za-z0-9-]{10,}", 0),
+            (
+                "slack-webhook",
+                r"https://hooks\.slack\.com/services/[A-Za-z0-9/]{20,}",
+                0,
+            ),
+            ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", 0),
+            (
+                "openai-key",
+                r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}",
+                0,
+            ),
+            ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}\b", 0),
+            ("stripe-key", r"\b(?:sk|rk)_live_[0-9a-zA-Z]{20,}\b", 0),
+            (
+                "password",
+                r#"(?i)\b(?:password|passwd|pwd|secret|api_?key|auth_?token|access_?token)\b["']?\s*(?::=|=|:)\s*["']([^"'\s]{6,})["']"#,
+                1,
+            ),
+            (
+                "url-credentials",
+                r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:([^/\s:@]{3,})@",
+                1,
+            ),
+        ];
+        let patterns = table
+            .iter()
+            .filter_map(|(kind, pattern, group)| {
+                Regex::new(pattern).ok().map(|regex| Pattern {
+                    kind,
+                    regex,
+                    group: *group,
+                })
+            })
+            .collect();
+        Self {
+            patterns,
+            begin_key: Regex::new(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----").ok(),
+            end_key: Regex::new(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----").ok(),
+        }
+    }
+
+    /// Redacts `text`; returns the redacted text and what was redacted.
+    /// Line numbers are kept: a redacted line stays one line.
+    pub fn redact(&self, text: &str) -> (String, Vec<Redaction>) {
+        let mut out = String::with_capacity(text.len());
+        let mut found = Vec::new();
+        let mut in_key = false;
+        for (index, line) in text.split_inclusive('\n').enumerate() {
+            let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
+            let (body, ending) = match line.strip_suffix('\n') {
+                Some(b) => (b, "\n"),
+                None => (line, ""),
+            };
+            let matches = |r: &Option<Regex>| r.as_ref().is_some_and(|r| r.is_match(body));
+            if in_key || matches(&self.begin_key) {
+                if !in_key {
+                    found.push(Redaction {
+                        line: number,
+                        kind: "private-key",
+                    });
+                }
+                in_key = !matches(&self.end_key);
+                out.push_str("[REDACTED:private-key]");
+                out.push_str(ending);
+                continue;
+            }
+            let redacted = self.redact_line(body, number, &mut found);
+            out.push_str(&redacted);
+            out.push_str(ending);
+        }
+        (out, found)
+    }
+
+    fn redact_line(&self, line: &str, number: u32, found: &mut Vec<Redaction>) -> String {
+        let mut line = line.to_string();
+        for pattern in &self.patterns {
+            // Replace from the right so earlier offsets stay valid.
+            let spans: Vec<(usize, usize)> = pattern
+                .regex
+                .captures_iter(&line)
+                .filter_map(|c| c.get(pattern.group))
+                .filter(|m| !is_placeholder(m.as_str()))
+                .map(|m| (m.start(), m.end()))
+                .collect();
+            for &(start, end) in spans.iter().rev() {
+                line.replace_range(start..end, &format!("[REDACTED:{}]", pattern.kind));
+                found.push(Redaction {
+                    line: number,
+                    kind: pattern.kind,
+                });
+            }
+        }
+        line
+    }
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Values that are obviously not real secrets: templates, masks, examples.
+fn is_placeholder(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    value.contains(['$', '{', '}', '<', '>', '%', '[', '('])
+        || value.starts_with("REDACTED")
+        || value
+            .chars()
+            .all(|c| c == value.chars().next().unwrap_or('*'))
+        || PLACEHOLDER_WORDS.iter().any(|w| lower.contains(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pattern_compiles() {
+        let r = Redactor::new();
+        assert_eq!(r.patterns.len(), 12);
+        assert!(r.begin_key.is_some() && r.end_key.is_some());
+    }
+
+    #[test]
+    fn redacts_each_kind_and_keeps_lines() {
+        let r = Redactor::new();
+        let text = "a\nkey = \"AKIAIOSFODNN7EXAMPLF\"\nghp_abcdefghijklmnopqrstuvwxyz0123456789\n\
+                    password = \"hunter22!\"\nSLACK=xoxb-1234567890-abcdef\nok line\n";
+        let (out, found) = r.redact(text);
+        assert_eq!(out.lines().count(), text.lines().count());
+        assert!(!out.contains("AKIAIOSFODNN7EXAMPLF"));
+        assert!(out.contains("[REDACTED:aws-access-key]"));
+        assert!(out.contains("[REDACTED:github-token]"));
+        assert!(out.contains("password = \"[REDACTED:password]\""));
+        assert!(out.contains("[REDACTED:slack-token]"));
+        let kinds: Vec<_> = found.iter().map(|f| (f.line, f.kind)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (2, "aws-access-key"),
+                (3, "github-token"),
+                (4, "password"),
+                (5, "slack-token")
+            ]
+        );
+    }
+
+    #[test]
+    fn redacts_whole_private_key_blocks() {
+        let r = Redactor::new();
+        let text =
+            "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----\ny\n";
+        let (out, found) = r.redact(text);
+        assert_eq!(
+            found,
+            vec![Redaction {
+                line: 2,
+                kind: "private-key"
+            }]
+        );
+        assert!(!out.contains("MIIEow"));
+        assert!(out.ends_with("y\n"));
+        assert_eq!(out.lines().count(), 6);
+    }
+
+    #[test]
+    fn leaves_placeholders_and_code_alone() {
+        let r = Redactor::new();
+        for line in [
+            "password = \"${DB_PASSWORD}\"",
+            "password: \"********\"",
+            "let password = read_password();",
+            "api_key = \"your-api-key-here\"",
+            "x.unwrap_or(0)",
+        ] {
+            let (out, found) = r.redact(line);
+            assert!(found.is_empty(), "{line}");
+            assert_eq!(out, line);
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! The sub-agent contract, against a scripted model over real HTTP.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use fanscan::Context;
+use fanscan::agents::{AgentRun, AgentStatus, AgentTask, GroupReport, TaskFile, run_subagent};
+use fanscan::config::ScanArgs;
+use fanscan::events::EventSink;
+
+use crate::common::{MockModel, Repo, auditor_behaviour, findings_turn, text_turn, tool_turn};
+
+const NARROW: &str = "---\nname: narrow\ndescription: Only reads files.\ntools: [read_file]\nmax_rounds: 2\n---\nYou are the narrow agent.\n";
+
+fn repo() -> Repo {
+    Repo::new(&[
+        (
+            "src/main.rs",
+            "fn main() {\n    let v = std::env::args().nth(1).unwrap();\n    println!(\"{v}\");\n}\n",
+        ),
+        (
+            "src/keys.py",
+            "AWS_KEY = \"AKIAIOSFODNN7EXAMPLQ\"\nprint('hi')\n",
+        ),
+        (".fanscan/agents/narrow.md", NARROW),
+    ])
+}
+
+async fn run(mock: &MockModel, repo: &Repo, agent: &str, files: &[&str]) -> GroupReport {
+    let ctx = Context::new(mock.settings(repo.path(), &ScanArgs::default())).unwrap();
+    let definition = ctx.agents.get(agent).unwrap().clone();
+    let task = AgentTask {
+        group: "g1".into(),
+        files: files
+            .iter()
+            .map(|f| TaskFile {
+                path: f.to_string(),
+                bytes: 10,
+                language: None,
+            })
+            .collect(),
+        focus: None,
+        instructions: None,
+    };
+    let never = CancellationToken::new();
+    run_subagent(
+        AgentRun {
+            definition: &definition,
+            provider: ctx.provider.as_ref(),
+            tools: &Arc::clone(&ctx.tools),
+            events: &EventSink::silent("g1"),
+            wrap_up: &never,
+            cancel: &never,
+            spend: &fanscan::budget::Spend::unlimited(),
+            max_output_tokens: 1000,
+        },
+        &task,
+    )
+    .await
+}
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn tool_messages(body: &Value) -> Vec<Value> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn tools_offered_are_exactly_the_allow_list() {
+    let repo = repo();
+    let mock = MockModel::scripted(vec![text_turn("nothing [TASK_COMPLETE]")]).await;
+    run(&mock, &repo, "narrow", &["src/main.rs"]).await;
+    for seen in mock.requests() {
+        assert_eq!(tool_names(&seen.body), vec!["read_file"]);
+    }
+    let mock = MockModel::scripted(vec![]).await;
+    run(&mock, &repo, "auditor", &["src/main.rs"]).await;
+    assert_eq!(
+        tool_names(&mock.requests()[0].body),
+        vec!["list_dir", "read_file", "grep"]
+    );
+}
+
+#[tokio::test]
+async fn first_request_holds_only_the_system_prompt_and_the_task() {
+    let repo = repo();
+    let mock = MockModel::scripted(vec![]).await;
+    run(&mock, &repo, "narrow", &["src/main.rs"]).await;
+    let messages = mock.requests()[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages[0]["content"], "You are the narrow agent.");
+    assert_eq!(messages[1]["role"], "user");
+    let task = messages[1]["content"].as_str().unwrap();
+    assert!(task.starts_with("TASK: audit-group g1"));
+    assert!(task.contains("- src/main.rs (10 bytes, text)"));
+}
+
+#[tokio::test]
+async fn forbidden_and_unknown_tools_execute_nothing_and_every_id_is_answered() {
+    let repo = repo();
+    let mock = MockModel::scripted(vec![
+        tool_turn(&[
+            ("a", "list_dir", r#"{"path":""}"#),
+            ("b", "write_file", r#"{"path":"pwned.txt","content":"x"}"#),
+            ("c", "read_file", r#"{"path":"src/main.rs"}"#),
+        ]),
+        text_turn("ok [TASK_COMPLETE]"),
+    ])
+    .await;
+    let report = run(&mock, &repo, "narrow", &["src/main.rs"]).await;
+    let second = &mock.requests()[1].body;
+    let results = tool_messages(second);
+    let ids: Vec<&str> = results
+        .iter()
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["a", "b", "c"]);
+    let content = |i: usize| results[i]["content"].as_str().unwrap().to_string();
+    assert!(
+        content(0).contains("not available to this agent"),
+        "{}",
+        content(0)
+    );
+    assert!(
+        !content(0).contains("src/"),
+        "a listing leaked: {}",
+        content(0)
+    );
+    assert!(content(1).contains("not available to this agent"));
+    assert!(content(2).contains("     1\tfn main() {"));
+    assert!(!repo.path().join("pwned.txt").exists());
+    assert_eq!(report.tool_calls, 3);
+    assert_eq!(report.tool_errors, 2);
+    assert_eq!(report.files_read, vec!["src/main.rs"]);
+}
+
+#[tokio::test]
+async fn malformed_arguments_become_a_tool_error_and_the_loop_goes_on() {
+    let repo = repo();
+    let mock = MockModel::scripted(vec![
+        tool_turn(&[("a", "read_file", r#"{"path": ""#)]),
+        tool_turn(&[("b", "read_file", r#"{"path": "src/main.rs"}"#)]),
+        text_turn("done [TASK_COMPLETE]"),
+    ])
+    .await;
+    let report = run(&mock, &repo, "auditor", &["src/main.rs"]).await;
+    let requests = mock.requests();
+    assert!(
+        tool_messages(&requests[1].body)[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("invalid JSON arguments")
+    );
+    assert!(
+        tool_messages(&requests[2].body)[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("fn main()")
+    );
+    assert_eq!(report.status, AgentStatus::Complete);
+    assert_eq!(requests.len(), 4, "three rounds and the summary");
+}
+
+#[tokio::test]
+async fn task_complete_ends_the_loop_even_with_tool_calls() {
+    let repo = repo();
+    let mut turn = tool_turn(&[("a", "read_file", r#"{"path":"src/main.rs"}"#)]);
+    turn["choices"][0]["message"]["content"] = json!("Read it. [TASK_COMPLETE]");
+    let mock = MockModel::scripted(vec![turn, findings_turn(json!([]))]).await;
+    let report = run(&mock, &repo, "auditor", &["src/main.rs"]).await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].body["tool_choice"], "none");
+    assert_eq!(
+        tool_messages(&requests[1].body).len(),
+        1,
+        "the call was still answered"
+    );
+    assert_eq!(report.status, AgentStatus::Complete);
+    assert!(report.summary_parsed);
+}
+
+#[tokio::test]
+async fn the_forced_summary_is_asked_exactly_once_also_after_max_rounds() {
+    let repo = repo();
+    let looping = (0..10)
+        .map(|i| tool_turn(&[(&format!("c{i}"), "read_file", r#"{"path":"src/main.rs"}"#)]))
+        .collect::<Vec<_>>();
+    let mock = MockModel::scripted(looping).await;
+    let report = run(&mock, &repo, "narrow", &["src/main.rs"]).await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "max_rounds 2, then the summary");
+    let choices: Vec<&Value> = requests.iter().map(|r| &r.body["tool_choice"]).collect();
+    assert_eq!(
+        choices,
+        vec![&json!("auto"), &json!("auto"), &json!("none")]
+    );
+    let last = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("complete summary of every step")
+    );
+    assert_eq!(report.status, AgentStatus::MaxRounds);
+    assert_eq!(report.rounds, 3);
+
+    let mock = MockModel::scripted(vec![findings_turn(json!([]))]).await;
+    run(&mock, &repo, "narrow", &["src/main.rs"]).await;
+    let summaries = mock
+        .requests()
+        .iter()
+        .filter(|r| r.body["tool_choice"] == "none")
+        .count();
+    assert_eq!(summaries, 1);
+}
+
+#[tokio::test]
+async fn escapes_of_the_root_are_refused() {
+    let repo = repo();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "TOP SECRET").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.txt"),
+        repo.path().join("link.txt"),
+    )
+    .unwrap();
+    let abs = outside.path().join("secret.txt").display().to_string();
+    let abs_args = json!({"path": abs}).to_string();
+    let mock = MockModel::scripted(vec![
+        tool_turn(&[
+            ("a", "read_file", r#"{"path":"../../../../etc/passwd"}"#),
+            ("b", "read_file", &abs_args),
+            ("c", "read_file", r#"{"path":"link.txt"}"#),
+            ("d", "list_dir", r#"{"path":".."}"#),
+            ("e", "grep", r#"{"pattern":"SECRET","path":"link.txt"}"#),
+        ]),
+        text_turn("done [TASK_COMPLETE]"),
+    ])
+    .await;
+    run(&mock, &repo, "auditor", &[]).await;
+    let raw = &mock.requests()[1].raw;
+    assert!(!raw.contains("TOP SECRET"));
+    assert!(!raw.contains("root:"));
+    for result in tool_messages(&mock.requests()[1].body) {
+        let content = result["content"].as_str().unwrap();
+        assert!(content.starts_with("error: refused"), "{content}");
+    }
+}
+
+#[tokio::test]
+async fn a_planted_aws_key_never_reaches_the_model_and_is_reported() {
+    let repo = repo();
+    let mock = MockModel::openai(auditor_behaviour("AWS_KEY")).await;
+    let report = run(&mock, &repo, "auditor", &["src/keys.py", "src/main.rs"]).await;
+    let requests = mock.requests();
+    assert!(requests.len() >= 2);
+    for seen in &requests {
+        assert!(
+            !seen.raw.contains("AKIAIOSFODNN7EXAMPLQ"),
+            "the key was sent"
+        );
+    }
+    assert!(requests[1].raw.contains("[REDACTED:aws-access-key]"));
+    let secret = report
+        .findings
+        .iter()
+        .find(|f| f.rule.as_deref() == Some("secret/aws-access-key"))
+        .expect("the tool layer reports the secret");
+    assert_eq!(
+        (secret.path.as_str(), secret.line, secret.evidence.as_ref()),
+        ("src/keys.py", 1, None)
+    );
+}
+
+#[tokio::test]
+async fn a_provider_failure_is_recorded_with_what_was_done() {
+    let repo = repo();
+    let mock = MockModel::openai(Box::new(|_, i| {
+        if i == 0 {
+            wiremock::ResponseTemplate::new(200).set_body_json(tool_turn(&[(
+                "a",
+                "read_file",
+                r#"{"path":"src/main.rs"}"#,
+            )]))
+        } else {
+            wiremock::ResponseTemplate::new(400).set_body_json(
+                json!({"error": {"message": "bad request", "type": "invalid_request_error"}}),
+            )
+        }
+    }))
+    .await;
+    let report = run(&mock, &repo, "auditor", &["src/main.rs"]).await;
+    assert_eq!(report.status, AgentStatus::Failed);
+    assert!(
+        report.error.as_deref().unwrap().contains("HTTP 400"),
+        "{:?}",
+        report.error
+    );
+    assert_eq!(report.files_read, vec!["src/main.rs"]);
+    assert_eq!(mock.requests().len(), 2, "a 400 is not retried");
+}

@@ -1,0 +1,266 @@
+//! The binary as a user runs it: offline scans, agents, run-agent over HTTP,
+//! and clear errors for bad input.
+
+use serde_json::Value;
+
+use crate::common::{MockModel, Repo, auditor_behaviour, fanscan};
+
+/// A small repository with planted issues at known lines.
+pub fn planted() -> Repo {
+    Repo::new(&[
+        (
+            "src/lib.rs",
+            "pub fn parse(s: &str) -> u32 {\n    // a comment\n    s.parse().unwrap()\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() { super::parse(\"1\").to_string().parse::<u32>().unwrap(); }\n}\n",
+        ),
+        (
+            "app/run.py",
+            "import subprocess\n\ndef run(cmd):\n    subprocess.run(cmd, shell=True)\n",
+        ),
+        (
+            "app/db.py",
+            "def find(cur, name):\n    cur.execute(\"SELECT * FROM users WHERE name = '\" + name + \"'\")\n",
+        ),
+        (
+            "app/hash.py",
+            "import hashlib\nh = hashlib.md5(b'x').hexdigest()\n",
+        ),
+        (
+            "config/settings.py",
+            "DEBUG = True\npassword = \"hunter2-prod\"\n",
+        ),
+        (
+            "web/Fetch.java",
+            "class Fetch {\n  void f() throws Exception {\n    Runtime.getRuntime().exec(\"ls\");\n  }\n}\n",
+        ),
+        ("notes/todo.rs", "// TODO: handle errors\nfn x() {}\n"),
+        ("logo.png", "\u{0}PNG"),
+    ])
+}
+
+fn json_report(stdout: &[u8]) -> Value {
+    serde_json::from_slice(stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(stdout)))
+}
+
+fn has(report: &Value, path: &str, line: u64, rule: &str) -> bool {
+    report["findings"].as_array().unwrap().iter().any(|f| {
+        f["path"] == path && f["line"] == line && f["rule"] == rule && f["verified"] == true
+    })
+}
+
+#[test]
+fn offline_scan_finds_planted_issues_at_exact_lines() {
+    let repo = planted();
+    let out = fanscan(&[
+        "scan",
+        repo.path().to_str().unwrap(),
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json_report(&out.stdout);
+    assert_eq!(report["engine"], "rule_engine");
+    assert_eq!(report["provider"], "offline");
+    for (path, line, rule) in [
+        ("src/lib.rs", 3, "rust/unwrap"),
+        ("app/run.py", 4, "exec/python-shell-true"),
+        ("app/db.py", 2, "sql/concat"),
+        ("app/hash.py", 2, "crypto/weak-hash-python"),
+        ("config/settings.py", 2, "secret/password"),
+        ("web/Fetch.java", 3, "java/runtime-exec"),
+        ("notes/todo.rs", 1, "comments/todo"),
+    ] {
+        assert!(
+            has(&report, path, line, rule),
+            "missing {path}:{line} {rule}:\n{:#}",
+            report["findings"]
+        );
+    }
+    // The unwrap inside #[cfg(test)] is not reported.
+    assert!(!has(&report, "src/lib.rs", 9, "rust/unwrap"));
+    // The secret itself is in no report.
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("hunter2-prod"));
+    // Every file is accounted for.
+    let coverage = &report["coverage"];
+    assert_eq!(coverage["reviewed"].as_array().unwrap().len(), 7);
+    assert_eq!(coverage["skipped"][0]["path"], "logo.png");
+    assert_eq!(coverage["skipped"][0]["reason"], "binary");
+    assert!(coverage["failed"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn offline_scan_is_deterministic() {
+    let repo = planted();
+    let run = || {
+        let out = fanscan(&[
+            "scan",
+            repo.path().to_str().unwrap(),
+            "--format",
+            "json",
+            "--quiet",
+            "--group-tokens",
+            "100",
+        ]);
+        let mut v = json_report(&out.stdout);
+        v["duration_ms"] = Value::Null;
+        v["started_at"] = Value::Null;
+        v
+    };
+    let first = run();
+    assert!(first["groups"].as_array().unwrap().len() > 1);
+    assert_eq!(first, run());
+}
+
+#[test]
+fn markdown_report_reads_summary_first_then_findings_and_coverage() {
+    let repo = planted();
+    let out = fanscan(&["scan", repo.path().to_str().unwrap(), "--quiet"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let summary = text.find("## Summary").unwrap();
+    let findings = text.find("## Findings").unwrap();
+    let coverage = text.find("## Coverage").unwrap();
+    assert!(summary < findings && findings < coverage);
+    assert!(text.contains("offline rule engine (not a language model)"));
+    assert!(text.contains("`app/run.py:4`"));
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_exit_2() {
+    let out = fanscan(&["scan", "/no/such/repo"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such/repo: no such directory"));
+
+    let repo = Repo::new(&[
+        ("a.rs", "fn a() {}\n"),
+        (
+            ".fanscan/agents/bad.md",
+            "---\nname: bad\ndescription: d\nallowed-tools: [grep]\n---\nx\n",
+        ),
+    ]);
+    let out = fanscan(&["scan", repo.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.md:4: unknown key \"allowed-tools\" (did you mean \"tools\"?)"),
+        "{err}"
+    );
+
+    let repo = Repo::new(&[("a.rs", "x"), ("fanscan.toml", "jobs = \"many\"\n")]);
+    let out = fanscan(&["scan", repo.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("fanscan.toml:1:"));
+
+    let out = fanscan(&["scan", ".", "--provider", "openai"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("$OPENAI_API_KEY"));
+
+    let out = fanscan(&["scan", "--jobs", "lots"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn agents_lists_definitions_in_effect() {
+    let repo = Repo::new(&[(
+        ".fanscan/agents/mine.md",
+        "---\nname: mine\ndescription: My agent.\ntools: [grep]\nmax_rounds: 3\n---\nPrompt.\n",
+    )]);
+    let out = fanscan(&["agents", repo.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for expected in [
+        "auditor\n",
+        "planner\n",
+        "reducer\n",
+        "security\n",
+        "mine\n",
+        "tools:       grep",
+        "max_rounds:  3",
+        "builtin:configs/agents/auditor.md",
+    ] {
+        assert!(text.contains(expected), "{expected} missing in\n{text}");
+    }
+}
+
+#[test]
+fn plan_prints_groups_without_calling_a_model() {
+    let repo = planted();
+    let out = fanscan(&[
+        "plan",
+        repo.path().to_str().unwrap(),
+        "--json",
+        "--group-tokens",
+        "100",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut files: Vec<String> = v["plan"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| {
+            g["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f.as_str().unwrap().to_string())
+        })
+        .collect();
+    let total = files.len();
+    files.sort();
+    files.dedup();
+    assert_eq!(files.len(), total, "a file is in two groups");
+    assert_eq!(total, 7);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_agent_works_against_a_local_openai_compatible_server() {
+    let repo = planted();
+    let mock = MockModel::openai(auditor_behaviour("shell=True")).await;
+    let base = mock.base_url();
+    let root = repo.path().to_str().unwrap().to_string();
+    let out = tokio::task::spawn_blocking(move || {
+        fanscan(&[
+            "run-agent",
+            "auditor",
+            "--task",
+            "Check the runner",
+            "--file",
+            "app/run.py",
+            &root,
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--model",
+            "local",
+            "--json",
+            "--quiet",
+        ])
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["status"], "complete");
+    assert_eq!(report["files_read"][0], "app/run.py");
+    assert_eq!(report["findings"][0]["line"], 4);
+    assert_eq!(report["model"], "local");
+    let first = &mock.requests()[0].body;
+    assert!(
+        first["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Check the runner")
+    );
+}

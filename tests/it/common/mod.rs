@@ -1,0 +1,243 @@
+//! The integration harness: temporary repositories built by code, and an
+//! in-process mock model server on 127.0.0.1 that scripts the model's turns
+//! and records every request.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use fanscan::config::{ProviderArgs, ProviderKind, ScanArgs, Settings};
+
+/// A temporary repository.
+pub struct Repo {
+    pub dir: tempfile::TempDir,
+}
+
+impl Repo {
+    pub fn new(files: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Self { dir };
+        for (path, content) in files {
+            repo.write(path, content);
+        }
+        repo
+    }
+
+    pub fn write(&self, path: &str, content: &str) {
+        let full = self.dir.path().join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, content).unwrap();
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// One recorded request: its JSON body and when it arrived.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub body: Value,
+    pub raw: String,
+    pub at: Instant,
+}
+
+/// How the mock model answers: given the request body and its index.
+pub type Behaviour = Box<dyn Fn(&Value, usize) -> ResponseTemplate + Send + Sync>;
+
+struct Model {
+    behaviour: Behaviour,
+    log: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Respond for Model {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let raw = String::from_utf8_lossy(&request.body).into_owned();
+        let body: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
+        let index = {
+            let mut log = self.log.lock().unwrap();
+            log.push(Seen {
+                body: body.clone(),
+                raw,
+                at: Instant::now(),
+            });
+            log.len() - 1
+        };
+        (self.behaviour)(&body, index)
+    }
+}
+
+/// A mock Chat Completions (or Messages) server.
+pub struct MockModel {
+    pub server: MockServer,
+    log: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl MockModel {
+    /// Serves OpenAI Chat Completions at `/v1/chat/completions`.
+    pub async fn openai(behaviour: Behaviour) -> Self {
+        Self::at("/v1/chat/completions", behaviour).await
+    }
+
+    /// Serves Anthropic Messages at `/v1/messages`.
+    pub async fn anthropic(behaviour: Behaviour) -> Self {
+        Self::at("/v1/messages", behaviour).await
+    }
+
+    async fn at(route: &str, behaviour: Behaviour) -> Self {
+        let server = MockServer::start().await;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        Mock::given(method("POST"))
+            .and(path(route))
+            .respond_with(Model {
+                behaviour,
+                log: Arc::clone(&log),
+            })
+            .mount(&server)
+            .await;
+        Self { server, log }
+    }
+
+    /// A server answering `turns` in order, then a plain final text.
+    pub async fn scripted(turns: Vec<Value>) -> Self {
+        let queue = Mutex::new(VecDeque::from(turns));
+        Self::openai(Box::new(move |_, _| {
+            let next = queue
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| text_turn("done [TASK_COMPLETE]"));
+            ResponseTemplate::new(200).set_body_json(next)
+        }))
+        .await
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("{}/v1", self.server.uri())
+    }
+
+    pub fn requests(&self) -> Vec<Seen> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Settings for a run against this server with the OpenAI provider.
+    pub fn settings(&self, repo: &Path, scan: &ScanArgs) -> Settings {
+        self.settings_for(ProviderKind::Openai, repo, scan)
+    }
+
+    pub fn settings_for(&self, kind: ProviderKind, repo: &Path, scan: &ScanArgs) -> Settings {
+        let base = match kind {
+            ProviderKind::Anthropic => self.server.uri(),
+            _ => self.base_url(),
+        };
+        let provider = ProviderArgs {
+            provider: Some(kind),
+            model: Some("mock-model".into()),
+            base_url: Some(base),
+            timeout: Some(10),
+            ..ProviderArgs::default()
+        };
+        Settings::resolve(repo, &provider, scan, None, &|_| None).unwrap()
+    }
+}
+
+/// A Chat Completions answer with tool calls: (id, name, arguments text).
+pub fn tool_turn(calls: &[(&str, &str, &str)]) -> Value {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, args)| {
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
+        })
+        .collect();
+    json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": calls},
+           "finish_reason": "tool_calls"}],
+           "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
+}
+
+/// A Chat Completions answer with text only.
+pub fn text_turn(text: &str) -> Value {
+    json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+           "finish_reason": "stop"}],
+           "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
+}
+
+/// A final answer holding one finding.
+pub fn findings_turn(findings: Value) -> Value {
+    text_turn(&format!(
+        "Summary.\n```json\n{}\n```\n[TASK_COMPLETE]",
+        json!({ "findings": findings })
+    ))
+}
+
+/// The files an audit task lists (`- path (N bytes, lang)`).
+pub fn task_files(body: &Value) -> Vec<String> {
+    let task = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    task.lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .filter_map(|l| l.rsplit_once(" (").map(|(p, _)| p.to_string()))
+        .collect()
+}
+
+/// A model that behaves like a careful auditor over real HTTP: it reads
+/// every listed file in one turn, then reports one finding per file whose
+/// content contains `needle`, quoting the line.
+pub fn auditor_behaviour(needle: &'static str) -> Behaviour {
+    Box::new(move |body, _| {
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let tool_results: Vec<&Value> = messages.iter().filter(|m| m["role"] == "tool").collect();
+        if body["tool_choice"] == "none" || !tool_results.is_empty() {
+            let mut findings = Vec::new();
+            for result in tool_results {
+                let content = result["content"].as_str().unwrap_or_default();
+                let path = content
+                    .lines()
+                    .next()
+                    .and_then(|h| h.rsplit_once(" ("))
+                    .map(|(p, _)| p.to_string());
+                for line in content.lines().skip(1) {
+                    if let Some((n, text)) = line.split_once('\t')
+                        && text.contains(needle)
+                    {
+                        findings.push(
+                            json!({"path": path, "line": n.trim().parse::<u32>().unwrap_or(0),
+                            "severity": "medium", "title": format!("uses {needle}"), "detail": "d",
+                            "evidence": text.trim()}),
+                        );
+                    }
+                }
+            }
+            return ResponseTemplate::new(200).set_body_json(findings_turn(Value::Array(findings)));
+        }
+        let files = task_files(body);
+        let calls: Vec<(String, String)> = files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (format!("call_{i}"), json!({"path": f}).to_string()))
+            .collect();
+        let refs: Vec<(&str, &str, &str)> = calls
+            .iter()
+            .map(|(id, a)| (id.as_str(), "read_file", a.as_str()))
+            .collect();
+        ResponseTemplate::new(200).set_body_json(tool_turn(&refs))
+    })
+}
+
+/// Runs the `fanscan` binary.
+pub fn fanscan(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_fanscan"))
+        .args(args)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .unwrap()
+}

@@ -1,0 +1,11 @@
+//! fanscan's integration tests: one binary, a module per feature, and a
+//! `common` harness (temporary repositories, a mock model server on
+//! 127.0.0.1). No test touches the network or needs an API key.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod agent_loop;
+mod cli;
+mod common;
+mod pipeline;
+mod resilience;

@@ -1,0 +1,379 @@
+//! The scan pipeline end to end against a mock model over real HTTP:
+//! coverage, failure isolation, verification, dedupe, rate limits,
+//! interruption, the LLM planner and transcripts.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wiremock::ResponseTemplate;
+
+use fanscan::config::{PlannerKind, ScanArgs};
+use fanscan::fanout::RunControl;
+use fanscan::report::Report;
+use fanscan::{Context, Ui};
+
+use crate::common::{
+    MockModel, Repo, auditor_behaviour, findings_turn, task_files, text_turn, tool_turn,
+};
+
+fn tree() -> Repo {
+    let mut files = Vec::new();
+    for dir in ["a", "b", "c", "d"] {
+        for i in 0..3 {
+            // About 150 bytes (50 estimated tokens) a file.
+            let padding = "// ".to_string() + &"pad ".repeat(28);
+            files.push((
+                format!("{dir}/f{i}.rs"),
+                format!("fn f{i}() {{\n    let x = risky_{dir}();\n}}\n{padding}\n"),
+            ));
+        }
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    Repo::new(&refs)
+}
+
+fn small_groups(jobs: usize) -> ScanArgs {
+    // Each directory (3 files of ~50 tokens) is one group.
+    ScanArgs {
+        group_tokens: Some(160),
+        jobs: Some(jobs),
+        ..ScanArgs::default()
+    }
+}
+
+async fn scan(
+    ctx: &Context,
+    control: RunControl,
+    transcripts: Option<std::path::PathBuf>,
+) -> Report {
+    let ui = Ui {
+        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
+        transcripts,
+        control,
+    };
+    fanscan::scan(ctx, &ui).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_scan_over_http_reviews_and_accounts_for_every_file() {
+    let repo = tree();
+    let mock = MockModel::openai(auditor_behaviour("risky_")).await;
+    let ctx = Context::new(mock.settings(repo.path(), &small_groups(3))).unwrap();
+    let report = scan(&ctx, RunControl::default(), None).await;
+    assert!(report.complete, "{:?}", report.incomplete_reasons);
+    assert_eq!(report.exit_code(), 0);
+    assert_eq!(report.groups.len(), 4);
+    assert_eq!(report.coverage.reviewed.len(), 12);
+    assert!(report.coverage.unread.is_empty());
+    assert_eq!(report.findings.len(), 12);
+    assert!(
+        report
+            .findings
+            .iter()
+            .all(|m| m.verified && m.finding.line == 2)
+    );
+    assert_eq!(report.stats.requests as usize, mock.requests().len());
+    assert_eq!(
+        report.stats.input_tokens,
+        100 * mock.requests().len() as u64
+    );
+}
+
+#[tokio::test]
+async fn a_failing_group_is_recorded_and_the_others_go_on() {
+    let repo = tree();
+    let inner = auditor_behaviour("risky_");
+    let mock = MockModel::openai(Box::new(move |body, i| {
+        if task_files(body).iter().any(|f| f.starts_with("b/")) {
+            return ResponseTemplate::new(400).set_body_json(
+                json!({"error": {"message": "context too long", "type": "invalid_request_error"}}),
+            );
+        }
+        inner(body, i)
+    }))
+    .await;
+    let ctx = Context::new(mock.settings(repo.path(), &small_groups(2))).unwrap();
+    let report = scan(&ctx, RunControl::default(), None).await;
+    assert!(!report.complete);
+    assert_eq!(report.exit_code(), 3);
+    let failed: Vec<&str> = report
+        .coverage
+        .failed
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(failed, vec!["b/f0.rs", "b/f1.rs", "b/f2.rs"]);
+    assert!(report.coverage.failed[0].reason.contains("HTTP 400"));
+    assert_eq!(report.coverage.reviewed.len(), 9);
+    assert_eq!(report.findings.len(), 9);
+    assert_eq!(
+        report.groups.iter().filter(|g| g.error.is_some()).count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn findings_that_cite_code_that_is_not_there_are_unverified() {
+    let repo = Repo::new(&[
+        ("src/a.rs", "fn a() {\n    let x = 1;\n}\n"),
+        ("src/b.rs", "fn b() {}\n"),
+    ]);
+    let mock = MockModel::openai(Box::new(|body, _| {
+        let has_results = body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool");
+        if !has_results && body["tool_choice"] == "auto" {
+            return ResponseTemplate::new(200).set_body_json(tool_turn(&[("r", "read_file", r#"{"path":"src/a.rs"}"#)]));
+        }
+        ResponseTemplate::new(200).set_body_json(findings_turn(json!([
+            {"path": "src/a.rs", "line": 2, "severity": "high", "title": "real", "evidence": "let x = 1;"},
+            {"path": "src/a.rs", "line": 1, "severity": "high", "title": "off by one", "evidence": "let x = 1;"},
+            {"path": "src/a.rs", "line": 2, "severity": "high", "title": "invented", "evidence": "let y = 2;"},
+            {"path": "src/a.rs", "line": 40, "severity": "high", "title": "past the end"},
+            {"path": "src/ghost.rs", "line": 1, "severity": "high", "title": "no such file"}
+        ])))
+    }))
+    .await;
+    let ctx = Context::new(mock.settings(repo.path(), &ScanArgs::default())).unwrap();
+    let report = scan(&ctx, RunControl::default(), None).await;
+    let verified: Vec<(&str, u32)> = report
+        .findings
+        .iter()
+        .map(|m| (m.finding.title.as_str(), m.finding.line))
+        .collect();
+    assert_eq!(verified, vec![("off by one", 2), ("real", 2)]);
+    assert_eq!(
+        report.findings[0].note.as_deref(),
+        Some("line corrected from 1 to 2")
+    );
+    let mut reasons: Vec<(&str, &str)> = report
+        .unverified
+        .iter()
+        .map(|m| (m.finding.title.as_str(), m.note.as_deref().unwrap()))
+        .collect();
+    reasons.sort();
+    assert_eq!(reasons.len(), 3);
+    assert!(
+        reasons[0].0 == "invented" && reasons[0].1.contains("evidence is not at src/a.rs:2"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1]
+            .1
+            .contains("not a file of the scanned repository"),
+        "{reasons:?}"
+    );
+    assert!(reasons[2].1.contains("has 3 lines"), "{reasons:?}");
+    assert_eq!(report.coverage.unread, vec!["src/b.rs"]);
+}
+
+#[tokio::test]
+async fn an_agent_that_read_nothing_is_flagged_and_its_findings_unverified() {
+    let repo = Repo::new(&[("src/a.rs", "fn a() {\n    let x = 1;\n}\n")]);
+    let mock = MockModel::scripted(vec![
+        findings_turn(json!([{"path": "src/a.rs", "line": 2, "severity": "high", "title": "guess", "evidence": "let x = 1;"}])),
+        findings_turn(json!([{"path": "src/a.rs", "line": 2, "severity": "high", "title": "guess", "evidence": "let x = 1;"}])),
+    ])
+    .await;
+    let ctx = Context::new(mock.settings(repo.path(), &ScanArgs::default())).unwrap();
+    let report = scan(&ctx, RunControl::default(), None).await;
+    assert!(report.findings.is_empty());
+    assert_eq!(report.unverified.len(), 1);
+    assert!(
+        report.unverified[0]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("read none")
+    );
+    assert_eq!(report.coverage.unread, vec!["src/a.rs"]);
+}
+
+#[tokio::test]
+async fn the_same_finding_from_two_groups_is_one_finding() {
+    let repo = tree();
+    let mock = MockModel::openai(Box::new(|body, _| {
+        let has_results = body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool");
+        if !has_results && body["tool_choice"] == "auto" {
+            let files = task_files(body);
+            let args = json!({"path": files[0]}).to_string();
+            return ResponseTemplate::new(200).set_body_json(tool_turn(&[("r", "read_file", &args)]));
+        }
+        // Every group blames a/f0.rs, as agents following a call chain do.
+        ResponseTemplate::new(200).set_body_json(findings_turn(json!([
+            {"path": "a/f0.rs", "line": 2, "severity": "low", "title": "Risky call", "evidence": "let x = risky_a();", "rule": "risky"}
+        ])))
+    }))
+    .await;
+    let ctx = Context::new(mock.settings(repo.path(), &small_groups(4))).unwrap();
+    let report = scan(&ctx, RunControl::default(), None).await;
+    assert_eq!(report.findings.len(), 1);
+    assert_eq!(report.findings[0].groups.len(), 4);
+}
+
+#[tokio::test]
+async fn requests_are_spread_by_the_shared_rate_limiter() {
+    let repo = tree();
+    let mock = MockModel::openai(auditor_behaviour("risky_")).await;
+    let mut settings = mock.settings(repo.path(), &small_groups(4));
+    settings.rpm = 600; // one request every 100 ms, whatever the concurrency
+    let ctx = Context::new(settings).unwrap();
+    let report = scan(&ctx, RunControl::default(), None).await;
+    assert!(report.complete);
+    let times: Vec<_> = mock.requests().iter().map(|r| r.at).collect();
+    // Four groups of three calls (read, report, forced summary) and the reducer.
+    assert_eq!(times.len(), 13);
+    let mut sorted = times.clone();
+    sorted.sort();
+    for pair in sorted.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(
+            gap >= Duration::from_millis(80),
+            "a burst: two requests {gap:?} apart"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_interrupted_scan_still_reports_everything_marked_incomplete() {
+    let repo = tree();
+    // A model that would read forever: only a wrap-up ends it early.
+    let mock = MockModel::openai(Box::new(|body, i| {
+        let turn = if body["tool_choice"] == "none" {
+            findings_turn(json!([]))
+        } else {
+            let args = json!({"path": task_files(body)[0]}).to_string();
+            tool_turn(&[(&format!("c{i}"), "read_file", &args)])
+        };
+        ResponseTemplate::new(200)
+            .set_body_json(turn)
+            .set_delay(Duration::from_millis(100))
+    }))
+    .await;
+    let ctx = Context::new(mock.settings(repo.path(), &small_groups(1))).unwrap();
+    let control = RunControl::default();
+    let trigger = control.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        trigger.wind_down("interrupted (test).");
+    });
+    let report = scan(&ctx, control, None).await;
+    assert!(!report.complete);
+    assert!(
+        report
+            .incomplete_reasons
+            .iter()
+            .any(|r| r.contains("interrupted"))
+    );
+    // The agent in flight wrapped up with its summary; the rest never ran.
+    assert_eq!(report.groups.len(), 1);
+    assert_eq!(
+        report.groups[0].status,
+        fanscan::agents::AgentStatus::WrappedUp
+    );
+    assert_eq!(
+        report.coverage.reviewed.len() + report.coverage.failed.len(),
+        12
+    );
+    assert!(
+        report
+            .coverage
+            .failed
+            .iter()
+            .all(|f| f.reason.contains("not started"))
+    );
+    assert_eq!(report.coverage.failed.len(), 9);
+}
+
+#[tokio::test]
+async fn the_llm_plan_is_validated_and_repaired() {
+    let repo = tree();
+    let inner = auditor_behaviour("risky_");
+    let mock = MockModel::openai(Box::new(move |body, i| {
+        let task = body["messages"][1]["content"].as_str().unwrap_or_default();
+        if task.starts_with("TASK: plan") {
+            let plan = json!({"groups": [
+                {"files": ["a/f0.rs", "a/f1.rs", "nope.rs"], "focus": "parsing"},
+                {"files": ["a/f1.rs", "b/f0.rs"], "focus": "io"}
+            ]});
+            return ResponseTemplate::new(200)
+                .set_body_json(text_turn(&format!("```json\n{plan}\n```")));
+        }
+        inner(body, i)
+    }))
+    .await;
+    let scan_args = ScanArgs {
+        planner: Some(PlannerKind::Llm),
+        group_tokens: Some(100),
+        ..ScanArgs::default()
+    };
+    let ctx = Context::new(mock.settings(repo.path(), &scan_args)).unwrap();
+    let report = scan(&ctx, RunControl::default(), None).await;
+    assert_eq!(report.plan.planner, "llm");
+    let mut all: Vec<String> = report
+        .plan
+        .groups
+        .iter()
+        .flat_map(|g| g.files.clone())
+        .collect();
+    all.sort();
+    let total = all.len();
+    all.dedup();
+    assert_eq!((total, all.len()), (12, 12), "every file exactly once");
+    assert_eq!(report.plan.groups[0].focus.as_deref(), Some("parsing"));
+    let notes = report.notes.join("\n");
+    assert!(notes.contains("dropped 1 paths"), "{notes}");
+    assert!(notes.contains("more than one group"), "{notes}");
+    assert!(notes.contains("packed by the default planner"), "{notes}");
+    assert!(report.complete);
+}
+
+#[tokio::test]
+async fn a_failed_planner_falls_back_to_the_default_plan() {
+    let repo = tree();
+    let inner = auditor_behaviour("risky_");
+    let mock = MockModel::openai(Box::new(move |body, i| {
+        let task = body["messages"][1]["content"].as_str().unwrap_or_default();
+        if task.starts_with("TASK: plan") {
+            return ResponseTemplate::new(200)
+                .set_body_json(text_turn("I would split it by directory."));
+        }
+        inner(body, i)
+    }))
+    .await;
+    let scan_args = ScanArgs {
+        planner: Some(PlannerKind::Llm),
+        group_tokens: Some(100),
+        ..ScanArgs::default()
+    };
+    let ctx = Context::new(mock.settings(repo.path(), &scan_args)).unwrap();
+    let report = scan(&ctx, RunControl::default(), None).await;
+    assert_eq!(report.plan.planner, "pack");
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("default pack plan is used"))
+    );
+    assert_eq!(report.coverage.reviewed.len(), 12);
+}
+
+#[tokio::test]
+async fn transcripts_hold_each_agents_whole_conversation() {
+    let repo = tree();
+    let mock = MockModel::openai(auditor_behaviour("risky_")).await;
+    let ctx = Context::new(mock.settings(repo.path(), &small_groups(2))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let report = scan(&ctx, RunControl::default(), Some(dir.path().to_path_buf())).await;
+    for group in &report.groups {
+        let text = std::fs::read_to_string(dir.path().join(format!("{}.jsonl", group.id))).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["type"], "system");
+        assert!(lines.iter().any(|l| l["message"]["role"] == "tool_result"));
+        assert_eq!(lines.last().unwrap()["type"], "summary");
+    }
+}
