@@ -525,6 +525,13 @@ mod tests {
     }
 
     #[test]
+    fn the_example_config_parses() {
+        let text = include_str!("../configs/fanscan.example.toml");
+        let file: FileConfig = toml::from_str(text).unwrap();
+        assert_eq!(file.jobs, Some(8));
+    }
+
+    #[test]
     fn durations_parse() {
         assert_eq!(parse_duration("90"), Some(Duration::from_secs(90)));
         assert_eq!(parse_duration("20m"), Some(Duration::from_secs(1200)));

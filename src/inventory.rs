@@ -54,10 +54,17 @@ pub struct FileEntry {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum SkipReason {
-    TooLarge { bytes: u64, limit: u64 },
+    TooLarge {
+        bytes: u64,
+        limit: u64,
+    },
     Binary,
+    /// A lock file or minified bundle: generated, not written by people.
+    Generated,
     Symlink,
-    Unreadable { error: String },
+    Unreadable {
+        error: String,
+    },
 }
 
 impl std::fmt::Display for SkipReason {
@@ -70,6 +77,7 @@ impl std::fmt::Display for SkipReason {
                 )
             }
             Self::Binary => f.write_str("binary"),
+            Self::Generated => f.write_str("generated (lock file or minified bundle)"),
             Self::Symlink => f.write_str("symlink (not followed)"),
             Self::Unreadable { error } => write!(f, "unreadable: {error}"),
         }
@@ -235,6 +243,13 @@ fn classify(real: &Path, path: String, len: Result<u64, ignore::Error>, max: u64
     }
     let language = language_of(&path);
     let extension = extension(&path);
+    let name = path.rsplit('/').next().unwrap_or(&path);
+    if GENERATED_NAMES.contains(&name) || name.ends_with(".min.js") || name.ends_with(".min.css") {
+        return Item::Skip(Skipped {
+            path,
+            reason: SkipReason::Generated,
+        });
+    }
     if BINARY_EXTENSIONS.contains(&extension.as_str()) {
         return Item::Skip(Skipped {
             path,
@@ -291,6 +306,27 @@ fn extension(path: &str) -> String {
         _ => String::new(),
     }
 }
+
+/// Generated files: auditing them costs tokens and finds nothing a person
+/// wrote.
+const GENERATED_NAMES: &[&str] = &[
+    "Cargo.lock",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "poetry.lock",
+    "Pipfile.lock",
+    "composer.lock",
+    "Gemfile.lock",
+    "go.sum",
+    "uv.lock",
+    "bun.lockb",
+    "flake.lock",
+    "mix.lock",
+    "pubspec.lock",
+    "Podfile.lock",
+    "packages.lock.json",
+];
 
 const BINARY_EXTENSIONS: &[&str] = &[
     "png", "jpg", "jpeg", "gif", "bmp", "ico", "webp", "tiff", "psd", "pdf", "zip", "gz", "tgz",
@@ -435,6 +471,7 @@ mod tests {
             (".gitignore", b"*.log\n"),
             (".fanscanignore", b"vendor/\n"),
             ("vendor/x.rs", b"x"),
+            ("Cargo.lock", b"x"),
         ]);
         let options = InventoryOptions {
             max_file_bytes: 1000,
@@ -461,6 +498,7 @@ mod tests {
         assert_eq!(
             skipped,
             vec![
+                ("Cargo.lock", &SkipReason::Generated),
                 (
                     "big.txt",
                     &SkipReason::TooLarge {

@@ -292,6 +292,7 @@ impl Reducer<'_> {
             return parse_answer(&offline_reduce(&render_task(input)));
         }
         let request = ChatRequest {
+            model: self.definition.model.clone(),
             system: self.definition.prompt.clone(),
             messages: vec![Message::User {
                 text: render_task(input),

@@ -278,6 +278,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         report.rounds += 1;
         run.events.round(report.rounds);
         let request = ChatRequest {
+            model: run.definition.model.clone(),
             system: run.definition.prompt.clone(),
             messages: messages.clone(),
             tools: specs.clone(),
@@ -351,6 +352,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             run.events
                 .transcript(json!({"type": "message", "message": messages.last()}));
             let request = ChatRequest {
+                model: run.definition.model.clone(),
                 system: run.definition.prompt.clone(),
                 messages,
                 tools: specs,

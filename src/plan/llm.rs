@@ -70,6 +70,7 @@ pub async fn plan(
         return (plan, Usage::default());
     }
     let request = ChatRequest {
+        model: definition.model.clone(),
         system: definition.prompt.clone(),
         messages: vec![Message::User {
             text: render_task(inventory, group_tokens),

@@ -67,7 +67,8 @@ impl Anthropic {
     }
 
     async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = encode(&self.model, request, self.sampling);
+        let model = request.model.as_deref().unwrap_or(&self.model);
+        let body = encode(model, request, self.sampling);
         let answer = self
             .http
             .post_json(
@@ -300,6 +301,7 @@ mod tests {
     #[test]
     fn every_tool_use_is_answered_in_one_user_message() {
         let request = ChatRequest {
+            model: None,
             system: "s".into(),
             messages: vec![
                 Message::User {

@@ -114,6 +114,9 @@ pub enum FinishReason {
 /// One request to a model.
 #[derive(Clone, Debug)]
 pub struct ChatRequest {
+    /// A model that overrides the provider's for this request (an agent
+    /// definition's `model`).
+    pub model: Option<String>,
     pub system: String,
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,

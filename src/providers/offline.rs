@@ -308,6 +308,7 @@ mod tests {
 
     fn request(messages: Vec<Message>, choice: ToolChoice) -> ChatRequest {
         ChatRequest {
+            model: None,
             system: "s".into(),
             messages,
             tools: ToolContext::specs(&["list_dir".into(), "read_file".into(), "grep".into()]),

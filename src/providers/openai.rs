@@ -52,7 +52,7 @@ impl OpenAi {
     }
 
     async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = encode(&self.model, request);
+        let body = encode(request.model.as_deref().unwrap_or(&self.model), request);
         let answer = self
             .http
             .post_json(
@@ -290,6 +290,7 @@ mod tests {
     #[test]
     fn encodes_one_tool_message_per_call_and_tool_choice() {
         let request = ChatRequest {
+            model: None,
             system: "sys".into(),
             messages: vec![
                 Message::User { text: "t".into() },

@@ -327,3 +327,23 @@ async fn a_provider_failure_is_recorded_with_what_was_done() {
     assert_eq!(report.files_read, vec!["src/main.rs"]);
     assert_eq!(mock.requests().len(), 2, "a 400 is not retried");
 }
+
+#[tokio::test]
+async fn an_agents_model_overrides_the_runs() {
+    let repo = repo();
+    repo.write(
+        ".fanscan/agents/big.md",
+        "---\nname: big\ndescription: d\ntools: [read_file]\nmodel: bigger-model\n---\nBig.\n",
+    );
+    let mock = MockModel::scripted(vec![]).await;
+    let report = run(&mock, &repo, "big", &["src/main.rs"]).await;
+    assert!(
+        mock.requests()
+            .iter()
+            .all(|r| r.body["model"] == "bigger-model")
+    );
+    assert_eq!(report.model, "bigger-model");
+    let mock = MockModel::scripted(vec![]).await;
+    run(&mock, &repo, "narrow", &["src/main.rs"]).await;
+    assert_eq!(mock.requests()[0].body["model"], "mock-model");
+}
