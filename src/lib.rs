@@ -378,11 +378,39 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, SetupError> {
     coverage.unread.sort();
     coverage.failed.sort_by(|a, b| a.path.cmp(&b.path));
 
-    let mut usage = planner_usage;
-    for r in &reports {
-        usage.add(r.usage);
+    // Usage per agent (the planner, each group's agent, the reducer) and in
+    // total, each with its cost.
+    let mut by_agent: BTreeMap<String, Usage> = BTreeMap::new();
+    if settings.planner == PlannerKind::Llm {
+        by_agent
+            .entry("planner".into())
+            .or_default()
+            .add(planner_usage);
     }
-    usage.add(reduced.usage);
+    for r in &reports {
+        by_agent.entry(r.agent.clone()).or_default().add(r.usage);
+    }
+    by_agent
+        .entry("reducer".into())
+        .or_default()
+        .add(reduced.usage);
+    let mut usage = Usage::default();
+    for u in by_agent.values() {
+        usage.add(*u);
+    }
+    let price = ctx.price();
+    let agent_usage = by_agent
+        .into_iter()
+        .map(|(name, u)| {
+            (
+                name,
+                report::AgentUsage {
+                    usage: u,
+                    cost_usd: price.map(|p| p.cost(&u)),
+                },
+            )
+        })
+        .collect();
     let mut incomplete_reasons = ui.control.reasons();
     let failed_groups = reports.iter().filter(|r| !r.status.reviewed()).count();
     if failed_groups > 0 {
@@ -436,7 +464,8 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, SetupError> {
         retries: ctx.stats.retries.load(Ordering::Relaxed),
         rate_limited: ctx.stats.rate_limited.load(Ordering::Relaxed),
         lowest_concurrency: ctx.stats.lowest_concurrency.load(Ordering::Relaxed),
-        cost_usd: ctx.price().map(|p| p.cost(&usage)),
+        cost_usd: price.map(|p| p.cost(&usage)),
+        agents: agent_usage,
     };
     Ok(Report {
         schema_version: report::SCHEMA_VERSION,

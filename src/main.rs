@@ -42,6 +42,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Scan a repository and print the report.
+    #[command(after_help = EXIT_CODES)]
     Scan {
         /// The repository's root.
         #[arg(default_value = ".")]

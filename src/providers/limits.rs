@@ -239,26 +239,41 @@ pub fn exhausted_wait(headers: &HeaderMap) -> Option<Duration> {
             .map(str::trim)
     };
     let mut wait: Option<Duration> = None;
+    let number = |name: &str| get(name).and_then(|v| v.parse::<i64>().ok());
     for kind in ["requests", "tokens"] {
         // OpenAI: remaining as a count, reset as a Go duration ("6m0s").
-        if get(&format!("x-ratelimit-remaining-{kind}")).and_then(|v| v.parse::<i64>().ok())
-            == Some(0)
-            && let Some(d) = get(&format!("x-ratelimit-reset-{kind}")).and_then(parse_go_duration)
+        if nearly_out(
+            number(&format!("x-ratelimit-remaining-{kind}")),
+            number(&format!("x-ratelimit-limit-{kind}")),
+        ) && let Some(d) = get(&format!("x-ratelimit-reset-{kind}")).and_then(parse_go_duration)
         {
             wait = Some(wait.map_or(d, |w| w.max(d)));
         }
     }
     for kind in ["requests", "tokens", "input-tokens", "output-tokens"] {
         // Anthropic: reset as an RFC 3339 instant.
-        if get(&format!("anthropic-ratelimit-{kind}-remaining")).and_then(|v| v.parse::<i64>().ok())
-            == Some(0)
-            && let Some(d) =
-                get(&format!("anthropic-ratelimit-{kind}-reset")).and_then(until_rfc3339)
+        if nearly_out(
+            number(&format!("anthropic-ratelimit-{kind}-remaining")),
+            number(&format!("anthropic-ratelimit-{kind}-limit")),
+        ) && let Some(d) =
+            get(&format!("anthropic-ratelimit-{kind}-reset")).and_then(until_rfc3339)
         {
             wait = Some(wait.map_or(d, |w| w.max(d)));
         }
     }
     wait
+}
+
+/// Whether what is left is under a 2% safety margin of the limit (zero
+/// when the limit is unknown), so the limiter slows down before the server
+/// says no. Negative values mean "unknown" (Azure sends -1).
+fn nearly_out(remaining: Option<i64>, limit: Option<i64>) -> bool {
+    match (remaining, limit) {
+        (Some(r), _) if r < 0 => false,
+        (Some(r), Some(l)) if l > 0 => r <= l / 50,
+        (Some(r), _) => r == 0,
+        (None, _) => false,
+    }
 }
 
 /// Parses a Go-style duration as OpenAI sends it: `12ms`, `1s`, `6m0s`,
@@ -337,6 +352,14 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-ratelimit-remaining-requests", "-1".parse().unwrap());
         h.insert("x-ratelimit-reset-requests", "2s".parse().unwrap());
+        assert_eq!(exhausted_wait(&h), None);
+        // Under the 2% margin of a known limit: slow down already.
+        let mut h = HeaderMap::new();
+        h.insert("x-ratelimit-limit-tokens", "100000".parse().unwrap());
+        h.insert("x-ratelimit-remaining-tokens", "1500".parse().unwrap());
+        h.insert("x-ratelimit-reset-tokens", "6m0s".parse().unwrap());
+        assert_eq!(exhausted_wait(&h), Some(Duration::from_secs(360)));
+        h.insert("x-ratelimit-remaining-tokens", "50000".parse().unwrap());
         assert_eq!(exhausted_wait(&h), None);
     }
 

@@ -162,6 +162,14 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "- cost: unknown (model not in the price table)");
         }
     }
+    for (agent, a) in &s.agents {
+        let cost = a.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  - {agent}: {} in, {} out{cost}",
+            a.usage.input_tokens, a.usage.output_tokens
+        );
+    }
     let _ = writeln!(
         out,
         "- duration: {:.1} s",

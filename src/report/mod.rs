@@ -130,6 +130,16 @@ pub struct Stats {
     pub lowest_concurrency: u64,
     /// Estimated cost in US dollars, when the model is in the price table.
     pub cost_usd: Option<f64>,
+    /// Tokens and cost per agent (planner, auditors, reducer).
+    pub agents: BTreeMap<String, AgentUsage>,
+}
+
+/// One agent's tokens and cost over the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AgentUsage {
+    #[serde(flatten)]
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
 }
 
 /// The report of one run.
