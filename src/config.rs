@@ -245,6 +245,29 @@ impl Settings {
                 }
             }
         }
+        // File paths in the repository's own config stay inside it: a
+        // repository must not make fanscan read (and echo in an error)
+        // files elsewhere on the machine.
+        let confine = |key: &str, path: Option<PathBuf>| -> Result<Option<PathBuf>, ConfigError> {
+            match path {
+                Some(p) if from_repo => {
+                    let root = root
+                        .canonicalize()
+                        .map_err(|e| ConfigError(format!("{}: {e}", root.display())))?;
+                    crate::tools::paths::resolve(&root, &p.to_string_lossy())
+                        .map(|r| Some(r.real))
+                        .map_err(|e| {
+                            ConfigError(format!(
+                                "{}: `{key}`: {e}; a repository's own fanscan.toml may only name files inside it",
+                                root.join("fanscan.toml").display()
+                            ))
+                        })
+                }
+                other => Ok(other),
+            }
+        };
+        let file_rules = confine("rules", file.rules.clone())?;
+        let file_prices = confine("prices", file.prices.clone())?;
         let kind = provider
             .provider
             .or(file.provider)
@@ -348,7 +371,7 @@ impl Settings {
                 .or(file.max_output_tokens)
                 .unwrap_or(4096)
                 .max(256),
-            rules: provider.rules.clone().or(file.rules),
+            rules: provider.rules.clone().or(file_rules),
             rpm: provider.rpm.or(file.rpm).unwrap_or(0),
             tpm: provider.tpm.or(file.tpm).unwrap_or(0),
             max_attempts: provider
@@ -368,7 +391,7 @@ impl Settings {
                 .or(file.anthropic_version)
                 .unwrap_or_else(|| crate::providers::anthropic::DEFAULT_VERSION.to_string()),
             retry_budget: provider.retry_budget.or(file.retry_budget).unwrap_or(1000),
-            prices: provider.prices.clone().or(file.prices),
+            prices: provider.prices.clone().or(file_prices),
             include,
             exclude,
             hidden: if scan.no_hidden {
@@ -419,7 +442,7 @@ fn load_file(root: &Path, explicit: Option<&Path>) -> Result<(FileConfig, bool),
     let file: FileConfig = toml::from_str(&text).map_err(|e| {
         let line = e
             .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            .map(|s| text.get(..s.start).unwrap_or(&text).matches('\n').count() + 1);
         let message = e.message().to_string();
         ConfigError(match line {
             Some(l) => format!("{}:{l}: {message}", path.display()),
@@ -432,10 +455,12 @@ fn load_file(root: &Path, explicit: Option<&Path>) -> Result<(FileConfig, bool),
 /// Parses `90s`, `20m`, `2h`, `1h30m` or a number of seconds.
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
-    if let Ok(secs) = text.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    crate::providers::limits::parse_go_duration(text).filter(|d| !d.is_zero())
+    let parsed = match text.parse::<u64>() {
+        Ok(secs) => Some(Duration::from_secs(secs)),
+        Err(_) => crate::providers::limits::parse_go_duration(text),
+    };
+    // Zero would stop the run before it starts; a year is surely a typo.
+    parsed.filter(|d| !d.is_zero() && *d <= Duration::from_secs(366 * 24 * 3600))
 }
 
 #[cfg(test)]
@@ -504,6 +529,36 @@ mod tests {
     }
 
     #[test]
+    fn repository_config_may_not_name_files_outside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("fanscan.toml"),
+            "rules = \"/proc/self/environ\"\n",
+        )
+        .unwrap();
+        let e = Settings::resolve(
+            dir.path(),
+            &ProviderArgs::default(),
+            &ScanArgs::default(),
+            None,
+            &no_env,
+        )
+        .unwrap_err();
+        assert!(e.0.contains("may only name files inside it"), "{e}");
+        std::fs::write(dir.path().join("rules.toml"), "").unwrap();
+        std::fs::write(dir.path().join("fanscan.toml"), "rules = \"rules.toml\"\n").unwrap();
+        let s = Settings::resolve(
+            dir.path(),
+            &ProviderArgs::default(),
+            &ScanArgs::default(),
+            None,
+            &no_env,
+        )
+        .unwrap();
+        assert!(s.rules.unwrap().ends_with("rules.toml"));
+    }
+
+    #[test]
     fn remote_providers_need_a_key_local_ones_do_not() {
         let dir = tempfile::tempdir().unwrap();
         let remote = ProviderArgs {
@@ -537,5 +592,7 @@ mod tests {
         assert_eq!(parse_duration("20m"), Some(Duration::from_secs(1200)));
         assert_eq!(parse_duration("1h30m"), Some(Duration::from_secs(5400)));
         assert_eq!(parse_duration("soon"), None);
+        assert_eq!(parse_duration("0"), None);
+        assert_eq!(parse_duration("99999999999999999999999h"), None);
     }
 }

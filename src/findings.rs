@@ -112,38 +112,54 @@ pub struct ParsedReport {
 /// Strips the completion marker and parses the findings block.
 pub fn parse_report(text: &str) -> ParsedReport {
     let clean = text.replace(TASK_COMPLETE, "").trim().to_string();
-    let mut rejected = Vec::new();
+    // An object with a `findings` key wins; a bare array counts only when
+    // it holds findings (a summary may quote other JSON before its block).
+    let mut fallback: Option<(Vec<Finding>, Vec<String>)> = None;
     for block in json_candidates(&clean) {
         let Ok(value) = serde_json::from_str::<Value>(&block) else {
             continue;
         };
-        let list = match &value {
-            Value::Array(items) => items.clone(),
+        let (list, keyed) = match &value {
             Value::Object(map) => match map.get("findings") {
-                Some(Value::Array(items)) => items.clone(),
+                Some(Value::Array(items)) => (items.clone(), true),
                 _ => continue,
             },
+            Value::Array(items) => (items.clone(), false),
             _ => continue,
         };
         let mut findings = Vec::new();
+        let mut rejected = Vec::new();
         for (index, item) in list.iter().enumerate() {
             match finding_from(item) {
                 Ok(f) => findings.push(f),
                 Err(why) => rejected.push(format!("entry {}: {why}", index + 1)),
             }
         }
-        return ParsedReport {
+        if keyed {
+            return ParsedReport {
+                text: clean,
+                findings,
+                parsed: true,
+                rejected,
+            };
+        }
+        if fallback.is_none() && (!findings.is_empty() || list.is_empty()) {
+            fallback = Some((findings, rejected));
+        }
+    }
+    match fallback {
+        Some((findings, rejected)) => ParsedReport {
             text: clean,
             findings,
             parsed: true,
             rejected,
-        };
-    }
-    ParsedReport {
-        text: clean,
-        findings: Vec::new(),
-        parsed: false,
-        rejected,
+        },
+        None => ParsedReport {
+            text: clean,
+            findings: Vec::new(),
+            parsed: false,
+            rejected: Vec::new(),
+        },
     }
 }
 
@@ -244,6 +260,14 @@ mod tests {
         assert_eq!(r.findings[0].line, 3);
         assert_eq!(r.findings[0].severity, Severity::High);
         assert_eq!(r.rejected, vec!["entry 2: no line number"]);
+    }
+
+    #[test]
+    fn other_json_quoted_before_the_block_does_not_hide_it() {
+        let text = "It reads:\n```\n[\"a\", \"b\"]\n```\nFindings:\n```json\n{\"findings\":[{\"path\":\"a.rs\",\"line\":1,\"title\":\"t\"}]}\n```";
+        let r = parse_report(text);
+        assert_eq!(r.findings.len(), 1);
+        assert!(r.rejected.is_empty());
     }
 
     #[test]

@@ -173,7 +173,11 @@ pub fn build_provider(
 ) -> Result<SharedProvider, SetupError> {
     // One limiter and one concurrency limit per provider, and so per key
     // and model: every agent of the run shares them.
-    let limits = Arc::new(RateLimits::new(settings.rpm, settings.tpm));
+    let limits = Arc::new(RateLimits::new(
+        settings.rpm,
+        settings.tpm,
+        settings.max_retry_wait,
+    ));
     let concurrency = Arc::new(Concurrency::new(settings.jobs));
     let http = |name: &str| {
         HttpLayer::new(

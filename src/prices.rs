@@ -50,8 +50,12 @@ pub struct Prices {
 impl Prices {
     /// Parses a table; errors name the source.
     pub fn parse(source: &str, text: &str) -> Result<Self, String> {
-        let table: Table =
-            toml::from_str(text).map_err(|e| format!("{source}: invalid price table: {e}"))?;
+        let table: Table = toml::from_str(text).map_err(|e| {
+            format!(
+                "{source}: invalid price table: {}",
+                crate::rules::toml_error(text, &e)
+            )
+        })?;
         for (name, p) in &table.models {
             if [p.input, p.output, p.cached.unwrap_or(0.0)]
                 .iter()

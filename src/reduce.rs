@@ -42,8 +42,9 @@ pub struct Reduced {
     pub usage: Usage,
 }
 
-/// The stable fingerprint of a finding.
-pub fn fingerprint(f: &Finding) -> String {
+/// The stable fingerprint of a finding: path, rule (or title), evidence
+/// and which occurrence of that evidence in the file it is.
+pub fn fingerprint(f: &Finding, occurrence: u32) -> String {
     let key = f
         .rule
         .as_deref()
@@ -55,7 +56,7 @@ pub fn fingerprint(f: &Finding) -> String {
         (None, Origin::ToolLayer) => format!("line {}", f.line),
         (None, Origin::Agent) => normalize(&f.title),
     };
-    let hash = crate::sha256_hex(format!("{}\n{key}\n{anchor}", f.path).as_bytes());
+    let hash = crate::sha256_hex(format!("{}\n{key}\n{anchor}\n{occurrence}", f.path).as_bytes());
     hash[..16].to_string()
 }
 
@@ -73,7 +74,7 @@ pub fn dedupe(checked: &[Checked]) -> (Vec<Merged>, Vec<Merged>) {
     let mut verified: BTreeMap<String, Merged> = BTreeMap::new();
     let mut unverified: BTreeMap<String, Merged> = BTreeMap::new();
     for c in checked {
-        let fp = fingerprint(&c.finding);
+        let fp = fingerprint(&c.finding, c.occurrence);
         let target = if c.verified {
             &mut verified
         } else {
@@ -498,6 +499,7 @@ mod tests {
             agent: "auditor".into(),
             verified: true,
             note: None,
+            occurrence: 0,
         }
     }
 
@@ -506,11 +508,16 @@ mod tests {
         let a = checked("a.rs", 3, "x.unwrap()", Severity::Low, "g1");
         let b = checked("a.rs", 9, "x.unwrap( )", Severity::Low, "g1");
         let c = checked("a.rs", 9, "y.unwrap()", Severity::Low, "g1");
-        assert_eq!(fingerprint(&a.finding), fingerprint(&b.finding));
-        assert_ne!(fingerprint(&a.finding), fingerprint(&c.finding));
+        assert_eq!(fingerprint(&a.finding, 0), fingerprint(&b.finding, 0));
+        assert_ne!(fingerprint(&a.finding, 0), fingerprint(&c.finding, 0));
+        assert_ne!(
+            fingerprint(&a.finding, 0),
+            fingerprint(&a.finding, 1),
+            "a second identical line"
+        );
         let mut moved = a.finding.clone();
         moved.path = "b.rs".into();
-        assert_ne!(fingerprint(&a.finding), fingerprint(&moved));
+        assert_ne!(fingerprint(&a.finding, 0), fingerprint(&moved, 0));
     }
 
     #[test]

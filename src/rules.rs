@@ -66,8 +66,8 @@ pub struct RuleSet {
 impl RuleSet {
     /// Parses and compiles a rule file; errors name the source and the rule.
     pub fn parse(source: &str, text: &str) -> Result<Self, String> {
-        let file: RuleFile =
-            toml::from_str(text).map_err(|e| format!("{source}: invalid rule file: {e}"))?;
+        let file: RuleFile = toml::from_str(text)
+            .map_err(|e| format!("{source}: invalid rule file: {}", toml_error(text, &e)))?;
         let mut rules = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
         for raw in file.rule {
@@ -163,6 +163,19 @@ impl RuleSet {
         }
         out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
         out
+    }
+}
+
+/// A TOML error as `line N: message`, without echoing the source line
+/// (which could hold anything the file holds).
+pub fn toml_error(text: &str, error: &toml::de::Error) -> String {
+    match error.span() {
+        Some(span) => format!(
+            "line {}: {}",
+            text.get(..span.start).unwrap_or(text).matches('\n').count() + 1,
+            error.message()
+        ),
+        None => error.message().to_string(),
     }
 }
 

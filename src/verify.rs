@@ -30,6 +30,9 @@ pub struct Checked {
     pub verified: bool,
     /// Why it failed, or what was corrected.
     pub note: Option<String>,
+    /// Which occurrence of the same evidence text in the file this is (0:
+    /// the first), so that two identical lines stay two findings.
+    pub occurrence: u32,
 }
 
 /// Verifies every finding of every report.
@@ -49,9 +52,9 @@ pub fn verify(reports: &[GroupReport], inventory: &Inventory, tools: &ToolContex
             } else {
                 check(&mut finding, &known, &mut cache, tools)
             };
-            let (verified, note) = match result {
-                Ok(note) => (true, note),
-                Err(reason) => (false, Some(reason)),
+            let (verified, note, occurrence) = match result {
+                Ok((note, occurrence)) => (true, note, occurrence),
+                Err(reason) => (false, Some(reason), 0),
             };
             out.push(Checked {
                 finding,
@@ -59,6 +62,7 @@ pub fn verify(reports: &[GroupReport], inventory: &Inventory, tools: &ToolContex
                 agent: report.agent.clone(),
                 verified,
                 note,
+                occurrence,
             });
         }
     }
@@ -74,7 +78,11 @@ fn lines_of<'a>(
     cache
         .entry(path.to_string())
         .or_insert_with(|| {
-            let bytes = std::fs::read(tools.root().join(path)).ok()?;
+            let full = tools.root().join(path);
+            if !full.is_file() {
+                return None;
+            }
+            let bytes = std::fs::read(full).ok()?;
             let text = String::from_utf8_lossy(&bytes);
             // Compare against what the model saw: secrets redacted.
             let (redacted, _) = tools.redactor().redact(&text);
@@ -88,7 +96,7 @@ fn check(
     known: &BTreeSet<&str>,
     cache: &mut BTreeMap<String, Option<Vec<String>>>,
     tools: &ToolContext,
-) -> Result<Option<String>, String> {
+) -> Result<(Option<String>, u32), String> {
     if !known.contains(finding.path.as_str()) {
         return Err(format!(
             "{} is not a file of the scanned repository",
@@ -99,7 +107,7 @@ fn check(
         return Err(format!("{} could not be read", finding.path));
     };
     let count = u32::try_from(lines.len()).unwrap_or(u32::MAX);
-    let end = finding.end_line.unwrap_or(finding.line);
+    let end = finding.end_line.unwrap_or(finding.line).max(finding.line);
     if finding.line == 0 || finding.line > count.max(1) || end > count.max(1) {
         return Err(format!(
             "line {}{} is outside {}, which has {count} lines",
@@ -111,14 +119,18 @@ fn check(
             finding.path
         ));
     }
-    let Some(evidence) = finding.evidence.as_deref() else {
-        return Ok(None);
-    };
-    let wanted = squash(&strip_line_numbers(evidence));
+    let evidence = finding.evidence.clone().unwrap_or_default();
+    let wanted = squash(&strip_line_numbers(&evidence));
     if wanted.is_empty() {
-        return Ok(None);
+        return match finding.origin {
+            // The tool layer's secrets carry no evidence on purpose.
+            Origin::ToolLayer => Ok((None, 0)),
+            Origin::Agent => {
+                Err("no evidence was quoted: a finding must quote the code it cites".to_string())
+            }
+        };
     }
-    let span = end - finding.line + 1;
+    let span = end.saturating_sub(finding.line) + 1;
     let evidence_lines = u32::try_from(evidence.lines().count()).unwrap_or(1).max(1);
     let max_len = span.max(evidence_lines) + 1;
     // The cited line first, then outward.
@@ -143,13 +155,24 @@ fn check(
                 .map(|l| squash(l))
                 .collect();
             if text.contains(&wanted) {
+                let first = squash(
+                    strip_line_numbers(&evidence)
+                        .lines()
+                        .next()
+                        .unwrap_or_default(),
+                );
+                let occurrence = lines[..(start - 1) as usize]
+                    .iter()
+                    .filter(|l| !first.is_empty() && squash(l).contains(&first))
+                    .count();
+                let occurrence = u32::try_from(occurrence).unwrap_or(u32::MAX);
                 if start == finding.line {
-                    return Ok(None);
+                    return Ok((None, occurrence));
                 }
                 let note = format!("line corrected from {} to {start}", finding.line);
                 finding.line = start;
                 finding.end_line = finding.end_line.map(|_| start + span - 1);
-                return Ok(Some(note));
+                return Ok((Some(note), occurrence));
             }
         }
     }

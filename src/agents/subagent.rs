@@ -268,7 +268,12 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
 
     while ended.is_none() {
         if run.wrap_up.is_cancelled() {
-            report.status = AgentStatus::WrappedUp;
+            if report.rounds == 0 {
+                // Nothing done yet: nothing to summarise, no call to pay for.
+                ended = Some(ProviderError::Cancelled);
+            } else {
+                report.status = AgentStatus::WrappedUp;
+            }
             break;
         }
         if report.rounds >= run.definition.max_rounds {

@@ -151,6 +151,8 @@ impl HttpLayer {
             .connect_timeout(Duration::from_secs(10))
             .timeout(timeout)
             .user_agent(concat!("fanscan/", env!("CARGO_PKG_VERSION")))
+            // A redirect could carry x-api-key to another host.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ProviderError::Other(format!("cannot build the HTTP client: {e}")))?;
         Ok(Self {
@@ -380,15 +382,21 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         && ms.is_finite()
         && ms >= 0.0
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(secs_f64(ms / 1000.0));
     }
     let value = header_str(headers, "retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return (secs.is_finite() && secs >= 0.0).then(|| secs_f64(secs));
     }
     let at = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
     let span = at.duration_since(jiff::Timestamp::now());
     Some(Duration::try_from(span).unwrap_or(Duration::ZERO))
+}
+
+/// Seconds as a duration, clamped: a server may send any number, and a
+/// huge one must become "too long", never a panic.
+pub fn secs_f64(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs.clamp(0.0, 1e9)).unwrap_or(Duration::ZERO)
 }
 
 /// `min(base · 2^n, max)` less up to 25% jitter, as the official SDKs do.
@@ -418,6 +426,11 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("retry-after", "soon".parse().unwrap());
         assert_eq!(retry_after(&h), None);
+        // Absurd values are long waits, never a panic.
+        h.insert("retry-after", "1e300".parse().unwrap());
+        assert!(retry_after(&h).unwrap() > Duration::from_secs(1_000_000));
+        h.insert("retry-after-ms", "NaN".parse().unwrap());
+        assert!(retry_after(&h).is_some());
     }
 
     #[test]

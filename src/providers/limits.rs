@@ -27,11 +27,15 @@ pub struct RateLimits {
     /// Until when every agent waits: set by a 429's `retry-after` or by
     /// headers saying nothing is left before a reset.
     paused_until: Mutex<Option<Instant>>,
+    /// The longest pause headers may impose (the run's `--max-retry-wait`):
+    /// a server that names a reset far away cannot stall the run forever.
+    max_pause: Duration,
 }
 
 impl RateLimits {
-    /// `rpm` and `tpm` of 0 mean unlimited.
-    pub fn new(rpm: u32, tpm: u64) -> Self {
+    /// `rpm` and `tpm` of 0 mean unlimited; no pause lasts longer than
+    /// `max_pause`.
+    pub fn new(rpm: u32, tpm: u64, max_pause: Duration) -> Self {
         let clock = DefaultClock::default();
         let rpm = NonZeroU32::new(rpm).and_then(|n| {
             let quota =
@@ -54,12 +58,13 @@ impl RateLimits {
             tpm,
             clock,
             paused_until: Mutex::new(None),
+            max_pause,
         }
     }
 
     /// No limits at all (the offline engine).
     pub fn unlimited() -> Self {
-        Self::new(0, 0)
+        Self::new(0, 0, Duration::from_secs(120))
     }
 
     /// Waits until one request of about `tokens` tokens may be sent.
@@ -76,21 +81,25 @@ impl RateLimits {
             }
         }
         if let Some((limiter, burst)) = &self.tpm {
-            // A request larger than the burst reserves the whole burst: it
-            // still waits its share, and it can never be refused outright.
-            let n = u32::try_from(tokens.max(1))
-                .ok()
-                .and_then(NonZeroU32::new)
-                .map_or(*burst, |n| n.min(*burst));
-            loop {
-                match limiter.check_n(n) {
-                    Ok(Ok(())) => break,
-                    Ok(Err(not_until)) => {
-                        tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await;
+            // The whole estimate is reserved, in chunks of at most the
+            // burst: a large request waits its full share of the minute.
+            let mut left = tokens.max(1);
+            while left > 0 {
+                let chunk = u32::try_from(left.min(u64::from(burst.get())))
+                    .ok()
+                    .and_then(NonZeroU32::new)
+                    .unwrap_or(*burst);
+                loop {
+                    match limiter.check_n(chunk) {
+                        Ok(Ok(())) => break,
+                        Ok(Err(not_until)) => {
+                            tokio::time::sleep(not_until.wait_time_from(self.clock.now())).await;
+                        }
+                        // Cannot happen (chunk <= burst); never spin on it.
+                        Err(_) => break,
                     }
-                    // Cannot happen (n <= burst); never spin on it.
-                    Err(_) => break,
                 }
+                left -= u64::from(chunk.get());
             }
         }
         // A 429 may have arrived while this request waited its turn.
@@ -110,7 +119,8 @@ impl RateLimits {
     /// Pauses every agent of this limiter for `wait` from now (a 429's
     /// `retry-after`). Never shortens a pause already in force.
     pub fn pause_for(&self, wait: Duration) {
-        let until = Instant::now() + wait;
+        let now = Instant::now();
+        let until = now.checked_add(wait.min(self.max_pause)).unwrap_or(now);
         if let Ok(mut guard) = self.paused_until.lock() {
             *guard = Some(guard.map_or(until, |t| t.max(until)));
         }
@@ -314,7 +324,7 @@ pub fn parse_go_duration(text: &str) -> Option<Duration> {
     if !number.is_empty() || !any || !total.is_finite() || total < 0.0 {
         return None;
     }
-    Some(Duration::from_secs_f64(total))
+    Some(super::http::secs_f64(total))
 }
 
 /// Time from now until an RFC 3339 instant (zero when it is past).
@@ -339,6 +349,7 @@ mod tests {
         );
         assert_eq!(parse_go_duration("1h2m3s"), Some(Duration::from_secs(3723)));
         assert_eq!(parse_go_duration("abc"), None);
+        assert!(parse_go_duration(&format!("{}s", "9".repeat(300))).is_some());
         assert_eq!(parse_go_duration("12"), None);
         assert_eq!(parse_go_duration(""), None);
     }
@@ -366,7 +377,7 @@ mod tests {
     #[tokio::test]
     async fn requests_are_spread_not_burst() {
         // 1200 per minute = one every 50 ms; five requests take >= 200 ms.
-        let limits = RateLimits::new(1200, 0);
+        let limits = RateLimits::new(1200, 0, Duration::from_secs(1));
         let start = std::time::Instant::now();
         for _ in 0..5 {
             limits.acquire(10).await;
@@ -393,6 +404,21 @@ mod tests {
         assert_eq!(c.state.lock().unwrap().in_flight, 2);
         drop((a, b));
         assert_eq!(c.state.lock().unwrap().in_flight, 0);
+    }
+
+    #[tokio::test]
+    async fn large_requests_reserve_their_whole_estimate() {
+        // 60,000 tokens a minute = 1,000 a second with a burst of 6,000:
+        // 3,000 tokens past the burst take three seconds.
+        let limits = RateLimits::new(0, 60_000, Duration::from_secs(1));
+        let start = std::time::Instant::now();
+        limits.acquire(6_000).await; // the 6000 burst
+        limits.acquire(3_000).await; // 3000 more at 1000/s
+        assert!(
+            start.elapsed() >= Duration::from_millis(2_900),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[tokio::test]

@@ -24,7 +24,7 @@ use crate::inventory::language_of;
 use crate::rules::RuleSet;
 
 /// Most tool calls the engine makes in one turn.
-const CALLS_PER_TURN: usize = 8;
+const CALLS_PER_TURN: usize = 16;
 /// Most files it reads when it has to explore (no file list given).
 const EXPLORE_FILES: usize = 200;
 

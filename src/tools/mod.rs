@@ -147,6 +147,9 @@ impl ToolContext {
                 let Ok(file) = self.resolve(path) else {
                     return (String::new(), Vec::new());
                 };
+                if !file.real.is_file() {
+                    return (String::new(), Vec::new());
+                }
                 let Ok(bytes) = std::fs::read(&file.real) else {
                     return (String::new(), Vec::new());
                 };
@@ -214,6 +217,13 @@ impl ToolContext {
         if meta.is_dir() {
             return Err(ToolError::Model(format!(
                 "{:?} is a directory; use list_dir",
+                file.rel
+            )));
+        }
+        if !meta.is_file() {
+            // A FIFO or device would block the read forever.
+            return Err(ToolError::Model(format!(
+                "{:?} is not a regular file (a pipe, socket or device)",
                 file.rel
             )));
         }

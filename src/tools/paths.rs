@@ -52,7 +52,7 @@ pub fn resolve(root: &Path, requested: &str) -> Result<Resolved, String> {
             }
         }
     }
-    if parts.iter().any(|p| p == ".git") {
+    if parts.iter().any(|p| p.eq_ignore_ascii_case(".git")) {
         return Err(format!(
             "refused: {requested:?} is inside .git, which is not audited"
         ));
@@ -72,9 +72,20 @@ pub fn resolve(root: &Path, requested: &str) -> Result<Resolved, String> {
         }
         Err(_) => return Err(format!("no such file or directory: {rel:?}")),
     };
-    if !real.starts_with(root) {
+    let Ok(inside) = real.strip_prefix(root) else {
         return Err(format!(
             "refused: {rel:?} is a symlink that resolves outside the scan root"
+        ));
+    };
+    // Checked again after symlinks are resolved: `notes -> .git/config`
+    // must not reach git's config (CI checkouts keep a token there), and
+    // case-insensitive file systems know `.GIT` as `.git`.
+    if inside
+        .components()
+        .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
+    {
+        return Err(format!(
+            "refused: {rel:?} leads into .git, which is not audited"
         ));
     }
     Ok(Resolved { real, rel })
@@ -151,6 +162,13 @@ mod tests {
         std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("link")).unwrap();
         std::os::unix::fs::symlink(root.join("src/a.rs"), root.join("inside")).unwrap();
         assert!(resolve(&root, "link").unwrap_err().contains("symlink"));
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/config"), "token").unwrap();
+        std::os::unix::fs::symlink(root.join(".git/config"), root.join("notes")).unwrap();
+        std::os::unix::fs::symlink(root.join(".git"), root.join("g")).unwrap();
+        assert!(resolve(&root, "notes").unwrap_err().contains(".git"));
+        assert!(resolve(&root, "g/config").unwrap_err().contains(".git"));
+        assert!(resolve(&root, ".GIT/config").unwrap_err().contains(".git"));
         assert_eq!(resolve(&root, "inside").unwrap().rel, "inside");
     }
 }

@@ -9,6 +9,9 @@
 use regex::Regex;
 use serde::Serialize;
 
+/// Pattern group meaning "the first capture group that took part".
+const FIRST_GROUP: usize = usize::MAX;
+
 /// One redacted secret.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Redaction {
@@ -77,14 +80,17 @@ impl Redactor {
             ),
             ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}\b", 0),
             ("stripe-key", r"\b(?:sk|rk)_live_[0-9a-zA-Z]{20,}\b", 0),
+            // Assignments to secret-looking names: quoted values anywhere,
+            // unquoted ones (`.env`, YAML) when they look like a secret.
+            // `DB_PASSWORD`, `SECRET_KEY`, `client_secret` all count.
             (
                 "password",
-                r#"(?i)\b(?:password|passwd|pwd|secret|api_?key|auth_?token|access_?token)\b["']?\s*(?::=|=|:)\s*["']([^"'\s]{6,})["']"#,
-                1,
+                r#"(?i)(?:^|[^a-z0-9])[a-z0-9_-]*?(?:password|passwd|pwd|secret|api[_-]?key|auth[_-]?token|access[_-]?token|private[_-]?key)[a-z0-9_-]*["']?\s*(?::=|=>|=|:)\s*(?:"([^"\s]{6,})"|'([^'\s]{6,})'|([^"'\s,;#]{8,}))"#,
+                FIRST_GROUP,
             ),
             (
                 "url-credentials",
-                r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:([^/\s:@]{3,})@",
+                r"\b[a-z][a-z0-9+.-]*://[^/\s:@]*:([^/\s@]{3,})@",
                 1,
             ),
         ];
@@ -144,8 +150,15 @@ impl Redactor {
             let spans: Vec<(usize, usize)> = pattern
                 .regex
                 .captures_iter(&line)
-                .filter_map(|c| c.get(pattern.group))
-                .filter(|m| !is_placeholder(m.as_str()))
+                .filter_map(|c| {
+                    if pattern.group == FIRST_GROUP {
+                        (1..c.len()).find_map(|i| c.get(i).map(|m| (m, i == c.len() - 1)))
+                    } else {
+                        c.get(pattern.group).map(|m| (m, false))
+                    }
+                })
+                .filter(|(m, unquoted)| !is_placeholder(pattern.kind, m.as_str(), *unquoted))
+                .map(|(m, _)| m)
                 .map(|m| (m.start(), m.end()))
                 .collect();
             for &(start, end) in spans.iter().rev() {
@@ -167,14 +180,43 @@ impl Default for Redactor {
 }
 
 /// Values that are obviously not real secrets: templates, masks, examples.
-fn is_placeholder(value: &str) -> bool {
+fn is_placeholder(kind: &str, value: &str, unquoted: bool) -> bool {
     let lower = value.to_ascii_lowercase();
-    value.contains(['$', '{', '}', '<', '>', '%', '[', '('])
+    let first = value.chars().next().unwrap_or('*');
+    let template = value.starts_with('$')
+        || value.contains("${")
+        || value.contains("{{")
+        || (value.starts_with('<') && value.ends_with('>'))
+        || value.contains("%(")
+        || value.contains("%s")
         || value.starts_with("REDACTED")
-        || value
-            .chars()
-            .all(|c| c == value.chars().next().unwrap_or('*'))
-        || PLACEHOLDER_WORDS.iter().any(|w| lower.contains(w))
+        || value.chars().all(|c| c == first)
+        || PLACEHOLDER_WORDS.iter().any(|w| lower.contains(w));
+    if template {
+        return true;
+    }
+    if kind != "password" {
+        // Token formats are specific enough; URL-encoded passwords hold `%`.
+        return false;
+    }
+    // An environment variable's name, not its value: `api_key_env = "OPENAI_API_KEY"`.
+    let env_name = value
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if env_name {
+        return true;
+    }
+    if unquoted {
+        // Unquoted, it may be code (`password = user.password`,
+        // `secret = load_secret()`): a secret has digits or symbols and no
+        // call or member syntax.
+        let code = value.contains(['(', ')', '.', '[', ']', '{', '}', '<', '>', '-'])
+            && !value.contains(['!', '@', '#', '%', '^', '&', '*', '+', '=', '~']);
+        let secretish = value.chars().any(|c| c.is_ascii_digit())
+            || value.contains(['!', '@', '#', '%', '^', '&', '*', '+', '/', '=', '~']);
+        return code || !secretish;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -231,6 +273,25 @@ mod tests {
     }
 
     #[test]
+    fn redacts_common_assignment_forms() {
+        let r = Redactor::new();
+        for (line, secret) in [
+            ("DB_PASSWORD=\"hunter2hunter2\"", "hunter2hunter2"),
+            ("SECRET_KEY = 'abcdef123456'", "abcdef123456"),
+            ("  client_secret: \"s3cr3t-value\"", "s3cr3t-value"),
+            ("password=hunter2hunter2", "hunter2hunter2"),
+            ("  password: s3cr3tpass9", "s3cr3tpass9"),
+            ("url = \"postgres://app:p%40ssw0rd@db/x\"", "p%40ssw0rd"),
+            ("REDIS=redis://:s3cret@host:6379", "s3cret"),
+            ("mysql://root:pa$$word@h", "pa$$word"),
+        ] {
+            let (out, found) = r.redact(line);
+            assert!(!out.contains(secret), "{line} -> {out}");
+            assert!(!found.is_empty(), "{line}");
+        }
+    }
+
+    #[test]
     fn leaves_placeholders_and_code_alone() {
         let r = Redactor::new();
         for line in [
@@ -239,6 +300,11 @@ mod tests {
             "let password = read_password();",
             "api_key = \"your-api-key-here\"",
             "x.unwrap_or(0)",
+            "api_key_env = \"OPENAI_API_KEY\"",
+            "password = user.password",
+            "secret = load_secret()",
+            "let token = settings_token;",
+            "password_hash = hash_password(input)",
         ] {
             let (out, found) = r.redact(line);
             assert!(found.is_empty(), "{line}");
