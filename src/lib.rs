@@ -286,6 +286,12 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, SetupError> {
     let inventory = take_inventory(settings)?;
     let (plan, planner_usage) = make_plan(ctx, &inventory).await?;
     let tasks = plan.tasks(&inventory);
+    // Agents read only what the scan covers: excluded or ignored files stay
+    // out of every prompt.
+    let tools = Arc::new(
+        ctx.tools
+            .scoped(inventory.files.iter().map(|f| f.path.clone())),
+    );
 
     let spend = Arc::new(budget::Spend::new(
         settings.max_tokens,
@@ -314,7 +320,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, SetupError> {
     let fan = FanOut {
         definition: auditor,
         provider: Arc::clone(&ctx.provider),
-        tools: Arc::clone(&ctx.tools),
+        tools: Arc::clone(&tools),
         jobs: settings.jobs,
         max_output_tokens: settings.max_output_tokens,
         events: Some(tx),
@@ -326,7 +332,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, SetupError> {
     drop(fan);
     let consumed = consumer.await.unwrap_or_default();
 
-    let tools = Arc::clone(&ctx.tools);
+    let tools = Arc::clone(&tools);
     let reports = result.reports;
     let (checked, reports, inventory) = tokio::task::spawn_blocking(move || {
         let checked = verify::verify(&reports, &inventory, &tools);

@@ -54,11 +54,17 @@ impl Default for ToolLimits {
     }
 }
 
-/// What every tool call needs: the canonical root, limits and the redactor.
+/// What every tool call needs: the canonical root, limits, the redactor
+/// and, in a scan, the scope (the inventoried files).
+#[derive(Clone)]
 pub struct ToolContext {
     root: PathBuf,
     limits: ToolLimits,
     redactor: Arc<Redactor>,
+    /// Files a scan covers; `None` (run-agent) means every file under the
+    /// root. What `--exclude`, `.gitignore` or `.fanscanignore` left out,
+    /// no agent reads either.
+    scope: Option<Arc<std::collections::HashSet<String>>>,
 }
 
 /// A tool's answer.
@@ -87,7 +93,20 @@ impl ToolContext {
             root: root.canonicalize()?,
             limits,
             redactor,
+            scope: None,
         })
+    }
+
+    /// The same context, limited to `files` (repo-relative paths).
+    pub fn scoped(&self, files: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            scope: Some(Arc::new(files.into_iter().collect())),
+            ..self.clone()
+        }
+    }
+
+    fn in_scope(&self, rel: &str) -> bool {
+        self.scope.as_ref().is_none_or(|s| s.contains(rel))
     }
 
     /// The canonical scan root.
@@ -253,6 +272,12 @@ impl ToolContext {
 
     fn read_file(&self, args: ReadFileArgs) -> Result<ToolOutput, ToolError> {
         let file = self.resolve(&args.path)?;
+        if !self.in_scope(&file.rel) {
+            return Err(ToolError::Model(format!(
+                "{:?} is outside this scan (excluded, ignored, binary or too large); it cannot be read",
+                file.rel
+            )));
+        }
         let (text, redactions, lossy) = self.load_text(&file)?;
         let lines: Vec<&str> = text.lines().collect();
         let total = lines.len();
@@ -319,6 +344,12 @@ impl ToolContext {
         };
         let mut files: Vec<String> = Vec::new();
         if base.real.is_file() {
+            if !self.in_scope(&base.rel) {
+                return Err(ToolError::Model(format!(
+                    "{:?} is outside this scan (excluded, ignored, binary or too large)",
+                    base.rel
+                )));
+            }
             files.push(base.rel.clone());
         } else {
             let walker = ignore::WalkBuilder::new(&base.real)
@@ -339,7 +370,7 @@ impl ToolContext {
                 let name_matches = glob.as_ref().is_none_or(|g| {
                     g.is_match(&rel) || entry.file_name().to_str().is_some_and(|n| g.is_match(n))
                 });
-                if name_matches {
+                if name_matches && self.in_scope(&rel) {
                     files.push(rel);
                 }
             }
@@ -581,6 +612,19 @@ mod tests {
         assert!(!out.text.contains("AKIA"));
         assert_eq!(out.redactions.len(), 1);
         assert!(ctx.call("grep", r#"{"pattern":"("}"#).is_err());
+    }
+
+    #[test]
+    fn a_scoped_context_reads_only_its_files() {
+        let (_d, ctx) = context(&[("a.rs", b"fn a() {}\n"), ("secret/b.rs", b"fn b() {}\n")]);
+        let ctx = ctx.scoped(["a.rs".to_string()]);
+        assert!(ctx.call("read_file", r#"{"path":"a.rs"}"#).is_ok());
+        let e = ctx
+            .call("read_file", r#"{"path":"secret/b.rs"}"#)
+            .unwrap_err();
+        assert!(e.to_string().contains("outside this scan"));
+        let out = ctx.call("grep", r#"{"pattern":"fn"}"#).unwrap();
+        assert_eq!(out.text, "a.rs:1:fn a() {}\n");
     }
 
     #[test]
