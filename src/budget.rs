@@ -11,13 +11,19 @@ use crate::fanout::RunControl;
 use crate::prices::Price;
 use crate::providers::Usage;
 
+/// Prices a call by the model that answered it.
+pub type Pricer = Box<dyn Fn(&str) -> Option<Price> + Send + Sync>;
+
 /// Token and cost limits and what was spent.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Spend {
     max_tokens: Option<u64>,
     max_cost: Option<f64>,
+    /// The price of the run's model, for estimates before a group starts.
     price: Option<Price>,
-    used: Mutex<Usage>,
+    /// Prices each call by its own model (an agent may override the run's).
+    pricer: Option<Pricer>,
+    used: Mutex<(Usage, f64)>,
     control: RunControl,
 }
 
@@ -33,9 +39,16 @@ impl Spend {
             max_tokens,
             max_cost,
             price,
-            used: Mutex::new(Usage::default()),
+            pricer: None,
+            used: Mutex::new((Usage::default(), 0.0)),
             control,
         }
+    }
+
+    /// Prices each call by the model that answered it.
+    pub fn with_pricer(mut self, pricer: Pricer) -> Self {
+        self.pricer = Some(pricer);
+        self
     }
 
     /// No limits (run-agent, tests).
@@ -45,19 +58,25 @@ impl Spend {
 
     /// What was spent so far.
     pub fn used(&self) -> Usage {
-        self.used.lock().map(|u| *u).unwrap_or_default()
+        self.used.lock().map(|u| u.0).unwrap_or_default()
     }
 
-    /// Counts one call's usage; winds the run down when a budget is reached.
-    pub fn add(&self, usage: Usage) {
-        let total = match self.used.lock() {
+    /// Counts one call's usage, priced by `model`; winds the run down when
+    /// a budget is reached.
+    pub fn add(&self, usage: Usage, model: &str) {
+        let price = match &self.pricer {
+            Some(pricer) => pricer(model),
+            None => self.price,
+        };
+        let (total, cost) = match self.used.lock() {
             Ok(mut used) => {
-                used.add(usage);
+                used.0.add(usage);
+                used.1 += price.map_or(0.0, |p| p.cost(&usage));
                 *used
             }
             Err(_) => return,
         };
-        if let Some(reason) = self.exceeded(&total, 0) {
+        if let Some(reason) = self.exceeded(&total, cost, 0) {
             self.control.wind_down(&reason);
         }
     }
@@ -65,7 +84,8 @@ impl Spend {
     /// Whether work estimated at `tokens` more may start. A refusal winds
     /// the run down too, with the reason.
     pub fn allows(&self, tokens: u64) -> bool {
-        match self.exceeded(&self.used(), tokens) {
+        let (used, cost) = self.used.lock().map(|u| *u).unwrap_or_default();
+        match self.exceeded(&used, cost, tokens) {
             Some(reason) => {
                 self.control.wind_down(&reason);
                 false
@@ -74,7 +94,7 @@ impl Spend {
         }
     }
 
-    fn exceeded(&self, used: &Usage, more: u64) -> Option<String> {
+    fn exceeded(&self, used: &Usage, cost: f64, more: u64) -> Option<String> {
         if let Some(max) = self.max_tokens
             && used.total() + more >= max
             && (used.total() >= max || more > 0)
@@ -83,12 +103,14 @@ impl Spend {
                 "the token budget (--max-tokens {max}) was reached: no new group was started and running agents gave their summary."
             ));
         }
-        if let (Some(max), Some(price)) = (self.max_cost, &self.price) {
-            let projected = Usage {
-                input_tokens: used.input_tokens + more,
-                ..*used
-            };
-            if price.cost(&projected) >= max && (price.cost(used) >= max || more > 0) {
+        if let Some(max) = self.max_cost {
+            let next = self.price.map_or(0.0, |p| {
+                p.cost(&Usage {
+                    input_tokens: more,
+                    ..Usage::default()
+                })
+            });
+            if cost + next >= max && (cost >= max || more > 0) {
                 return Some(format!(
                     "the cost budget (--max-cost {max}) was reached: no new group was started and running agents gave their summary."
                 ));
@@ -114,13 +136,13 @@ mod tests {
     fn reaching_the_token_budget_winds_down_at_once() {
         let control = RunControl::default();
         let spend = Spend::new(Some(100), None, None, control.clone());
-        spend.add(usage(60));
+        spend.add(usage(60), "m");
         assert!(!control.wrap_up.is_cancelled());
         assert!(!spend.allows(50), "60 + 50 would cross 100");
         assert!(control.stop.is_cancelled());
         let control = RunControl::default();
         let spend = Spend::new(Some(100), None, None, control.clone());
-        spend.add(usage(100));
+        spend.add(usage(100), "m");
         assert!(control.wrap_up.is_cancelled());
     }
 
@@ -134,15 +156,37 @@ mod tests {
         };
         let spend = Spend::new(None, Some(0.5), Some(price), control.clone());
         assert!(spend.allows(400_000));
-        spend.add(usage(500_000));
+        spend.add(usage(500_000), "m");
         assert!(control.wrap_up.is_cancelled());
         assert!(control.reasons()[0].contains("--max-cost 0.5"));
     }
 
     #[test]
+    fn each_call_is_priced_by_its_own_model() {
+        let control = RunControl::default();
+        let cheap = Price {
+            input: 0.1,
+            output: 0.1,
+            cached: None,
+        };
+        let dear = Price {
+            input: 10.0,
+            output: 10.0,
+            cached: None,
+        };
+        let spend = Spend::new(None, Some(1.0), Some(cheap), control.clone()).with_pricer(
+            Box::new(move |m| Some(if m == "dear" { dear } else { cheap })),
+        );
+        spend.add(usage(1_000_000), "cheap");
+        assert!(!control.wrap_up.is_cancelled());
+        spend.add(usage(100_000), "dear");
+        assert!(control.wrap_up.is_cancelled(), "$0.10 + $1.00 crosses $1");
+    }
+
+    #[test]
     fn no_budget_never_stops() {
         let spend = Spend::unlimited();
-        spend.add(usage(u64::MAX / 4));
+        spend.add(usage(u64::MAX / 4), "m");
         assert!(spend.allows(u64::MAX / 4));
     }
 }

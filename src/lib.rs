@@ -125,14 +125,18 @@ impl Context {
         let rules = Arc::new(rules);
         let stats = Arc::new(CallStats::new(settings.retry_budget));
         let provider = build_provider(&settings, &rules, &stats)?;
-        if settings.max_cost.is_some()
-            && provider.engine() == providers::EngineKind::Llm
-            && prices.get(provider.model()).is_none()
-        {
-            return Err(SetupError::Config(ConfigError(format!(
-                "--max-cost needs the price of model {:?}, which is not in the price table; add it to a copy of configs/prices.toml and pass --prices FILE",
-                provider.model()
-            ))));
+        if settings.max_cost.is_some() && provider.engine() == providers::EngineKind::Llm {
+            // Every model the run may call must be priced, agents'
+            // overrides included, or the budget could not be kept.
+            let models = std::iter::once(provider.model().to_string())
+                .chain(agents.iter().filter_map(|a| a.model.clone()));
+            for model in models {
+                if prices.get(&model).is_none() {
+                    return Err(SetupError::Config(ConfigError(format!(
+                        "--max-cost needs the price of model {model:?}, which is not in the price table; add it to a copy of configs/prices.toml and pass --prices FILE"
+                    ))));
+                }
+            }
         }
         let tools = ToolContext::new(
             &settings.root,
@@ -158,9 +162,19 @@ impl Context {
 
     /// The price of the run's model (zero for the offline engine).
     pub fn price(&self) -> Option<prices::Price> {
-        match self.provider.engine() {
-            providers::EngineKind::RuleEngine => Some(prices::Price::default()),
-            providers::EngineKind::Llm => self.prices.get(self.provider.model()),
+        self.pricer()(self.provider.model())
+    }
+
+    /// Prices any model of this run (zero for the offline engine).
+    pub fn pricer(&self) -> impl Fn(&str) -> Option<prices::Price> + Send + Sync + 'static {
+        let offline = self.provider.engine() == providers::EngineKind::RuleEngine;
+        let prices = self.prices.clone();
+        move |model: &str| {
+            if offline {
+                Some(prices::Price::default())
+            } else {
+                prices.get(model)
+            }
         }
     }
 }
@@ -293,13 +307,23 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, SetupError> {
             .scoped(inventory.files.iter().map(|f| f.path.clone())),
     );
 
-    let spend = Arc::new(budget::Spend::new(
-        settings.max_tokens,
-        settings.max_cost,
-        ctx.price(),
-        ui.control.clone(),
-    ));
-    spend.add(planner_usage);
+    let pricer = ctx.pricer();
+    let spend = Arc::new(
+        budget::Spend::new(
+            settings.max_tokens,
+            settings.max_cost,
+            ctx.price(),
+            ui.control.clone(),
+        )
+        .with_pricer(Box::new(move |model| pricer(model))),
+    );
+    let planner_model = ctx
+        .agents
+        .get("planner")
+        .ok()
+        .and_then(|p| p.model.clone())
+        .unwrap_or_else(|| ctx.provider.model().to_string());
+    spend.add(planner_usage, &planner_model);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let consumer = progress::Consumer {
         multi: ui.multi.clone(),
@@ -390,37 +414,43 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, SetupError> {
 
     // Usage per agent (the planner, each group's agent, the reducer) and in
     // total, each with its cost.
-    let mut by_agent: BTreeMap<String, Usage> = BTreeMap::new();
+    // Each agent's calls are priced by the model that answered them.
+    let pricer = ctx.pricer();
+    let model_of = |name: &str| {
+        ctx.agents
+            .get(name)
+            .ok()
+            .and_then(|a| a.model.clone())
+            .unwrap_or_else(|| ctx.provider.model().to_string())
+    };
+    let mut by_agent: BTreeMap<String, report::AgentUsage> = BTreeMap::new();
+    let mut charge = |name: &str, model: &str, u: Usage| {
+        let entry = by_agent
+            .entry(name.to_string())
+            .or_insert(report::AgentUsage {
+                usage: Usage::default(),
+                cost_usd: Some(0.0),
+            });
+        entry.usage.add(u);
+        entry.cost_usd = match (entry.cost_usd, pricer(model)) {
+            (Some(c), Some(p)) => Some(c + p.cost(&u)),
+            _ => None,
+        };
+    };
     if settings.planner == PlannerKind::Llm {
-        by_agent
-            .entry("planner".into())
-            .or_default()
-            .add(planner_usage);
+        charge("planner", &model_of("planner"), planner_usage);
     }
     for r in &reports {
-        by_agent.entry(r.agent.clone()).or_default().add(r.usage);
+        charge(&r.agent, &r.model, r.usage);
     }
-    by_agent
-        .entry("reducer".into())
-        .or_default()
-        .add(reduced.usage);
+    charge("reducer", &model_of("reducer"), reduced.usage);
     let mut usage = Usage::default();
-    for u in by_agent.values() {
-        usage.add(*u);
+    let mut cost = Some(0.0);
+    for a in by_agent.values() {
+        usage.add(a.usage);
+        cost = cost.zip(a.cost_usd).map(|(x, y)| x + y);
     }
-    let price = ctx.price();
-    let agent_usage = by_agent
-        .into_iter()
-        .map(|(name, u)| {
-            (
-                name,
-                report::AgentUsage {
-                    usage: u,
-                    cost_usd: price.map(|p| p.cost(&u)),
-                },
-            )
-        })
-        .collect();
+    let agent_usage = by_agent;
     let mut incomplete_reasons = ui.control.reasons();
     let failed_groups = reports.iter().filter(|r| !r.status.reviewed()).count();
     if failed_groups > 0 {
@@ -474,7 +504,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, SetupError> {
         retries: ctx.stats.retries.load(Ordering::Relaxed),
         rate_limited: ctx.stats.rate_limited.load(Ordering::Relaxed),
         lowest_concurrency: ctx.stats.lowest_concurrency.load(Ordering::Relaxed),
-        cost_usd: price.map(|p| p.cost(&usage)),
+        cost_usd: cost,
         agents: agent_usage,
     };
     Ok(Report {

@@ -431,7 +431,7 @@ async fn call(
         cached_tokens: 0,
     });
     report.usage.add(usage);
-    run.spend.add(usage);
+    run.spend.add(usage, &report.model);
     run.events.usage(usage);
     Ok(response)
 }
