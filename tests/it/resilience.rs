@@ -378,3 +378,31 @@ async fn the_anthropic_loop_answers_every_tool_use_in_one_message() {
     );
     assert_eq!(report.groups[0].usage.cached_tokens, 10);
 }
+
+#[tokio::test]
+async fn a_time_budget_stops_the_run_and_keeps_what_was_done() {
+    let repo = tree(4);
+    let inner = auditor_behaviour("risky");
+    let mock = MockModel::openai(Box::new(move |body, i| {
+        inner(body, i).set_delay(Duration::from_millis(120))
+    }))
+    .await;
+    let mut settings = mock.settings(repo.path(), &one_dir_per_group(1));
+    settings.max_duration = Some(Duration::from_millis(500));
+    let ctx = Context::new(settings).unwrap();
+    let report = scan(&ctx).await;
+    assert!(!report.complete);
+    assert!(
+        report
+            .incomplete_reasons
+            .iter()
+            .any(|r| r.contains("time budget")),
+        "{:?}",
+        report.incomplete_reasons
+    );
+    assert!(!report.groups.is_empty() && report.groups.len() < 4);
+    assert_eq!(
+        report.coverage.reviewed.len() + report.coverage.failed.len(),
+        8
+    );
+}
