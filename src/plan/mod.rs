@@ -96,21 +96,19 @@ pub fn group_id(files: &[String]) -> String {
     let joined = files.join("\n");
     let hash = crate::sha256_hex(joined.as_bytes());
     let common = common_dir(files);
-    let stem: String = if common.is_empty() {
-        "root".to_string()
+    let slug: String = common
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let slug = slug.trim_matches('-');
+    // Long paths keep their end (the most specific part), cut at a word.
+    let stem = if slug.is_empty() {
+        "root"
+    } else if slug.len() > 40 {
+        let tail = &slug[slug.len() - 40..];
+        tail.split_once('-').map_or(tail, |(_, rest)| rest)
     } else {
-        common
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect::<String>()
-            .trim_matches('-')
-            .chars()
-            .rev()
-            .take(40)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect()
+        slug
     };
     format!("{stem}-{}", &hash[..8])
 }
@@ -265,6 +263,11 @@ mod tests {
         let a = group_id(&["src/x/a.rs".into(), "src/x/b.rs".into()]);
         assert_eq!(a, group_id(&["src/x/a.rs".into(), "src/x/b.rs".into()]));
         assert!(a.starts_with("src-x-"), "{a}");
+        let long = group_id(&["aws-lc-sys-0.47.0/aws-lc/crypto/fipsmodule/bn/asm/x.pl".into()]);
+        assert!(
+            long.starts_with("0-47-0-aws-lc-crypto-fipsmodule-bn-asm-"),
+            "{long}"
+        );
         assert_ne!(a, group_id(&["src/x/a.rs".into()]));
     }
 
