@@ -365,14 +365,23 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, SetupError> {
     .await
     .map_err(|e| SetupError::Other(format!("verification failed: {e}")))?;
 
+    let skip_reducer = ui.control.stop.is_cancelled();
     let reduced = reduce::Reducer {
         definition: reducer,
         provider: ctx.provider.as_ref(),
-        context_tokens: 60_000,
+        // Batches exist for a model's context; the counted summary (the
+        // offline engine's, or a stopped run's) takes everything at once.
+        context_tokens: if skip_reducer
+            || ctx.provider.engine() == providers::EngineKind::RuleEngine
+        {
+            u64::MAX
+        } else {
+            60_000
+        },
         max_output_tokens: settings.max_output_tokens,
         // A run stopped early (budget, Ctrl-C) spends nothing more: its
         // summary is counted, not written.
-        skip_model: ui.control.stop.is_cancelled(),
+        skip_model: skip_reducer,
     }
     .reduce(&checked, &reports)
     .await;

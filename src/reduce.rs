@@ -399,7 +399,20 @@ pub fn offline_reduce(task: &str) -> String {
         "Offline rule engine (not a language model): this summary is counted, not written.\n\n",
     );
     if !input.batch_summaries.is_empty() {
-        summary.push_str(&input.batch_summaries.join("\n\n"));
+        let parts: Vec<String> = input
+            .batch_summaries
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let body = b
+                    .lines()
+                    .filter(|l| !l.starts_with("Offline rule engine"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                format!("Batch {}:\n{}", i + 1, body.trim())
+            })
+            .collect();
+        summary.push_str(&parts.join("\n\n"));
     } else {
         let mut by_severity: BTreeMap<Severity, usize> = BTreeMap::new();
         let mut by_rule: BTreeMap<String, usize> = BTreeMap::new();
@@ -566,5 +579,40 @@ mod tests {
         let parsed = parse_answer(&a).unwrap();
         assert_eq!(parsed.ranking, vec!["f1"]);
         assert!(parsed.summary.contains("1 verified findings"));
+    }
+
+    #[tokio::test]
+    async fn input_over_the_budget_is_reduced_in_batches_as_a_tree() {
+        let rules = std::sync::Arc::new(crate::rules::RuleSet::builtin().unwrap());
+        let provider = crate::providers::offline::Offline::new(rules);
+        let dir = tempfile::tempdir().unwrap();
+        let agents = crate::agents::AgentSet::load(dir.path()).unwrap();
+        let list: Vec<Checked> = (0..200)
+            .map(|i| checked(&format!("f{i}.rs"), 1, "x.unwrap()", Severity::Low, "g"))
+            .collect();
+        let reducer = Reducer {
+            definition: agents.get("reducer").unwrap(),
+            provider: &provider,
+            context_tokens: 2_000,
+            max_output_tokens: 1000,
+            skip_model: false,
+        };
+        let reduced = reducer.reduce(&list, &[]).await;
+        assert_eq!(reduced.findings.len(), 200);
+        assert!(
+            reduced.notes.iter().any(|n| n.contains("batches")),
+            "{:?}",
+            reduced.notes
+        );
+        assert!(reduced.summary.contains("verified findings"));
+        // Every fingerprint keeps its place in some batch's ranking.
+        let mut fps: Vec<&str> = reduced
+            .findings
+            .iter()
+            .map(|m| m.fingerprint.as_str())
+            .collect();
+        fps.sort();
+        fps.dedup();
+        assert_eq!(fps.len(), 200);
     }
 }

@@ -206,6 +206,16 @@ fn task_files(task: &str) -> Vec<String> {
         .collect()
 }
 
+/// From `[cut: showing lines A-B of N; ...]`: the first line shown and the
+/// file's line count.
+fn page_bounds(line: &str) -> Option<(u64, u64)> {
+    let rest = line.split("showing lines ").nth(1)?;
+    let (range, rest) = rest.split_once(" of ")?;
+    let first = range.split('-').next()?.trim().parse().ok()?;
+    let total: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((first, total.parse().ok()?))
+}
+
 /// What the conversation so far holds, as the engine needs it.
 #[derive(Default)]
 struct Conversation {
@@ -268,8 +278,20 @@ impl Conversation {
                 entry.insert(number, text.to_string());
             } else if let Some(rest) = line.split("offset=").nth(1) {
                 let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                if let Ok(offset) = digits.parse() {
+                if let Ok(offset) = digits.parse::<u64>() {
                     self.continuations.insert((path.clone(), offset));
+                    // Ask for every further page at once, a page's length
+                    // apart, as a model that knows the file's length would;
+                    // a page cut short by the byte cap names its own
+                    // continuation, which fills the gap.
+                    if let Some((first, total)) = page_bounds(line) {
+                        let step = offset.saturating_sub(first).max(1);
+                        let mut next = offset + step;
+                        while next <= total {
+                            self.continuations.insert((path.clone(), next));
+                            next += step;
+                        }
+                    }
                 }
             }
         }
@@ -354,6 +376,18 @@ mod tests {
                 .findings
                 .iter()
                 .any(|f| f.line == 2 && f.rule.as_deref() == Some("rust/unwrap"))
+        );
+    }
+
+    #[test]
+    fn plans_every_page_of_a_long_file_at_once() {
+        let mut c = Conversation::default();
+        c.read_result("big.rs (7 lines)\n     1\ta\n     2\tb\n[cut: showing lines 1-2 of 7; call read_file with offset=3 to continue]\n");
+        let offsets: Vec<u64> = c.continuations.iter().map(|(_, o)| *o).collect();
+        assert_eq!(offsets, vec![3, 5, 7]);
+        assert_eq!(
+            page_bounds("[cut: showing lines 10-20 of 99; call"),
+            Some((10, 99))
         );
     }
 }

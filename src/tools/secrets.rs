@@ -11,6 +11,8 @@ use serde::Serialize;
 
 /// Pattern group meaning "the first capture group that took part".
 const FIRST_GROUP: usize = usize::MAX;
+/// Pattern group meaning "group 1, an unquoted value" (checked harder).
+const UNQUOTED: usize = usize::MAX - 1;
 
 /// One redacted secret.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -44,6 +46,12 @@ const PLACEHOLDER_WORDS: &[&str] = &[
     "dummy",
     "redacted",
     "secret123",
+];
+
+/// Values that are stand-ins when they are the whole value.
+const DUMMY_VALUES: &[&str] = &[
+    "pass", "password", "passwd", "secret", "pwd", "test", "user", "username", "foo", "bar",
+    "admin", "root", "guest", "changeit", "xxx", "hunter2",
 ];
 
 impl Redactor {
@@ -80,13 +88,19 @@ impl Redactor {
             ),
             ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}\b", 0),
             ("stripe-key", r"\b(?:sk|rk)_live_[0-9a-zA-Z]{20,}\b", 0),
-            // Assignments to secret-looking names: quoted values anywhere,
-            // unquoted ones (`.env`, YAML) when they look like a secret.
-            // `DB_PASSWORD`, `SECRET_KEY`, `client_secret` all count.
+            // Assignments to secret-looking names (`DB_PASSWORD`,
+            // `SECRET_KEY`, `client_secret`): quoted values anywhere...
             (
                 "password",
-                r#"(?i)(?:^|[^a-z0-9])[a-z0-9_-]*?(?:password|passwd|pwd|secret|api[_-]?key|auth[_-]?token|access[_-]?token|private[_-]?key)[a-z0-9_-]*["']?\s*(?::=|=>|=|:)\s*(?:"([^"\s]{6,})"|'([^'\s]{6,})'|([^"'\s,;#]{8,}))"#,
+                r#"(?i)(?:^|[^a-z0-9])[a-z0-9_-]*?(?:password|passwd|pwd|secret|api[_-]?key|auth[_-]?token|access[_-]?token|private[_-]?key)[a-z0-9_-]*["']?\s*(?::=|=>|=|:)\s*(?:"([^"\s]{6,})"|'([^'\s]{6,})')"#,
                 FIRST_GROUP,
+            ),
+            // ...and unquoted ones only as a whole line (`.env`, YAML,
+            // properties), never inside code.
+            (
+                "password",
+                r#"(?i)^\s*(?:export\s+)?[a-z0-9_.-]*?(?:password|passwd|pwd|secret|api[_-]?key|auth[_-]?token|access[_-]?token|private[_-]?key)[a-z0-9_-]*\s*(?:=|:)\s*([^"'\s,;#&*:(){}\[\]<>]{8,})\s*$"#,
+                UNQUOTED,
             ),
             (
                 "url-credentials",
@@ -150,12 +164,10 @@ impl Redactor {
             let spans: Vec<(usize, usize)> = pattern
                 .regex
                 .captures_iter(&line)
-                .filter_map(|c| {
-                    if pattern.group == FIRST_GROUP {
-                        (1..c.len()).find_map(|i| c.get(i).map(|m| (m, i == c.len() - 1)))
-                    } else {
-                        c.get(pattern.group).map(|m| (m, false))
-                    }
+                .filter_map(|c| match pattern.group {
+                    FIRST_GROUP => (1..c.len()).find_map(|i| c.get(i)).map(|m| (m, false)),
+                    UNQUOTED => c.get(1).map(|m| (m, true)),
+                    group => c.get(group).map(|m| (m, false)),
                 })
                 .filter(|(m, unquoted)| !is_placeholder(pattern.kind, m.as_str(), *unquoted))
                 .map(|(m, _)| m)
@@ -191,7 +203,8 @@ fn is_placeholder(kind: &str, value: &str, unquoted: bool) -> bool {
         || value.contains("%s")
         || value.starts_with("REDACTED")
         || value.chars().all(|c| c == first)
-        || PLACEHOLDER_WORDS.iter().any(|w| lower.contains(w));
+        || PLACEHOLDER_WORDS.iter().any(|w| lower.contains(w))
+        || DUMMY_VALUES.contains(&lower.as_str());
     if template {
         return true;
     }
@@ -226,7 +239,7 @@ mod tests {
     #[test]
     fn every_pattern_compiles() {
         let r = Redactor::new();
-        assert_eq!(r.patterns.len(), 12);
+        assert_eq!(r.patterns.len(), 13);
         assert!(r.begin_key.is_some() && r.end_key.is_some());
     }
 
@@ -305,6 +318,13 @@ mod tests {
             "secret = load_secret()",
             "let token = settings_token;",
             "password_hash = hash_password(input)",
+            "fn test_with_key(alg: &'static Algorithm, my_private_key: &PrivateKey, test_key: &[u8]) {",
+            "let secret = Secret::new(&P_SHA512, SECRET).expect(\"secret created\");",
+            "Ok(ConnectionTrafficSecrets::Aes256Gcm { key, iv })",
+            "fn new(secrets: &Secrets) -> Self {",
+            "/// abc://username:password@example.com:123/path",
+            "ret->extended_master_secret = !!extended_master_secret;",
+            "    secret: OkmBlock,",
         ] {
             let (out, found) = r.redact(line);
             assert!(found.is_empty(), "{line}");
