@@ -264,3 +264,75 @@ async fn run_agent_works_against_a_local_openai_compatible_server() {
             .contains("Check the runner")
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_stops_the_scan_and_still_writes_the_report() {
+    let mut files = Vec::new();
+    for d in 0..6 {
+        files.push((
+            format!("d{d}/a.rs"),
+            format!("fn a() {{ x.unwrap(); }}\n// {}\n", "pad ".repeat(40)),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let repo = Repo::new(&refs);
+    let inner = auditor_behaviour("unwrap");
+    let mock = MockModel::openai(Box::new(move |body, i| {
+        inner(body, i).set_delay(std::time::Duration::from_millis(300))
+    }))
+    .await;
+    let base = mock.base_url();
+    let root = repo.path().to_str().unwrap().to_string();
+    let out = tokio::task::spawn_blocking(move || {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_fanscan"))
+            .args([
+                "scan",
+                &root,
+                "--provider",
+                "openai",
+                "--base-url",
+                &base,
+                "--group-tokens",
+                "100",
+                "--jobs",
+                "1",
+                "--format",
+                "json",
+                "--quiet",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        let killed = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json_report(&out.stdout);
+    assert_eq!(report["complete"], false);
+    assert!(
+        report["incomplete_reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("interrupted (Ctrl-C)")
+    );
+    let reviewed = report["coverage"]["reviewed"].as_array().unwrap().len();
+    let failed = report["coverage"]["failed"].as_array().unwrap().len();
+    assert!(reviewed >= 1 && reviewed < 6, "{reviewed}");
+    assert_eq!(reviewed + failed, 6);
+}
