@@ -17,6 +17,9 @@ use serde::Serialize;
 use super::ProviderError;
 use super::limits::{Concurrency, RateLimits};
 
+/// 429s one call may wait out before they count as failed attempts.
+const MAX_RATE_LIMIT_WAITS: u32 = 50;
+
 /// How calls are retried.
 #[derive(Clone, Debug)]
 pub struct RetryPolicy {
@@ -191,6 +194,7 @@ impl HttpLayer {
         let body = serde_json::to_vec(body)
             .map_err(|e| ProviderError::Other(format!("cannot encode the request: {e}")))?;
         let mut attempt: u32 = 0;
+        let mut rate_waits: u32 = 0;
         loop {
             let slot = self.concurrency.acquire().await;
             self.limits.acquire(tokens).await;
@@ -204,7 +208,16 @@ impl HttpLayer {
                 }
                 Err(failure) => failure,
             };
-            attempt += 1;
+            // Waiting one's turn is not failing: a 429 that the server
+            // answers with a wait uses the run's retry budget, not one of
+            // the call's attempts (up to a generous cap), so a quota never
+            // turns into failed groups.
+            let rate_limited = matches!(error, ProviderError::RateLimited { .. });
+            if rate_limited && rate_waits < MAX_RATE_LIMIT_WAITS {
+                rate_waits += 1;
+            } else {
+                attempt += 1;
+            }
             let retry = should_retry && attempt < self.policy.max_attempts;
             if !retry {
                 return Err(error);

@@ -107,12 +107,22 @@ impl RateLimits {
     }
 
     async fn wait_pause(&self) {
+        let mut waited = false;
         loop {
             let until = self.paused_until.lock().map(|g| *g).unwrap_or(None);
             match until {
-                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
-                _ => return,
+                Some(t) if t > Instant::now() => {
+                    tokio::time::sleep_until(t).await;
+                    waited = true;
+                }
+                _ => break,
             }
+        }
+        if waited {
+            // Everyone a pause held would otherwise send at the same
+            // instant, and most would be refused again: spread them.
+            let spread = fastrand::u64(0..=250);
+            tokio::time::sleep(Duration::from_millis(spread)).await;
         }
     }
 

@@ -406,3 +406,25 @@ async fn a_time_budget_stops_the_run_and_keeps_what_was_done() {
         8
     );
 }
+
+#[tokio::test]
+async fn a_quota_never_turns_into_failed_groups() {
+    let repo = tree(2);
+    let inner = auditor_behaviour("risky");
+    // Eight 429s in a row: more than the call's attempts, all waited out.
+    let mock = MockModel::openai(Box::new(move |body, i| {
+        if i < 8 {
+            rate_limited(10)
+        } else {
+            inner(body, i)
+        }
+    }))
+    .await;
+    let mut settings = mock.settings(repo.path(), &one_dir_per_group(1));
+    settings.max_attempts = 2;
+    let ctx = Context::new(settings).unwrap();
+    let report = scan(&ctx).await;
+    assert!(report.complete, "{:?}", report.groups);
+    assert_eq!(report.stats.rate_limited, 8);
+    assert_eq!(report.stats.retries, 8);
+}
