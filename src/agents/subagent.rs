@@ -280,8 +280,6 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             report.status = AgentStatus::MaxRounds;
             break;
         }
-        report.rounds += 1;
-        run.events.round(report.rounds);
         let request = ChatRequest {
             model: run.definition.model.clone(),
             system: run.definition.prompt.clone(),
@@ -290,6 +288,20 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             tool_choice: ToolChoice::Auto,
             max_output_tokens: run.max_output_tokens,
         };
+        // A call that would cross the budget is not made: the agent goes
+        // straight to its summary (and the run winds down).
+        let expected = request.estimated_tokens() - u64::from(request.max_output_tokens)
+            + u64::from(request.max_output_tokens.min(512));
+        if !run.spend.allows(expected) {
+            if report.rounds == 0 {
+                ended = Some(ProviderError::Cancelled);
+            } else {
+                report.status = AgentStatus::WrappedUp;
+            }
+            break;
+        }
+        report.rounds += 1;
+        run.events.round(report.rounds);
         let response = match call(&run, &request, &mut report).await {
             Ok(r) => r,
             Err(e) => {
@@ -343,7 +355,11 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     match ended {
         Some(ProviderError::Cancelled) => {
             report.status = AgentStatus::Interrupted;
-            report.error = Some("interrupted".into());
+            report.error = Some(if report.rounds == 0 {
+                "stopped before its first call: the run was stopped early (a budget or an interrupt)".into()
+            } else {
+                "interrupted".into()
+            });
         }
         Some(error) => {
             report.status = AgentStatus::Failed;

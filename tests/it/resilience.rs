@@ -177,12 +177,12 @@ async fn concurrency_shrinks_under_a_429_storm_and_recovers() {
 }
 
 #[tokio::test]
-async fn a_token_budget_starts_no_group_that_would_cross_it() {
+async fn a_token_budget_stops_the_run_inside_it_with_a_complete_partial_report() {
     let repo = tree(6);
     let mock = MockModel::openai(auditor_behaviour("risky")).await;
     let mut settings = mock.settings(repo.path(), &one_dir_per_group(1));
-    // A group is estimated at 1,600 tokens before it starts (its files and
-    // the prompt) and spends 330 (three calls of 110): two groups fit.
+    // Every call and every group is checked against its estimate (about
+    // 1,600 tokens) before it goes; the mock charges 110 a call.
     settings.max_tokens = Some(2_000);
     let ctx = Context::new(settings).unwrap();
     let report = scan(&ctx).await;
@@ -196,19 +196,18 @@ async fn a_token_budget_starts_no_group_that_would_cross_it() {
         "{:?}",
         report.incomplete_reasons
     );
-    assert_eq!(report.groups.len(), 2);
-    assert!(report.groups.iter().all(|g| g.error.is_none()));
-    assert_eq!(report.coverage.reviewed.len(), 4);
-    assert_eq!(report.coverage.failed.len(), 8);
+    assert!(!report.groups.is_empty() && report.groups.len() < 6);
     assert!(
-        report
-            .coverage
-            .failed
-            .iter()
-            .all(|f| f.reason.contains("not started"))
+        report.stats.input_tokens + report.stats.output_tokens <= 2_000,
+        "{:?}",
+        report.stats
     );
-    assert_eq!(report.findings.len(), 4);
-    assert_eq!(report.stats.input_tokens + report.stats.output_tokens, 660);
+    assert_eq!(
+        report.coverage.reviewed.len() + report.coverage.failed.len(),
+        12
+    );
+    assert!(!report.coverage.reviewed.is_empty());
+    assert!(!report.findings.is_empty(), "what ran is reported");
     assert!(
         report
             .notes
@@ -231,7 +230,7 @@ async fn reaching_the_token_budget_mid_agent_asks_for_its_summary() {
     }))
     .await;
     let mut settings = mock.settings(repo.path(), &one_dir_per_group(1));
-    settings.max_tokens = Some(2_000);
+    settings.max_tokens = Some(4_000);
     let ctx = Context::new(settings).unwrap();
     let report = scan(&ctx).await;
     assert!(!report.complete);
@@ -240,11 +239,12 @@ async fn reaching_the_token_budget_mid_agent_asks_for_its_summary() {
         report.groups[0].status,
         fanscan::agents::AgentStatus::WrappedUp
     );
-    // The call that reached 2,000 (the 19th of 110) and the summary.
-    assert_eq!(
-        report.stats.input_tokens + report.stats.output_tokens,
-        20 * 110
+    assert!(
+        report.groups[0].rounds > 2,
+        "it worked before the budget stopped it"
     );
+    // Only the summary may go past the budget.
+    assert!(report.stats.input_tokens + report.stats.output_tokens <= 4_000 + 110);
     assert_eq!(report.findings.len(), 1, "the summary's findings are kept");
 }
 
