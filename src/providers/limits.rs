@@ -38,8 +38,10 @@ impl RateLimits {
     pub fn new(rpm: u32, tpm: u64, max_pause: Duration) -> Self {
         let clock = DefaultClock::default();
         let rpm = NonZeroU32::new(rpm).and_then(|n| {
-            let quota =
-                Quota::with_period(Duration::from_secs(60) / n.get())?.allow_burst(NonZeroU32::MIN);
+            // 2% under the limit: network and scheduling jitter can bring
+            // two requests closer at the server than they left here.
+            let period = Duration::from_secs_f64(61.2 / f64::from(n.get()));
+            let quota = Quota::with_period(period)?.allow_burst(NonZeroU32::MIN);
             Some(RateLimiter::direct_with_clock(quota, clock.clone()))
         });
         let tpm = u32::try_from(tpm.min(u64::from(u32::MAX)))
