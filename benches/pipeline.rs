@@ -1,1 +1,750 @@
-fn main() {}
+//! Pipeline benchmarks, reported as ratios measured side by side in one run
+//! (the machine is shared and noisy, so absolute times mean little):
+//!
+//! - **inventory + plan** of a synthetic 100,000-file tree (1,000
+//!   directories × 100 small source files, a few `.gitignore` files and an
+//!   ignored `target/`), `inventory::walk` + `plan::pack_plan`, against
+//!   `rg --files --hidden --no-require-git` (the same walk rules: hidden
+//!   files in, `.gitignore` honoured outside a git repository) on the same
+//!   tree. Target: ours ≤ 1.5× rg's wall time. Skipped, with a note, when
+//!   `rg` is not installed.
+//! - **fan-out efficiency**: 1,000 one-file groups against an in-process
+//!   mock of the Chat Completions API on 127.0.0.1 that answers every call
+//!   after 50 ms; each agent makes 3 calls (one `read_file` round, one text
+//!   answer, the forced summary), 64 in flight. Ideal wall time is
+//!   ceil(1000 / 64) × 3 × 50 ms. Targets: ours / ideal ≤ 1.15, and client
+//!   CPU per model call < 200 µs (process CPU from `/proc/self/stat` minus
+//!   the mock server's own thread, which is measured from
+//!   `/proc/self/task/<tid>/stat`; the total with the mock is printed too).
+//! - **rate limiting**: a whole scan with `rpm = 600` against a mock that
+//!   enforces 600 requests/minute itself (a token bucket of one request per
+//!   100 ms, burst 1; it answers 429 with `retry-after-ms` when exceeded).
+//!   Targets: zero 429s, achieved rate ≥ 95% of the limit.
+//!
+//! Run with `cargo bench --bench pipeline` (about two minutes after the
+//! build; a filter such as `-- fanout` runs one part). Under `cargo test
+//! --benches` (criterion's test mode) every part runs once at a small size
+//! as a smoke test. The lines after `== results ==` go into the README.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use std::hint::black_box;
+
+use criterion::{Criterion, SamplingMode};
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use fanscan::budget::Spend;
+use fanscan::config::{ProviderArgs, ProviderKind, ScanArgs, Settings};
+use fanscan::fanout::{FanOut, RunControl};
+use fanscan::inventory::{InventoryOptions, walk};
+use fanscan::plan::pack_plan;
+use fanscan::{Context, Ui};
+
+/// Sizes: the real ones under `cargo bench`, small ones as a smoke test.
+struct Scale {
+    bench: bool,
+    tree_dirs: usize,
+    files_per_dir: usize,
+    fanout_groups: usize,
+    rate_groups: usize,
+    pairs: usize,
+}
+
+impl Scale {
+    fn new(bench: bool) -> Self {
+        if bench {
+            Self {
+                bench,
+                tree_dirs: 1_000,
+                files_per_dir: 100,
+                fanout_groups: 1_000,
+                rate_groups: 25,
+                pairs: 9,
+            }
+        } else {
+            Self {
+                bench,
+                tree_dirs: 20,
+                files_per_dir: 10,
+                fanout_groups: 64,
+                rate_groups: 3,
+                pairs: 1,
+            }
+        }
+    }
+}
+
+const JOBS: usize = 64;
+const LATENCY: Duration = Duration::from_millis(50);
+const CALLS_PER_AGENT: u64 = 3;
+const RPM: u32 = 600;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let bench = args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test");
+    let filter = positional_filter(&args);
+    // A part runs when the filter is part of one of its benchmark ids.
+    let wants = |ids: &[&str]| {
+        filter
+            .as_deref()
+            .is_none_or(|f| ids.iter().any(|id| id.contains(f) || f.contains(id)))
+    };
+    let scale = Scale::new(bench);
+    let mut c = Criterion::default().configure_from_args();
+    let started = Instant::now();
+    let mut results = Vec::new();
+    if wants(&["inventory/walk+pack_plan", "inventory/rg --files"]) {
+        results.extend(inventory_vs_rg(&mut c, &scale));
+    }
+    if wants(&["fanout/1000 groups x 3 calls, jobs 64, 50 ms"]) {
+        results.extend(fanout_efficiency(&mut c, &scale));
+    }
+    if wants(&["rate_limit"]) {
+        results.extend(rate_limiting(&scale));
+    }
+    c.final_summary();
+    println!("\n== results ==");
+    for line in results {
+        println!("{line}");
+    }
+    println!(
+        "(benches/pipeline.rs ran for {:.0} s)",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// The benchmark name filter criterion was given, if any, to skip the
+/// parts it does not match (criterion only filters its own benchmarks).
+fn positional_filter(args: &[String]) -> Option<String> {
+    const FLAGS: &[&str] = &[
+        "--bench",
+        "--test",
+        "--list",
+        "--quick",
+        "--noplot",
+        "--verbose",
+        "-v",
+        "--quiet",
+        "--exact",
+        "--ignored",
+        "--include-ignored",
+        "--discard-baseline",
+        "--nocapture",
+        "--show-output",
+    ];
+    let mut previous_takes_value = false;
+    for arg in args {
+        if arg.starts_with('-') {
+            previous_takes_value = !FLAGS.contains(&arg.as_str()) && !arg.contains('=');
+            continue;
+        }
+        if !previous_takes_value {
+            return Some(arg.clone());
+        }
+        previous_takes_value = false;
+    }
+    None
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    // As `fanscan` itself runs: multi-threaded, one worker per core.
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Synthetic trees
+
+const EXTENSIONS: &[&str] = &["rs", "py", "go", "ts", "js"];
+
+/// A small source file (about 200 bytes, about 70 estimated tokens) with
+/// one line the mock auditor reports.
+fn source_file(dir: usize, file: usize) -> String {
+    format!(
+        "// module {dir}, file {file}: synthetic benchmark input\n\
+         fn handler_{file}(input: &str) -> usize {{\n    \
+         let n = risky_call(input, {file});\n    \
+         n + {dir}\n\
+         }}\n\
+         // {}\n",
+        "padding ".repeat(10)
+    )
+}
+
+/// `dirs` directories (`pNN/mNN`) of `per_dir` files, a root `.gitignore`
+/// that hides `target/` and `*.log`, and a `.gitignore` hiding `*.tmp` in
+/// each top-level directory, with ignored files next to them.
+fn make_tree(root: &Path, dirs: usize, per_dir: usize) {
+    std::fs::write(root.join(".gitignore"), "target/\n*.log\n").unwrap();
+    let target = root.join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    for i in 0..50 {
+        std::fs::write(target.join(format!("build{i}.rs")), "ignored").unwrap();
+    }
+    for d in 0..dirs {
+        let top = root.join(format!("p{:02}", d / 100));
+        let dir = top.join(format!("m{:02}", d % 100));
+        std::fs::create_dir_all(&dir).unwrap();
+        if d % 100 == 0 {
+            std::fs::write(top.join(".gitignore"), "*.tmp\n").unwrap();
+            std::fs::write(dir.join("scratch.tmp"), "ignored").unwrap();
+            std::fs::write(dir.join("run.log"), "ignored").unwrap();
+        }
+        for f in 0..per_dir {
+            let ext = EXTENSIONS[f % EXTENSIONS.len()];
+            std::fs::write(dir.join(format!("f{f:03}.{ext}")), source_file(d, f)).unwrap();
+        }
+    }
+}
+
+/// `n` source files, 100 a directory, nothing else.
+fn files_tree(root: &Path, n: usize) {
+    for f in 0..n {
+        let dir = root.join(format!("d{:02}", f / 100));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ext = EXTENSIONS[f % EXTENSIONS.len()];
+        std::fs::write(dir.join(format!("f{f:04}.{ext}")), source_file(f / 100, f)).unwrap();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// a. inventory + plan vs rg --files
+
+fn rg_installed() -> bool {
+    Command::new("rg")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Inventory and plan; returns (files, groups, walk time, plan time).
+fn ours(root: &Path) -> (usize, usize, Duration, Duration) {
+    let start = Instant::now();
+    let inventory = walk(root, &InventoryOptions::default()).unwrap();
+    let walked = start.elapsed();
+    let plan = pack_plan(&inventory, 24_000);
+    let total = start.elapsed();
+    let groups = black_box(&plan).groups.len();
+    (inventory.files.len(), groups, walked, total - walked)
+}
+
+/// `rg --files` with the same rules; returns the number of files listed.
+fn rg_files(root: &Path) -> usize {
+    let out = Command::new("rg")
+        .args(["--files", "--hidden", "--no-require-git"])
+        .current_dir(root)
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "rg --files failed");
+    out.stdout.iter().filter(|b| **b == b'\n').count()
+}
+
+fn inventory_vs_rg(c: &mut Criterion, scale: &Scale) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let start = Instant::now();
+    make_tree(dir.path(), scale.tree_dirs, scale.files_per_dir);
+    let expected = scale.tree_dirs * scale.files_per_dir;
+    eprintln!(
+        "inventory: generated {expected} source files in {} directories in {:.1} s",
+        scale.tree_dirs,
+        start.elapsed().as_secs_f64()
+    );
+    let root = dir.path().to_path_buf();
+    let (files, groups, _, _) = ours(&root);
+    let gitignores = 1 + scale.tree_dirs.div_ceil(100);
+    assert_eq!(files, expected + gitignores, "the walk missed files");
+    let rg = rg_installed();
+
+    let mut group = c.benchmark_group("inventory");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    group.bench_function("walk+pack_plan", |b| {
+        b.iter(|| black_box(ours(&root)));
+    });
+    if rg {
+        assert_eq!(rg_files(&root), files, "rg --files lists other files");
+        group.bench_function("rg --files", |b| b.iter(|| black_box(rg_files(&root))));
+    }
+    group.finish();
+
+    let mut lines = vec![format!(
+        "inventory+plan: {files} files, {groups} groups (group_tokens 24000)"
+    )];
+    if !rg {
+        let note = "inventory+plan: rg is not installed, the comparison is skipped (apt-get install ripgrep)";
+        eprintln!("{note}");
+        lines.push(note.to_string());
+        return lines;
+    }
+    // The ratio: interleaved pairs, so that both sides see the same noise.
+    let (mut ours_ms, mut walk_ms, mut plan_ms, mut rg_ms, mut ratios) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..scale.pairs {
+        let (_, _, walked, planned) = ours(&root);
+        let start = Instant::now();
+        black_box(rg_files(&root));
+        let theirs = start.elapsed().as_secs_f64() * 1e3;
+        let mine = (walked + planned).as_secs_f64() * 1e3;
+        ours_ms.push(mine);
+        walk_ms.push(walked.as_secs_f64() * 1e3);
+        plan_ms.push(planned.as_secs_f64() * 1e3);
+        rg_ms.push(theirs);
+        ratios.push(mine / theirs);
+    }
+    let ratio = median(&mut ratios);
+    lines.push(format!(
+        "inventory+plan: ours {:.0} ms, rg --files {:.0} ms, ratio {ratio:.2} (target <= 1.5; median of {} interleaved pairs; walk {:.0} ms + pack_plan {:.0} ms)",
+        median(&mut ours_ms),
+        median(&mut rg_ms),
+        scale.pairs,
+        median(&mut walk_ms),
+        median(&mut plan_ms),
+    ));
+    lines
+}
+
+// ---------------------------------------------------------------------------
+// The mock model
+
+/// CPU time (user + system) in clock ticks from a `/proc/.../stat` file.
+fn cpu_ticks(stat: &str) -> u64 {
+    let Ok(text) = std::fs::read_to_string(stat) else {
+        return 0;
+    };
+    // Fields after the command name: state is field 3, utime 14, stime 15.
+    let Some(close) = text.rfind(')') else {
+        return 0;
+    };
+    let fields: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    let field = |i: usize| {
+        fields
+            .get(i - 3)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    field(14) + field(15)
+}
+
+fn tick_seconds() -> f64 {
+    static TICK: OnceLock<f64> = OnceLock::new();
+    *TICK.get_or_init(|| {
+        let hz = Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|hz| *hz > 0.0)
+            .unwrap_or(100.0);
+        1.0 / hz
+    })
+}
+
+/// The server's token bucket: one request per `interval`, burst 1.
+struct Bucket {
+    interval: Duration,
+    next: Option<Instant>,
+    accepted: Vec<Instant>,
+    rejected: u64,
+    /// How much too early each rejected request came.
+    early: Vec<Duration>,
+}
+
+/// A model that audits like a careful one: it reads every listed file in
+/// one turn, then reports each line holding `risky_call` and ends with
+/// `[TASK_COMPLETE]`; the forced summary repeats the findings. Optionally
+/// slow (`delay`) and rate limited (`bucket`).
+#[derive(Clone)]
+struct Auditor {
+    delay: Duration,
+    bucket: Option<Arc<Mutex<Bucket>>>,
+    /// `/proc/<pid>/task/<tid>/stat` of the server's thread (wiremock runs
+    /// each server on one current-thread runtime of its own).
+    thread: Arc<OnceLock<String>>,
+}
+
+fn turn(message: Value, finish: &str) -> Value {
+    json!({"choices": [{"index": 0, "message": message, "finish_reason": finish}],
+           "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}})
+}
+
+fn text_turn(text: &str) -> Value {
+    turn(json!({"role": "assistant", "content": text}), "stop")
+}
+
+fn audit_answer(body: &Value) -> Value {
+    let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
+    let task = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    if task.starts_with("TASK: reduce") {
+        return text_turn("```json\n{\"summary\": \"Synthetic run.\", \"ranking\": []}\n```");
+    }
+    let results: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    if body["tool_choice"] == "none" || !results.is_empty() {
+        let mut findings = Vec::new();
+        for content in results {
+            let path = content
+                .lines()
+                .next()
+                .and_then(|h| h.rsplit_once(" ("))
+                .map(|(p, _)| p);
+            for line in content.lines().skip(1) {
+                if let Some((n, text)) = line.split_once('\t')
+                    && text.contains("risky_call")
+                {
+                    findings.push(
+                        json!({"path": path, "line": n.trim().parse::<u32>().unwrap_or(0),
+                        "severity": "medium", "title": "unchecked risky_call", "detail": "d",
+                        "evidence": text.trim()}),
+                    );
+                }
+            }
+        }
+        return text_turn(&format!(
+            "Reviewed.\n```json\n{}\n```\n[TASK_COMPLETE]",
+            json!({ "findings": findings })
+        ));
+    }
+    let calls: Vec<Value> = task
+        .lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .filter_map(|l| l.rsplit_once(" (").map(|(p, _)| p))
+        .enumerate()
+        .map(|(i, p)| {
+            json!({"id": format!("call_{i}"), "type": "function",
+                   "function": {"name": "read_file", "arguments": json!({"path": p}).to_string()}})
+        })
+        .collect();
+    turn(
+        json!({"role": "assistant", "content": null, "tool_calls": calls}),
+        "tool_calls",
+    )
+}
+
+impl Respond for Auditor {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        self.thread.get_or_init(|| {
+            std::fs::read_link("/proc/thread-self")
+                .map(|p| format!("/proc/{}/stat", p.display()))
+                .unwrap_or_default()
+        });
+        if let Some(bucket) = &self.bucket {
+            let now = Instant::now();
+            let mut b = bucket.lock().unwrap();
+            if let Some(next) = b.next
+                && now < next
+            {
+                b.rejected += 1;
+                b.early.push(next - now);
+                let wait_ms = (next - now).as_micros().div_ceil(1000);
+                return ResponseTemplate::new(429)
+                    .insert_header("retry-after-ms", wait_ms.to_string().as_str())
+                    .set_body_json(
+                        json!({"error": {"message": "Rate limit reached for requests",
+                        "type": "requests", "code": "rate_limit_exceeded"}}),
+                    );
+            }
+            b.next = Some(b.next.map_or(now, |n| n.max(now)) + b.interval);
+            b.accepted.push(now);
+        }
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let answer = ResponseTemplate::new(200).set_body_json(audit_answer(&body));
+        if self.delay.is_zero() {
+            answer
+        } else {
+            answer.set_delay(self.delay)
+        }
+    }
+}
+
+/// A mock server (request recording off: it would hold every body).
+async fn mock(auditor: Auditor) -> MockServer {
+    let server = MockServer::builder()
+        .disable_request_recording()
+        .start()
+        .await;
+    mount(&server, auditor).await;
+    server
+}
+
+/// Mounts the model. (A mounted mock keeps every request it matched, even
+/// with recording off: remounting after `reset` lets them go.)
+async fn mount(server: &MockServer, auditor: Auditor) {
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(auditor)
+        .mount(server)
+        .await;
+}
+
+fn settings(root: &Path, server: &MockServer, jobs: usize, rpm: u32) -> Settings {
+    let provider = ProviderArgs {
+        provider: Some(ProviderKind::Openai),
+        model: Some("mock-model".into()),
+        base_url: Some(format!("{}/v1", server.uri())),
+        timeout: Some(60),
+        ..ProviderArgs::default()
+    };
+    let scan = ScanArgs {
+        jobs: Some(jobs),
+        // Files of about 70 estimated tokens: one file per group.
+        group_tokens: Some(100),
+        max_groups: Some(0),
+        ..ScanArgs::default()
+    };
+    let mut settings = Settings::resolve(root, &provider, &scan, None, &|_| None).unwrap();
+    settings.rpm = rpm;
+    settings
+}
+
+fn hidden_ui(control: RunControl) -> Ui {
+    Ui {
+        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
+        transcripts: None,
+        control,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// b. fan-out efficiency
+
+struct FanSample {
+    wall: Duration,
+    calls: u64,
+    process_cpu: f64,
+    mock_cpu: f64,
+    failed: usize,
+}
+
+fn fanout_efficiency(c: &mut Criterion, scale: &Scale) -> Vec<String> {
+    let groups = scale.fanout_groups;
+    let dir = tempfile::tempdir().unwrap();
+    files_tree(dir.path(), groups);
+    let rt = runtime();
+    let thread = Arc::new(OnceLock::new());
+    let auditor = Auditor {
+        delay: LATENCY,
+        bucket: None,
+        thread: Arc::clone(&thread),
+    };
+    let server = rt.block_on(mock(auditor.clone()));
+    let settings = settings(dir.path(), &server, JOBS, 0);
+    let inventory = fanscan::take_inventory(&settings).unwrap();
+    let plan = pack_plan(&inventory, settings.group_tokens);
+    let tasks = plan.tasks(&inventory);
+    assert_eq!(tasks.len(), groups, "one group per file");
+    // One request first, so the server's thread is known before measuring.
+    rt.block_on(async {
+        let url = format!("{}/v1/chat/completions", server.uri());
+        let _ = reqwest::Client::new().post(url).body("{}").send().await;
+    });
+    let mock_stat = thread.get().cloned().unwrap_or_default();
+    let ideal = groups.div_ceil(JOBS) as f64 * CALLS_PER_AGENT as f64 * LATENCY.as_secs_f64();
+
+    let samples: RefCell<Vec<FanSample>> = RefCell::new(Vec::new());
+    let run_once = || {
+        rt.block_on(async {
+            server.reset().await;
+            mount(&server, auditor.clone()).await;
+        });
+        let ctx = Context::new(settings.clone()).unwrap();
+        let fan = FanOut {
+            definition: Arc::new(ctx.agents.get("auditor").unwrap().clone()),
+            provider: Arc::clone(&ctx.provider),
+            tools: Arc::clone(&ctx.tools),
+            jobs: JOBS,
+            max_output_tokens: settings.max_output_tokens,
+            events: None,
+            transcripts: false,
+            control: RunControl::default(),
+            spend: Arc::new(Spend::unlimited()),
+        };
+        let tasks = tasks.clone();
+        let (cpu0, mock0) = (cpu_ticks("/proc/self/stat"), cpu_ticks(&mock_stat));
+        let start = Instant::now();
+        let result = rt.block_on(fan.run(tasks));
+        let wall = start.elapsed();
+        let (cpu1, mock1) = (cpu_ticks("/proc/self/stat"), cpu_ticks(&mock_stat));
+        let failed = result
+            .reports
+            .iter()
+            .filter(|r| !r.status.reviewed() || r.rounds != CALLS_PER_AGENT as u32)
+            .count()
+            + result.not_started.len();
+        samples.borrow_mut().push(FanSample {
+            wall,
+            calls: ctx
+                .stats
+                .requests
+                .load(std::sync::atomic::Ordering::Relaxed),
+            process_cpu: (cpu1 - cpu0) as f64 * tick_seconds(),
+            mock_cpu: (mock1 - mock0) as f64 * tick_seconds(),
+            failed,
+        });
+        wall
+    };
+
+    let mut group = c.benchmark_group("fanout");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(5));
+    group.bench_function(
+        format!("{groups} groups x 3 calls, jobs {JOBS}, 50 ms"),
+        |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| run_once()).sum());
+        },
+    );
+    group.finish();
+
+    let samples = samples.into_inner();
+    // The first run is criterion's warm-up (connections, page cache): left out
+    // when there are others.
+    let measured = if samples.len() > 1 {
+        &samples[1..]
+    } else {
+        &samples[..]
+    };
+    let failed: usize = measured.iter().map(|s| s.failed).sum();
+    let mut walls: Vec<f64> = measured.iter().map(|s| s.wall.as_secs_f64()).collect();
+    let mut client_us: Vec<f64> = measured
+        .iter()
+        .map(|s| (s.process_cpu - s.mock_cpu) / s.calls.max(1) as f64 * 1e6)
+        .collect();
+    let mut total_us: Vec<f64> = measured
+        .iter()
+        .map(|s| s.process_cpu / s.calls.max(1) as f64 * 1e6)
+        .collect();
+    let calls = measured.first().map_or(0, |s| s.calls);
+    let wall = median(&mut walls);
+    let mut lines = vec![
+        format!(
+            "fan-out: {groups} groups x {CALLS_PER_AGENT} calls, jobs {JOBS}, 50 ms per response: ours {:.0} ms, ideal {:.0} ms, ratio {:.3} (target <= 1.15; median of {} runs, {calls} calls per run)",
+            wall * 1e3,
+            ideal * 1e3,
+            wall / ideal,
+            measured.len()
+        ),
+        format!(
+            "fan-out: client CPU per model call {:.0} us (target < 200 us); with the in-process mock server's thread {:.0} us",
+            median(&mut client_us),
+            median(&mut total_us)
+        ),
+    ];
+    if failed > 0 {
+        lines.push(format!(
+            "fan-out: WARNING {failed} agents failed or did not take exactly 3 calls"
+        ));
+    }
+    drop(server);
+    lines
+}
+
+// ---------------------------------------------------------------------------
+// c. rate limiting
+
+fn rate_limiting(scale: &Scale) -> Vec<String> {
+    let groups = scale.rate_groups;
+    let dir = tempfile::tempdir().unwrap();
+    files_tree(dir.path(), groups);
+    let rt = runtime();
+    let interval = Duration::from_secs(60) / RPM;
+    let bucket = Arc::new(Mutex::new(Bucket {
+        interval,
+        next: None,
+        accepted: Vec::new(),
+        rejected: 0,
+        early: Vec::new(),
+    }));
+    let server = rt.block_on(mock(Auditor {
+        delay: Duration::ZERO,
+        bucket: Some(Arc::clone(&bucket)),
+        thread: Arc::new(OnceLock::new()),
+    }));
+    let settings = settings(dir.path(), &server, 8, RPM);
+    let ctx = Context::new(settings).unwrap();
+    let start = Instant::now();
+    let report = rt
+        .block_on(fanscan::scan(&ctx, &hidden_ui(RunControl::default())))
+        .unwrap();
+    let wall = start.elapsed();
+    let b = bucket.lock().unwrap();
+    let accepted = b.accepted.len();
+    let span = match (b.accepted.first(), b.accepted.last()) {
+        (Some(first), Some(last)) => (*last - *first).as_secs_f64(),
+        _ => 0.0,
+    };
+    let achieved = if span > 0.0 {
+        (accepted - 1) as f64 / span * 60.0
+    } else {
+        0.0
+    };
+    let min_gap = b
+        .accepted
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .min()
+        .unwrap_or_default();
+    let early = if b.early.is_empty() {
+        String::new()
+    } else {
+        let ms: Vec<String> = b
+            .early
+            .iter()
+            .map(|d| format!("{:.1}", d.as_secs_f64() * 1e3))
+            .collect();
+        format!("; the 429s came {} ms early", ms.join(", "))
+    };
+    let line = format!(
+        "rate limit: rpm {RPM} against a server enforcing {RPM}/min (burst 1): {accepted} requests in {:.1} s, {} 429s, achieved {achieved:.0}/min = {:.1}% of the limit (targets: 0 429s, >= 95%; smallest gap between accepted requests {:.1} ms{early}; {} retries, report complete: {})",
+        wall.as_secs_f64(),
+        b.rejected,
+        achieved / f64::from(RPM) * 100.0,
+        min_gap.as_secs_f64() * 1e3,
+        report.stats.retries,
+        report.complete,
+    );
+    eprintln!("{line}");
+    if !scale.bench {
+        // Smoke test: the whole scan ran.
+        assert_eq!(report.groups.len(), groups);
+    }
+    vec![line]
+}
