@@ -108,7 +108,7 @@ fn files_tree(root: &Path, n: usize) {
         let text = format!(
             "// file {f}: synthetic benchmark input\n\
              fn handler_{f}(input: &str) -> usize {{\n    \
-             let n = risky_call(input, {f});\n    \
+             let n = risky_call(input, {f}).unwrap();\n    \
              n + 1\n\
              }}\n\
              // {}\n",
