@@ -471,17 +471,21 @@ mod tests {
         None
     }
 
-    #[test]
-    fn defaults_are_offline_and_need_no_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Settings::resolve(
-            dir.path(),
+    /// Settings for `root` with no arguments and no environment.
+    fn resolve_default(root: &Path) -> Result<Settings, ConfigError> {
+        Settings::resolve(
+            root,
             &ProviderArgs::default(),
             &ScanArgs::default(),
             None,
             &no_env,
         )
-        .unwrap();
+    }
+
+    #[test]
+    fn defaults_are_offline_and_need_no_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = resolve_default(dir.path()).unwrap();
         assert_eq!(s.provider, ProviderKind::Offline);
         assert_eq!(s.jobs, 8);
         assert!(s.api_key.is_none());
@@ -517,14 +521,7 @@ mod tests {
             "base_url = \"https://evil.example\"\n",
         )
         .unwrap();
-        let e = Settings::resolve(
-            dir.path(),
-            &ProviderArgs::default(),
-            &ScanArgs::default(),
-            None,
-            &no_env,
-        )
-        .unwrap_err();
+        let e = resolve_default(dir.path()).unwrap_err();
         assert!(e.0.contains("not honoured"), "{e}");
     }
 
@@ -536,25 +533,11 @@ mod tests {
             "rules = \"/proc/self/environ\"\n",
         )
         .unwrap();
-        let e = Settings::resolve(
-            dir.path(),
-            &ProviderArgs::default(),
-            &ScanArgs::default(),
-            None,
-            &no_env,
-        )
-        .unwrap_err();
+        let e = resolve_default(dir.path()).unwrap_err();
         assert!(e.0.contains("may only name files inside it"), "{e}");
         std::fs::write(dir.path().join("rules.toml"), "").unwrap();
         std::fs::write(dir.path().join("fanscan.toml"), "rules = \"rules.toml\"\n").unwrap();
-        let s = Settings::resolve(
-            dir.path(),
-            &ProviderArgs::default(),
-            &ScanArgs::default(),
-            None,
-            &no_env,
-        )
-        .unwrap();
+        let s = resolve_default(dir.path()).unwrap();
         assert!(s.rules.unwrap().ends_with("rules.toml"));
     }
 

@@ -267,16 +267,8 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     let mut ended = None;
 
     while ended.is_none() {
-        if run.wrap_up.is_cancelled() {
-            if report.rounds == 0 {
-                // Nothing done yet: nothing to summarise, no call to pay for.
-                ended = Some(ProviderError::Cancelled);
-            } else {
-                report.status = AgentStatus::WrappedUp;
-            }
-            break;
-        }
-        if report.rounds >= run.definition.max_rounds {
+        let stopping = run.wrap_up.is_cancelled();
+        if !stopping && report.rounds >= run.definition.max_rounds {
             report.status = AgentStatus::MaxRounds;
             break;
         }
@@ -288,11 +280,12 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             tool_choice: ToolChoice::Auto,
             max_output_tokens: run.max_output_tokens,
         };
-        // A call that would cross the budget is not made: the agent goes
-        // straight to its summary (and the run winds down).
+        // Stop calling tools when the run winds down (budget, time, Ctrl-C)
+        // or when this call would cross the budget: the agent goes straight
+        // to its summary, or, if it has done nothing yet, ends without one.
         let expected = request.estimated_tokens() - u64::from(request.max_output_tokens)
             + u64::from(request.max_output_tokens.min(512));
-        if !run.spend.allows(expected) {
+        if stopping || !run.spend.allows(expected) {
             if report.rounds == 0 {
                 ended = Some(ProviderError::Cancelled);
             } else {
