@@ -190,30 +190,8 @@ pub fn failed_report(
     provider: &dyn crate::providers::Provider,
     reason: &str,
 ) -> GroupReport {
-    GroupReport {
-        group: task.group.clone(),
-        files: task
-            .files
-            .iter()
-            .map(|f| crate::agents::subagent::FileHash {
-                path: f.path.clone(),
-                sha256: String::new(),
-            })
-            .collect(),
-        agent: definition.name.clone(),
-        agent_hash: definition.hash.clone(),
-        provider: provider.name().to_string(),
-        model: provider.model().to_string(),
-        status: AgentStatus::Failed,
-        error: Some(reason.to_string()),
-        rounds: 0,
-        tool_calls: 0,
-        tool_errors: 0,
-        files_read: Vec::new(),
-        usage: Default::default(),
-        summary: String::new(),
-        summary_parsed: false,
-        rejected: Vec::new(),
-        findings: Vec::new(),
-    }
+    let mut report = GroupReport::empty(task, definition, provider);
+    report.status = AgentStatus::Failed;
+    report.error = Some(reason.to_string());
+    report
 }

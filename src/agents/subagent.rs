@@ -199,35 +199,46 @@ pub async fn run_subagent(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
 }
 
 fn empty_report(run: &AgentRun<'_>, task: &AgentTask) -> GroupReport {
-    GroupReport {
-        group: task.group.clone(),
-        files: task
-            .files
-            .iter()
-            .map(|f| FileHash {
-                path: f.path.clone(),
-                sha256: String::new(),
-            })
-            .collect(),
-        agent: run.definition.name.clone(),
-        agent_hash: run.definition.hash.clone(),
-        provider: run.provider.name().to_string(),
-        model: run
-            .definition
-            .model
-            .clone()
-            .unwrap_or_else(|| run.provider.model().to_string()),
-        status: AgentStatus::Complete,
-        error: None,
-        rounds: 0,
-        tool_calls: 0,
-        tool_errors: 0,
-        files_read: Vec::new(),
-        usage: Usage::default(),
-        summary: String::new(),
-        summary_parsed: false,
-        rejected: Vec::new(),
-        findings: Vec::new(),
+    GroupReport::empty(task, run.definition, run.provider)
+}
+
+impl GroupReport {
+    /// A report of `task` with nothing done yet: files unhashed, status
+    /// complete, no usage. The agent's model wins over the provider's.
+    pub fn empty(
+        task: &AgentTask,
+        definition: &super::AgentDefinition,
+        provider: &dyn Provider,
+    ) -> Self {
+        Self {
+            group: task.group.clone(),
+            files: task
+                .files
+                .iter()
+                .map(|f| FileHash {
+                    path: f.path.clone(),
+                    sha256: String::new(),
+                })
+                .collect(),
+            agent: definition.name.clone(),
+            agent_hash: definition.hash.clone(),
+            provider: provider.name().to_string(),
+            model: definition
+                .model
+                .clone()
+                .unwrap_or_else(|| provider.model().to_string()),
+            status: AgentStatus::Complete,
+            error: None,
+            rounds: 0,
+            tool_calls: 0,
+            tool_errors: 0,
+            files_read: Vec::new(),
+            usage: Usage::default(),
+            summary: String::new(),
+            summary_parsed: false,
+            rejected: Vec::new(),
+            findings: Vec::new(),
+        }
     }
 }
 
