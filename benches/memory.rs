@@ -26,9 +26,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use fanscan::config::{ProviderArgs, ProviderKind, ScanArgs, Settings};
-use fanscan::fanout::RunControl;
-use fanscan::{Context, Ui};
+use fanscan::{Context, ProviderArgs, ProviderKind, RunControl, ScanArgs, Settings, Ui};
 
 const CHILD: &str = "FANSCAN_MEMORY_BENCH_SCENARIO";
 const SCENARIOS: &[&str] = &["offline", "mock"];

@@ -44,12 +44,10 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use fanscan::budget::Spend;
-use fanscan::config::{ProviderArgs, ProviderKind, ScanArgs, Settings};
-use fanscan::fanout::{FanOut, RunControl};
-use fanscan::inventory::{InventoryOptions, walk};
-use fanscan::plan::pack_plan;
-use fanscan::{Context, Ui};
+use fanscan::{
+    Context, InventoryOptions, ProviderArgs, ProviderKind, RunControl, ScanArgs, Settings, Ui,
+    pack_plan, walk,
+};
 
 /// Sizes: the real ones under `cargo bench`, small ones as a smoke test.
 struct Scale {
@@ -570,7 +568,7 @@ fn fanout_efficiency(c: &mut Criterion, scale: &Scale) -> Vec<String> {
     };
     let server = rt.block_on(mock(auditor.clone()));
     let settings = settings(dir.path(), &server, JOBS, 0);
-    let inventory = fanscan::take_inventory(&settings).unwrap();
+    let inventory = Context::new(settings.clone()).unwrap().inventory().unwrap();
     let plan = pack_plan(&inventory, settings.group_tokens);
     let tasks = plan.tasks(&inventory);
     assert_eq!(tasks.len(), groups, "one group per file");
@@ -589,21 +587,12 @@ fn fanout_efficiency(c: &mut Criterion, scale: &Scale) -> Vec<String> {
             mount(&server, auditor.clone()).await;
         });
         let ctx = Context::new(settings.clone()).unwrap();
-        let fan = FanOut {
-            definition: Arc::new(ctx.agents.get("auditor").unwrap().clone()),
-            provider: Arc::clone(&ctx.provider),
-            tools: Arc::clone(&ctx.tools),
-            jobs: JOBS,
-            max_output_tokens: settings.max_output_tokens,
-            events: None,
-            transcripts: false,
-            control: RunControl::default(),
-            spend: Arc::new(Spend::unlimited()),
-        };
         let tasks = tasks.clone();
         let (cpu0, mock0) = (cpu_seconds("/proc/self/stat"), cpu_seconds(&mock_stat));
         let start = Instant::now();
-        let result = rt.block_on(fan.run(tasks));
+        let result = rt
+            .block_on(ctx.fan_out("auditor", tasks, &RunControl::default()))
+            .unwrap();
         let wall = start.elapsed();
         let (cpu1, mock1) = (cpu_seconds("/proc/self/stat"), cpu_seconds(&mock_stat));
         let failed = result
@@ -614,10 +603,7 @@ fn fanout_efficiency(c: &mut Criterion, scale: &Scale) -> Vec<String> {
             + result.not_started.len();
         samples.borrow_mut().push(FanSample {
             wall,
-            calls: ctx
-                .stats
-                .requests
-                .load(std::sync::atomic::Ordering::Relaxed),
+            calls: ctx.requests(),
             client_cpu: (
                 (cpu1.0 - cpu0.0) - (mock1.0 - mock0.0),
                 (cpu1.1 - cpu0.1) - (mock1.1 - mock0.1),

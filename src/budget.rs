@@ -1,35 +1,64 @@
-//! The run's token and cost budget, checked synchronously on every model
-//! call and before every group starts.
+//! The run's token and cost budget and its ledger: every model call's usage
+//! is counted here, synchronously, by agent.
 //!
 //! Takes each call's usage as it happens; winds the run down (no new group,
 //! running agents give their summary) the moment a budget is reached, and
-//! refuses to start a group whose estimate would cross it.
+//! refuses work whose estimate would cross it. What each agent (planner,
+//! auditors, reducer) spent, in tokens and dollars, is read from here for
+//! the report: usage and cost are accounted where the budget lives.
 
-use std::sync::Mutex;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
 
-use crate::fanout::RunControl;
+use crate::control::RunControl;
+use crate::conversation::Usage;
 use crate::prices::Price;
-use crate::providers::Usage;
 
 /// Prices a call by the model that answered it.
-pub type Pricer = Box<dyn Fn(&str) -> Option<Price> + Send + Sync>;
+pub(crate) type Pricer = Box<dyn Fn(&str) -> Option<Price> + Send + Sync>;
+
+/// One agent's tokens and cost over the run. The cost is `None` when a
+/// call was made with a model the price table does not know.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct AgentUsage {
+    #[serde(flatten)]
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+}
+
+impl Default for AgentUsage {
+    fn default() -> Self {
+        Self {
+            usage: Usage::default(),
+            cost_usd: Some(0.0),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Spent {
+    total: Usage,
+    /// Dollars of the calls whose model is priced.
+    cost: f64,
+    by_agent: BTreeMap<String, AgentUsage>,
+}
 
 /// Token and cost limits and what was spent.
 #[derive(Default)]
-pub struct Spend {
+pub(crate) struct Spend {
     max_tokens: Option<u64>,
     max_cost: Option<f64>,
-    /// The price of the run's model, for estimates before a group starts.
+    /// The price of the run's model, for estimates before work starts.
     price: Option<Price>,
     /// Prices each call by its own model (an agent may override the run's).
     pricer: Option<Pricer>,
-    used: Mutex<(Usage, f64)>,
+    spent: Mutex<Spent>,
     control: RunControl,
 }
 
 impl Spend {
     /// A budget that winds `control` down when reached.
-    pub fn new(
+    pub(crate) fn new(
         max_tokens: Option<u64>,
         max_cost: Option<f64>,
         price: Option<Price>,
@@ -40,51 +69,69 @@ impl Spend {
             max_cost,
             price,
             pricer: None,
-            used: Mutex::new((Usage::default(), 0.0)),
+            spent: Mutex::new(Spent::default()),
             control,
         }
     }
 
     /// Prices each call by the model that answered it.
-    pub fn with_pricer(mut self, pricer: Pricer) -> Self {
+    pub(crate) fn with_pricer(mut self, pricer: Pricer) -> Self {
         self.pricer = Some(pricer);
         self
     }
 
     /// No limits (run-agent, tests).
-    pub fn unlimited() -> Self {
+    pub(crate) fn unlimited() -> Self {
         Self::default()
     }
 
-    /// What was spent so far.
-    pub fn used(&self) -> Usage {
-        self.used.lock().map(|u| u.0).unwrap_or_default()
+    /// The ledger. A panic while it was held means the numbers can no
+    /// longer be trusted: the run is stopped, never let to go on unbudgeted.
+    fn spent(&self) -> Option<MutexGuard<'_, Spent>> {
+        match self.spent.lock() {
+            Ok(guard) => Some(guard),
+            Err(_) => {
+                self.control.abort(
+                    "internal error: the budget's ledger was poisoned by a panic, so spending could no longer be counted: the run was stopped (a fanscan bug: please report it)",
+                );
+                None
+            }
+        }
     }
 
-    /// Counts one call's usage, priced by `model`; winds the run down when
-    /// a budget is reached.
-    pub fn add(&self, usage: Usage, model: &str) {
+    /// Counts one call of `agent`, priced by `model`, without checking the
+    /// budget (work after the fan-out: the reducer).
+    pub(crate) fn account(&self, agent: &str, usage: Usage, model: &str) -> Option<(Usage, f64)> {
         let price = match &self.pricer {
             Some(pricer) => pricer(model),
             None => self.price,
         };
-        let (total, cost) = match self.used.lock() {
-            Ok(mut used) => {
-                used.0.add(usage);
-                used.1 += price.map_or(0.0, |p| p.cost(&usage));
-                *used
-            }
-            Err(_) => return,
-        };
-        if let Some(reason) = self.exceeded(&total, cost, 0) {
+        let mut spent = self.spent()?;
+        spent.total.add(usage);
+        let cost = price.map(|p| p.cost(&usage));
+        spent.cost += cost.unwrap_or(0.0);
+        let entry = spent.by_agent.entry(agent.to_string()).or_default();
+        entry.usage.add(usage);
+        entry.cost_usd = entry.cost_usd.zip(cost).map(|(a, b)| a + b);
+        Some((spent.total, spent.cost))
+    }
+
+    /// Counts one call's usage, priced by `model`; winds the run down when
+    /// a budget is reached.
+    pub(crate) fn add(&self, agent: &str, usage: Usage, model: &str) {
+        if let Some((total, cost)) = self.account(agent, usage, model)
+            && let Some(reason) = self.exceeded(&total, cost, 0)
+        {
             self.control.wind_down(&reason);
         }
     }
 
     /// Whether work estimated at `tokens` more may start. A refusal winds
     /// the run down too, with the reason.
-    pub fn allows(&self, tokens: u64) -> bool {
-        let (used, cost) = self.used.lock().map(|u| *u).unwrap_or_default();
+    pub(crate) fn allows(&self, tokens: u64) -> bool {
+        let Some((used, cost)) = self.spent().map(|s| (s.total, s.cost)) else {
+            return false;
+        };
         match self.exceeded(&used, cost, tokens) {
             Some(reason) => {
                 self.control.wind_down(&reason);
@@ -92,6 +139,19 @@ impl Spend {
             }
             None => true,
         }
+    }
+
+    /// What each agent spent, by agent name, and the total (`None` cost
+    /// when any call's model was unpriced).
+    pub(crate) fn ledger(&self) -> (BTreeMap<String, AgentUsage>, Usage, Option<f64>) {
+        let Some(spent) = self.spent() else {
+            return (BTreeMap::new(), Usage::default(), None);
+        };
+        let cost = spent
+            .by_agent
+            .values()
+            .try_fold(0.0, |sum, a| a.cost_usd.map(|c| sum + c));
+        (spent.by_agent.clone(), spent.total, cost)
     }
 
     fn exceeded(&self, used: &Usage, cost: f64, more: u64) -> Option<String> {
@@ -136,13 +196,13 @@ mod tests {
     fn reaching_the_token_budget_winds_down_at_once() {
         let control = RunControl::default();
         let spend = Spend::new(Some(100), None, None, control.clone());
-        spend.add(usage(60), "m");
+        spend.add("a", usage(60), "m");
         assert!(!control.wrap_up.is_cancelled());
         assert!(!spend.allows(50), "60 + 50 would cross 100");
         assert!(control.stop.is_cancelled());
         let control = RunControl::default();
         let spend = Spend::new(Some(100), None, None, control.clone());
-        spend.add(usage(100), "m");
+        spend.add("a", usage(100), "m");
         assert!(control.wrap_up.is_cancelled());
     }
 
@@ -156,7 +216,7 @@ mod tests {
         };
         let spend = Spend::new(None, Some(0.5), Some(price), control.clone());
         assert!(spend.allows(400_000));
-        spend.add(usage(500_000), "m");
+        spend.add("a", usage(500_000), "m");
         assert!(control.wrap_up.is_cancelled());
         assert!(control.reasons()[0].contains("--max-cost 0.5"));
     }
@@ -177,16 +237,58 @@ mod tests {
         let spend = Spend::new(None, Some(1.0), Some(cheap), control.clone()).with_pricer(
             Box::new(move |m| Some(if m == "dear" { dear } else { cheap })),
         );
-        spend.add(usage(1_000_000), "cheap");
+        spend.add("a", usage(1_000_000), "cheap");
         assert!(!control.wrap_up.is_cancelled());
-        spend.add(usage(100_000), "dear");
+        spend.add("a", usage(100_000), "dear");
         assert!(control.wrap_up.is_cancelled(), "$0.10 + $1.00 crosses $1");
     }
 
     #[test]
     fn no_budget_never_stops() {
         let spend = Spend::unlimited();
-        spend.add(usage(u64::MAX / 4), "m");
+        spend.add("a", usage(u64::MAX / 4), "m");
         assert!(spend.allows(u64::MAX / 4));
+    }
+
+    #[test]
+    fn the_ledger_counts_each_agent_and_unpriced_models_make_the_cost_unknown() {
+        let price = Price {
+            input: 1.0,
+            output: 1.0,
+            cached: None,
+        };
+        let spend =
+            Spend::unlimited().with_pricer(Box::new(move |m| (m == "priced").then_some(price)));
+        spend.add("auditor", usage(1_000_000), "priced");
+        spend.add("auditor", usage(1_000_000), "priced");
+        spend.account("reducer", usage(10), "priced");
+        let (by_agent, total, cost) = spend.ledger();
+        assert_eq!(by_agent["auditor"].usage.input_tokens, 2_000_000);
+        assert_eq!(by_agent["auditor"].cost_usd, Some(2.0));
+        assert_eq!(total.input_tokens, 2_000_010);
+        assert!(cost.is_some());
+        spend.add("planner", usage(5), "unknown-model");
+        let (by_agent, _, cost) = spend.ledger();
+        assert_eq!(by_agent["planner"].cost_usd, None);
+        assert_eq!(
+            cost, None,
+            "one unpriced call makes the total unknown, not zero"
+        );
+    }
+
+    #[test]
+    fn a_poisoned_ledger_stops_the_run_instead_of_allowing_everything() {
+        let control = RunControl::default();
+        let spend = std::sync::Arc::new(Spend::new(Some(1_000), None, None, control.clone()));
+        let poisoner = std::sync::Arc::clone(&spend);
+        let joined = std::thread::spawn(move || {
+            let _guard = poisoner.spent.lock().unwrap();
+            panic!("poison the ledger");
+        })
+        .join();
+        assert!(joined.is_err());
+        assert!(!spend.allows(1), "nothing more may start");
+        assert!(control.cancel.is_cancelled());
+        assert!(control.reasons()[0].contains("poisoned"));
     }
 }

@@ -62,6 +62,10 @@ pub struct ProviderArgs {
     /// Most output tokens per model call.
     #[arg(long, value_name = "N")]
     pub max_output_tokens: Option<u32>,
+    /// The model's context window in tokens (the reducer batches its input
+    /// to fit it; an agent file's `context_tokens` overrides it). Default 64000.
+    #[arg(long, value_name = "N")]
+    pub context_tokens: Option<u64>,
     /// A rule file for the offline engine instead of the built-in one.
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
@@ -132,13 +136,14 @@ pub struct ScanArgs {
 /// The TOML file. Every key is optional; unknown keys are errors.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FileConfig {
+pub(crate) struct FileConfig {
     pub provider: Option<ProviderKind>,
     pub model: Option<String>,
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
     pub timeout: Option<u64>,
     pub max_output_tokens: Option<u32>,
+    pub context_tokens: Option<u64>,
     pub rules: Option<PathBuf>,
     pub rpm: Option<u32>,
     pub tpm: Option<u64>,
@@ -174,6 +179,8 @@ pub struct Settings {
     pub api_key: Option<Secret>,
     pub timeout: Duration,
     pub max_output_tokens: u32,
+    /// The model's context window, in tokens.
+    pub context_tokens: u64,
     pub rules: Option<PathBuf>,
     pub rpm: u32,
     pub tpm: u64,
@@ -334,6 +341,15 @@ impl Settings {
                 "--group-tokens {group_tokens} is too small to hold a file; use at least 100 (default 24000)"
             )));
         }
+        let context_tokens = provider
+            .context_tokens
+            .or(file.context_tokens)
+            .unwrap_or(64_000);
+        if !(8_000..=100_000_000).contains(&context_tokens) {
+            return Err(ConfigError(format!(
+                "--context-tokens {context_tokens} is not a model's context window; give the window in tokens, from 8000 (default 64000)"
+            )));
+        }
         let max_duration = match scan.max_duration.clone().or(file.max_duration) {
             Some(text) => Some(parse_duration(&text).ok_or_else(|| {
                 ConfigError(format!(
@@ -371,6 +387,7 @@ impl Settings {
                 .or(file.max_output_tokens)
                 .unwrap_or(4096)
                 .max(256),
+            context_tokens,
             rules: provider.rules.clone().or(file_rules),
             rpm: provider.rpm.or(file.rpm).unwrap_or(0),
             tpm: provider.tpm.or(file.tpm).unwrap_or(0),
@@ -453,7 +470,7 @@ fn load_file(root: &Path, explicit: Option<&Path>) -> Result<(FileConfig, bool),
 }
 
 /// Parses `90s`, `20m`, `2h`, `1h30m` or a number of seconds.
-pub fn parse_duration(text: &str) -> Option<Duration> {
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     let parsed = match text.parse::<u64>() {
         Ok(secs) => Some(Duration::from_secs(secs)),

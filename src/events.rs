@@ -5,7 +5,7 @@
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::providers::Usage;
+use crate::conversation::Usage;
 
 /// What an agent reports while it works.
 #[derive(Clone, Debug)]

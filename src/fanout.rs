@@ -8,58 +8,21 @@
 //! to wrap up with their final summary, or cancels them.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
 
 use crate::agents::{AgentDefinition, AgentRun, AgentStatus, AgentTask, GroupReport, run_subagent};
+use crate::budget::Spend;
+use crate::control::RunControl;
 use crate::events::{Event, EventSink};
 use crate::providers::SharedProvider;
 use crate::tools::ToolContext;
 
-/// How a run is stopped early. Cheap to clone; shared by the scheduler,
-/// the agents, the budget watcher and the Ctrl-C handler.
-#[derive(Clone, Debug, Default)]
-pub struct RunControl {
-    /// No new group starts.
-    pub stop: CancellationToken,
-    /// Running agents stop calling tools and give their final summary.
-    pub wrap_up: CancellationToken,
-    /// Running agents are aborted.
-    pub cancel: CancellationToken,
-    reasons: Arc<Mutex<Vec<String>>>,
-}
-
-impl RunControl {
-    /// Stops scheduling and asks running agents to wrap up, for `reason`
-    /// (said once in the report).
-    pub fn wind_down(&self, reason: &str) {
-        if let Ok(mut reasons) = self.reasons.lock()
-            && !reasons.iter().any(|r| r == reason)
-        {
-            reasons.push(reason.to_string());
-        }
-        self.stop.cancel();
-        self.wrap_up.cancel();
-    }
-
-    /// Aborts everything now.
-    pub fn abort(&self, reason: &str) {
-        self.wind_down(reason);
-        self.cancel.cancel();
-    }
-
-    /// Why the run was stopped early, if it was.
-    pub fn reasons(&self) -> Vec<String> {
-        self.reasons.lock().map(|r| r.clone()).unwrap_or_default()
-    }
-}
-
 /// What the fan-out runs with.
-pub struct FanOut {
+pub(crate) struct FanOut {
     pub definition: Arc<AgentDefinition>,
     pub provider: SharedProvider,
     pub tools: Arc<ToolContext>,
@@ -69,7 +32,7 @@ pub struct FanOut {
     pub transcripts: bool,
     pub control: RunControl,
     /// The run's budget, checked before each group and on each call.
-    pub spend: Arc<crate::budget::Spend>,
+    pub spend: Arc<Spend>,
 }
 
 /// What the fan-out gives.
@@ -83,7 +46,7 @@ pub struct FanOutResult {
 
 impl FanOut {
     /// Runs every task, `jobs` at a time.
-    pub async fn run(&self, tasks: Vec<AgentTask>) -> FanOutResult {
+    pub(crate) async fn run(&self, tasks: Vec<AgentTask>) -> FanOutResult {
         let semaphore = Arc::new(Semaphore::new(self.jobs.max(1)));
         let mut set: JoinSet<(usize, GroupReport)> = JoinSet::new();
         let mut started: HashMap<tokio::task::Id, (usize, AgentTask)> = HashMap::new();
@@ -97,7 +60,7 @@ impl FanOut {
                 p = Arc::clone(&semaphore).acquire_owned() => p.ok(),
             };
             // A group whose estimate would cross the budget does not start.
-            let estimate = crate::estimate_tokens(task.files.iter().map(|f| f.bytes).sum())
+            let estimate = crate::util::estimate_tokens(task.files.iter().map(|f| f.bytes).sum())
                 + crate::agents::subagent::TASK_OVERHEAD_TOKENS;
             let permit = permit.filter(|_| self.spend.allows(estimate));
             let Some(permit) = permit else {
@@ -184,7 +147,7 @@ impl FanOut {
 }
 
 /// A report for a group that produced nothing.
-pub fn failed_report(
+fn failed_report(
     task: &AgentTask,
     definition: &AgentDefinition,
     provider: &dyn crate::providers::Provider,

@@ -81,11 +81,11 @@ pub struct Finding {
 }
 
 /// The marker an agent ends its work with.
-pub const TASK_COMPLETE: &str = "[TASK_COMPLETE]";
+pub(crate) const TASK_COMPLETE: &str = "[TASK_COMPLETE]";
 
 /// What the report format asks for; part of every audit task and of the
 /// forced-summary turn.
-pub const REPORT_FORMAT: &str = r#"Answer with a short prose summary, then ONE fenced JSON block:
+pub(crate) const REPORT_FORMAT: &str = r#"Answer with a short prose summary, then ONE fenced JSON block:
 
 ```json
 {"findings": [
@@ -99,7 +99,7 @@ severity is one of critical, high, medium, low, info. path is relative to the re
 
 /// The parsed final answer of an agent.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ParsedReport {
+pub(crate) struct ParsedReport {
     /// The text without the marker.
     pub text: String,
     pub findings: Vec<Finding>,
@@ -110,7 +110,7 @@ pub struct ParsedReport {
 }
 
 /// Strips the completion marker and parses the findings block.
-pub fn parse_report(text: &str) -> ParsedReport {
+pub(crate) fn parse_report(text: &str) -> ParsedReport {
     let clean = text.replace(TASK_COMPLETE, "").trim().to_string();
     // An object with a `findings` key wins; a bare array counts only when
     // it holds findings (a summary may quote other JSON before its block).
@@ -229,7 +229,7 @@ fn finding_from(item: &Value) -> Result<Finding, String> {
 }
 
 /// Renders findings in the report format (the offline engine answers so).
-pub fn render_block(findings: &[Finding]) -> String {
+pub(crate) fn render_block(findings: &[Finding]) -> String {
     let items: Vec<Value> = findings
         .iter()
         .map(|f| {

@@ -16,6 +16,8 @@ use ignore::overrides::OverrideBuilder;
 use ignore::{WalkBuilder, WalkState};
 use serde::{Deserialize, Serialize};
 
+use crate::language::{extension, language_of};
+
 /// What to walk and what to leave out.
 #[derive(Clone, Debug)]
 pub struct InventoryOptions {
@@ -105,11 +107,6 @@ impl Inventory {
     /// Estimated tokens of all files.
     pub fn total_tokens(&self) -> u64 {
         self.files.iter().map(|f| f.tokens).sum()
-    }
-
-    /// Total bytes of all files.
-    pub fn total_bytes(&self) -> u64 {
-        self.files.iter().map(|f| f.bytes).sum()
     }
 }
 
@@ -281,7 +278,7 @@ fn classify(real: &Path, path: String, len: Result<u64, ignore::Error>, max: u64
         path,
         bytes,
         language: language.map(str::to_string),
-        tokens: crate::estimate_tokens(bytes),
+        tokens: crate::util::estimate_tokens(bytes),
     })
 }
 
@@ -297,14 +294,6 @@ fn sniff_binary(path: &Path) -> std::io::Result<bool> {
         filled += n;
     }
     Ok(crate::tools::is_binary(&buffer[..filled]))
-}
-
-fn extension(path: &str) -> String {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    match name.rsplit_once('.') {
-        Some((stem, ext)) if !stem.is_empty() => ext.to_ascii_lowercase(),
-        _ => String::new(),
-    }
 }
 
 /// Generated files: auditing them costs tokens and finds nothing a person
@@ -378,69 +367,6 @@ const TEXT_EXTENSIONS: &[&str] = &[
     "sample",
     "template",
 ];
-
-/// The language of a path, by extension or well-known name.
-pub fn language_of(path: &str) -> Option<&'static str> {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let by_name = match name {
-        "Dockerfile" | "Containerfile" => Some("dockerfile"),
-        "Makefile" | "makefile" | "GNUmakefile" => Some("make"),
-        "Jenkinsfile" => Some("groovy"),
-        "Gemfile" | "Rakefile" => Some("ruby"),
-        _ if name.starts_with("Dockerfile.") => Some("dockerfile"),
-        _ if name.starts_with(".env") => Some("dotenv"),
-        _ => None,
-    };
-    if by_name.is_some() {
-        return by_name;
-    }
-    Some(match extension(path).as_str() {
-        "rs" => "rust",
-        "py" | "pyi" | "pyw" => "python",
-        "js" | "mjs" | "cjs" | "jsx" => "javascript",
-        "ts" | "tsx" | "mts" | "cts" => "typescript",
-        "java" => "java",
-        "kt" | "kts" => "kotlin",
-        "go" => "go",
-        "c" | "h" => "c",
-        "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" => "cpp",
-        "cs" => "csharp",
-        "rb" => "ruby",
-        "php" => "php",
-        "sh" | "bash" | "zsh" | "ksh" => "shell",
-        "ps1" | "psm1" => "powershell",
-        "sql" => "sql",
-        "yml" | "yaml" => "yaml",
-        "toml" => "toml",
-        "json" | "jsonc" => "json",
-        "html" | "htm" => "html",
-        "css" | "scss" | "sass" | "less" => "css",
-        "tf" | "hcl" => "terraform",
-        "scala" | "sc" => "scala",
-        "swift" => "swift",
-        "m" | "mm" => "objective-c",
-        "lua" => "lua",
-        "pl" | "pm" => "perl",
-        "r" => "r",
-        "dart" => "dart",
-        "ex" | "exs" => "elixir",
-        "erl" | "hrl" => "erlang",
-        "hs" => "haskell",
-        "ml" | "mli" => "ocaml",
-        "clj" | "cljs" => "clojure",
-        "groovy" | "gradle" => "groovy",
-        "vue" => "vue",
-        "svelte" => "svelte",
-        "zig" => "zig",
-        "nim" => "nim",
-        "sol" => "solidity",
-        "proto" => "protobuf",
-        "md" | "markdown" => "markdown",
-        "xml" => "xml",
-        "ini" | "cfg" | "conf" => "ini",
-        _ => return None,
-    })
-}
 
 #[cfg(test)]
 mod tests {

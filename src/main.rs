@@ -5,25 +5,28 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use indicatif::{MultiProgress, ProgressDrawTarget};
-use tokio_util::sync::CancellationToken;
 
-use fanscan::agents::{AgentRun, AgentTask, TaskFile, run_subagent};
-use fanscan::config::{ProviderArgs, ScanArgs, Settings};
-use fanscan::events::{Event, EventSink};
-use fanscan::fanout::RunControl;
-use fanscan::report::{Format, exit};
-use fanscan::{Context, SetupError, Ui};
+use fanscan::{
+    AgentTask, Context, Event, EventSink, Format, ProviderArgs, RunControl, ScanArgs, ScanError,
+    Settings, SetupError, Ui, exit,
+};
 
 const EXIT_CODES: &str = "Exit codes:
   0  the run completed
   1  internal or I/O error (e.g. the report could not be written)
   2  usage or configuration error: nothing was scanned
   3  incomplete run: failed groups, interrupted, or a budget reached";
+
+const LARGE_REPOSITORIES: &str = "Large repositories: a plan may have at most --max-groups groups
+(default 2000). For a repository of tens of thousands of files, raise
+--group-tokens (fewer, larger groups), narrow the scan with --include,
+--exclude or a .fanscanignore, and see the estimate first with
+`fanscan plan --estimate`.";
 
 /// Audit a code repository with fanned-out, read-only LLM sub-agents.
 #[derive(Parser, Debug)]
@@ -42,7 +45,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Scan a repository and print the report.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = format!("{LARGE_REPOSITORIES}\n\n{EXIT_CODES}"))]
     Scan {
         /// The repository's root.
         #[arg(default_value = ".")]
@@ -65,6 +68,7 @@ enum Command {
         grace: u64,
     },
     /// Print the plan (groups of files) without calling any model.
+    #[command(after_help = LARGE_REPOSITORIES)]
     Plan {
         #[arg(default_value = ".")]
         path: PathBuf,
@@ -108,6 +112,8 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
+            // Printing --help or a usage error to a closed terminal can
+            // fail; the exit code still says what happened.
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { exit::USAGE as u8 } else { 0 });
         }
@@ -124,11 +130,14 @@ fn main() -> ExitCode {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("FANSCAN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("fanscan={level}")));
-    let _ = tracing_subscriber::fmt()
+    if let Err(e) = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(fanscan::progress::LogWriter(multi.clone()))
+        .with_writer(fanscan::LogWriter(multi.clone()))
         .with_target(false)
-        .try_init();
+        .try_init()
+    {
+        eprintln!("fanscan: warning: logging is off: {e}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -139,128 +148,214 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::ERROR as u8);
         }
     };
-    let code = runtime.block_on(run(cli, multi));
+    let quiet = cli.quiet;
+    let code = runtime.block_on(async move {
+        match cli.command {
+            Command::Scan {
+                path,
+                provider,
+                scan,
+                format,
+                output,
+                transcripts,
+                grace,
+            } => {
+                scan_command(
+                    &path,
+                    &provider,
+                    &scan,
+                    format,
+                    output,
+                    transcripts,
+                    grace,
+                    multi,
+                    quiet,
+                )
+                .await
+            }
+            Command::Plan {
+                path,
+                provider,
+                scan,
+                json,
+                estimate,
+            } => plan_command(&path, &provider, &scan, json, estimate).await,
+            Command::Agents { path } => agents_command(&path),
+            Command::RunAgent {
+                name,
+                task,
+                files,
+                path,
+                provider,
+                json,
+            } => run_agent_command(&name, &task, &files, &path, &provider, json, quiet).await,
+        }
+    });
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
+/// Settings resolved once (command line over fanscan.toml over defaults,
+/// with the process environment for the key), then the run's context.
+fn context(
+    path: &Path,
+    provider: &ProviderArgs,
+    scan: &ScanArgs,
+    format: Option<Format>,
+) -> Result<Context, SetupError> {
+    let env = |name: &str| std::env::var(name).ok();
+    Context::new(Settings::resolve(path, provider, scan, format, &env)?)
 }
 
+/// Prints a setup error; exit code 2.
 fn setup_failed(e: &SetupError) -> i32 {
     eprintln!("fanscan: {e}");
     exit::USAGE
 }
 
-async fn run(cli: Cli, multi: MultiProgress) -> i32 {
-    match cli.command {
-        Command::Scan {
-            path,
-            provider,
-            scan,
-            format,
-            output,
-            transcripts,
-            grace,
-        } => {
-            let settings = match Settings::resolve(&path, &provider, &scan, format, &env_var) {
-                Ok(s) => s,
-                Err(e) => return setup_failed(&e.into()),
-            };
-            let format = settings.format;
-            let ctx = match Context::new(settings) {
-                Ok(c) => c,
-                Err(e) => return setup_failed(&e),
-            };
-            let control = RunControl::default();
-            let watcher = tokio::spawn(watch_interrupts(
-                control.clone(),
-                Duration::from_secs(grace),
-                multi.clone(),
-            ));
-            let ui = Ui {
-                multi,
-                transcripts,
-                control,
-            };
-            let result = fanscan::scan(&ctx, &ui).await;
-            watcher.abort();
-            let report = match result {
-                Ok(r) => r,
-                Err(e) => return setup_failed(&e),
-            };
-            let text = report.render(format);
-            let mut code = report.exit_code();
-            if let Err(e) = emit(output.as_deref(), &text) {
-                code = exit::ERROR;
-                eprintln!("fanscan: {e}; the report follows on stdout so that nothing is lost");
-                let _ = std::io::stdout().write_all(text.as_bytes());
-            }
-            if !cli.quiet {
-                eprintln!(
-                    "fanscan: {} groups, {} verified findings, {} unverified; {}",
-                    report.groups.len(),
-                    report.findings.len(),
-                    report.unverified.len(),
-                    if report.complete {
-                        "complete".to_string()
-                    } else {
-                        format!("INCOMPLETE: {}", report.incomplete_reasons.join(" "))
-                    }
-                );
-            }
-            code
-        }
-        Command::Plan {
-            path,
-            provider,
-            scan,
-            json,
-            estimate,
-        } => plan_command(&path, &provider, &scan, json, estimate).await,
-        Command::Agents { path } => agents_command(&path),
-        Command::RunAgent {
-            name,
-            task,
-            files,
-            path,
-            provider,
-            json,
-        } => run_agent_command(&name, &task, &files, &path, &provider, json, cli.quiet).await,
-    }
+/// Prints a failure to write output; exit code 1.
+fn output_failed(e: &anyhow::Error) -> i32 {
+    eprintln!("fanscan: {e:#}");
+    exit::ERROR
 }
 
-fn emit(output: Option<&Path>, text: &str) -> Result<(), String> {
+#[allow(clippy::too_many_arguments)]
+async fn scan_command(
+    path: &Path,
+    provider: &ProviderArgs,
+    scan: &ScanArgs,
+    format: Option<Format>,
+    output: Option<PathBuf>,
+    transcripts: Option<PathBuf>,
+    grace: u64,
+    multi: MultiProgress,
+    quiet: bool,
+) -> i32 {
+    let ctx = match context(path, provider, scan, format) {
+        Ok(c) => c,
+        Err(e) => return setup_failed(&e),
+    };
+    let control = RunControl::default();
+    let watcher = watch_interrupts(control.clone(), Duration::from_secs(grace), multi.clone());
+    let ui = Ui {
+        multi,
+        transcripts,
+        control,
+    };
+    let result = fanscan::scan(&ctx, &ui).await;
+    watcher.abort();
+    let report = match result {
+        Ok(r) => r,
+        Err(ScanError::Setup(e)) => return setup_failed(&e),
+        Err(e @ ScanError::Verify(_)) => {
+            eprintln!("fanscan: {e}");
+            return exit::ERROR;
+        }
+    };
+    let mut code = report.exit_code();
+    match report.render(ctx.settings.format) {
+        Ok(text) => {
+            if let Err(e) = emit(output.as_deref(), &text) {
+                code = output_failed(&e);
+                eprintln!("fanscan: the report follows on stdout so that nothing is lost");
+                if let Err(e) = emit(None, &text) {
+                    output_failed(&e);
+                }
+            }
+        }
+        Err(e) => code = output_failed(&anyhow::Error::new(e)),
+    }
+    if !quiet {
+        eprintln!(
+            "fanscan: {} groups, {} verified findings, {} unverified; {}",
+            report.groups.len(),
+            report.findings.len(),
+            report.unverified.len(),
+            if report.complete {
+                "complete".to_string()
+            } else {
+                format!("INCOMPLETE: {}", report.incomplete_reasons.join(" "))
+            }
+        );
+    }
+    code
+}
+
+/// Writes `text` to `output`, or to stdout.
+fn emit(output: Option<&Path>, text: &str) -> anyhow::Result<()> {
     match output {
         Some(path) => std::fs::write(path, text)
-            .map_err(|e| format!("{}: cannot write the report: {e}", path.display())),
+            .with_context(|| format!("{}: cannot write the report", path.display())),
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes())
                 .and_then(|()| out.flush())
-                .map_err(|e| format!("cannot write the report to stdout: {e}"))
+                .context("cannot write to stdout")
         }
     }
 }
 
 /// First Ctrl-C: stop scheduling and let agents wrap up; after `grace` or a
-/// second Ctrl-C: cancel them. The report is still written.
-async fn watch_interrupts(control: RunControl, grace: Duration, multi: MultiProgress) {
-    if tokio::signal::ctrl_c().await.is_err() {
-        return;
+/// second Ctrl-C: cancel them. The report is still written. The handler is
+/// installed before this returns, so a Ctrl-C is never missed.
+fn watch_interrupts(
+    control: RunControl,
+    grace: Duration,
+    multi: MultiProgress,
+) -> tokio::task::JoinHandle<()> {
+    let mut interrupts = match Interrupts::install() {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!(
+                "fanscan: warning: Ctrl-C cannot be caught ({e}); it will end the run without a report"
+            );
+            return tokio::spawn(async {});
+        }
+    };
+    tokio::spawn(async move {
+        if !interrupts.next().await {
+            return;
+        }
+        multi.suspend(|| {
+            eprintln!(
+                "fanscan: interrupted: no new groups; running agents give their summary (Ctrl-C again, or {} s, cancels them)",
+                grace.as_secs()
+            );
+        });
+        control.wind_down("interrupted (Ctrl-C): no new group was started.");
+        tokio::select! {
+            _ = interrupts.next() => {}
+            _ = tokio::time::sleep(grace) => {}
+        }
+        control.abort("interrupted (Ctrl-C): running agents were cancelled.");
+    })
+}
+
+/// Ctrl-C, registered at once (on Unix a SIGINT stream; elsewhere tokio's
+/// `ctrl_c`, registered on first poll).
+struct Interrupts {
+    #[cfg(unix)]
+    signal: tokio::signal::unix::Signal,
+}
+
+impl Interrupts {
+    fn install() -> std::io::Result<Self> {
+        Ok(Self {
+            #[cfg(unix)]
+            signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?,
+        })
     }
-    multi.suspend(|| {
-        eprintln!(
-            "fanscan: interrupted: no new groups; running agents give their summary (Ctrl-C again, or {} s, cancels them)",
-            grace.as_secs()
-        );
-    });
-    control.wind_down("interrupted (Ctrl-C): no new group was started.");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = tokio::time::sleep(grace) => {}
+
+    /// The next Ctrl-C; false when none can come any more.
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        {
+            self.signal.recv().await.is_some()
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await.is_ok()
+        }
     }
-    control.abort("interrupted (Ctrl-C): running agents were cancelled.");
 }
 
 async fn plan_command(
@@ -272,98 +367,38 @@ async fn plan_command(
 ) -> i32 {
     // `plan` never calls a model: the LLM planner is not asked here.
     let mut scan = scan.clone();
-    if scan.planner == Some(fanscan::config::PlannerKind::Llm) {
+    if scan.planner == Some(fanscan::PlannerKind::Llm) {
         eprintln!("fanscan: note: `plan` calls no model, so it shows the default pack plan");
-        scan.planner = Some(fanscan::config::PlannerKind::Pack);
+        scan.planner = Some(fanscan::PlannerKind::Pack);
     }
-    let settings = match Settings::resolve(path, provider, &scan, None, &env_var) {
-        Ok(s) => s,
-        Err(e) => return setup_failed(&e.into()),
+    let planned = async {
+        let ctx = context(path, provider, &scan, None)?;
+        let inventory = ctx.inventory()?;
+        let (plan, _) = ctx.plan(&inventory).await?;
+        let estimate = estimate.then(|| ctx.estimate(&plan));
+        Ok::<_, SetupError>((inventory, plan, estimate))
     };
-    let ctx = match Context::new(settings) {
-        Ok(c) => c,
+    let (inventory, plan, estimate) = match planned.await {
+        Ok(p) => p,
         Err(e) => return setup_failed(&e),
     };
-    let inventory = match fanscan::take_inventory(&ctx.settings) {
-        Ok(i) => i,
-        Err(e) => return setup_failed(&e),
-    };
-    let plan = match fanscan::make_plan(&ctx, &inventory).await {
-        Ok((p, _)) => p,
-        Err(e) => return setup_failed(&e),
-    };
-    let estimate = estimate.then(|| fanscan::plan::estimate::estimate(&plan, &ctx));
     let text = if json {
-        let mut value = serde_json::json!({
-            "files": inventory.files.len(),
-            "skipped": inventory.skipped,
-            "plan": plan,
-        });
-        if let Some(e) = &estimate {
-            value["estimate"] = serde_json::to_value(e).unwrap_or_default();
-        }
-        serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
+        fanscan::plan_json(&inventory, &plan, estimate.as_ref()).context("cannot encode the plan")
     } else {
-        let mut out = format!(
-            "{} files ({} estimated tokens), {} skipped; {} groups of at most {} tokens (planner: {})\n",
-            inventory.files.len(),
-            inventory.total_tokens(),
-            inventory.skipped.len(),
-            plan.groups.len(),
-            plan.group_tokens,
-            plan.planner
-        );
-        for g in &plan.groups {
-            out.push_str(&format!(
-                "\n{} ({} files, {} tokens)\n",
-                g.id,
-                g.files.len(),
-                g.tokens
-            ));
-            for f in &g.files {
-                out.push_str(&format!("  {f}\n"));
-            }
-        }
-        for n in &plan.notes {
-            out.push_str(&format!("\nnote: {n}\n"));
-        }
-        if let Some(e) = &estimate {
-            out.push_str(&format!("\n{}\n", e.describe()));
-        }
-        out
+        Ok(fanscan::plan_text(&inventory, &plan, estimate.as_ref()))
     };
-    match emit(None, &text) {
+    match text.and_then(|t| emit(None, &t)) {
         Ok(()) => exit::OK,
-        Err(e) => {
-            eprintln!("fanscan: {e}");
-            exit::ERROR
-        }
+        Err(e) => output_failed(&e),
     }
 }
 
 fn agents_command(path: &Path) -> i32 {
-    match fanscan::agents::AgentSet::load(path) {
-        Ok(set) => {
-            let mut out = String::new();
-            for a in set.iter() {
-                out.push_str(&format!(
-                    "{}\n  source:      {}\n  tools:       {}\n  max_rounds:  {}\n  model:       {}\n  description: {}\n\n",
-                    a.name,
-                    a.source,
-                    if a.tools.is_empty() { "(none)".to_string() } else { a.tools.join(", ") },
-                    a.max_rounds,
-                    a.model.as_deref().unwrap_or("(the run's)"),
-                    a.description
-                ));
-            }
-            match emit(None, &out) {
-                Ok(()) => exit::OK,
-                Err(e) => {
-                    eprintln!("fanscan: {e}");
-                    exit::ERROR
-                }
-            }
-        }
+    match fanscan::AgentSet::load(path) {
+        Ok(set) => match emit(None, &set.describe()) {
+            Ok(()) => exit::OK,
+            Err(e) => output_failed(&e),
+        },
         Err(errors) => setup_failed(&SetupError::Agents(errors)),
     }
 }
@@ -377,38 +412,22 @@ async fn run_agent_command(
     json: bool,
     quiet: bool,
 ) -> i32 {
-    let settings = match Settings::resolve(path, provider, &ScanArgs::default(), None, &env_var) {
-        Ok(s) => s,
-        Err(e) => return setup_failed(&e.into()),
-    };
-    let ctx = match Context::new(settings) {
-        Ok(c) => c,
+    let prepared = (|| {
+        let ctx = context(path, provider, &ScanArgs::default(), None)?;
+        let definition = ctx.agent(name)?.clone();
+        let files = files
+            .iter()
+            .map(|f| ctx.task_file(f))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok::<_, SetupError>((ctx, definition, files))
+    })();
+    let (ctx, definition, files) = match prepared {
+        Ok(p) => p,
         Err(e) => return setup_failed(&e),
     };
-    let definition = match ctx.agents.get(name) {
-        Ok(d) => d.clone(),
-        Err(e) => return setup_failed(&SetupError::Other(e)),
-    };
-    let mut task_files = Vec::new();
-    for f in files {
-        match fanscan::tools::paths::resolve(ctx.tools.root(), f) {
-            Ok(r) if r.real.is_file() => task_files.push(TaskFile {
-                bytes: std::fs::metadata(&r.real).map(|m| m.len()).unwrap_or(0),
-                language: fanscan::inventory::language_of(&r.rel).map(str::to_string),
-                path: r.rel,
-            }),
-            Ok(r) => {
-                return setup_failed(&SetupError::Other(format!(
-                    "--file {:?} is not a file",
-                    r.rel
-                )));
-            }
-            Err(e) => return setup_failed(&SetupError::Other(format!("--file {f:?}: {e}"))),
-        }
-    }
     let task = AgentTask {
         group: "run-agent".into(),
-        files: task_files,
+        files,
         focus: None,
         instructions: Some(task_text.to_string()),
     };
@@ -424,69 +443,29 @@ async fn run_agent_command(
                 Event::Finished {
                     status, findings, ..
                 } => {
-                    eprintln!("finished: {status}, {findings} findings");
+                    eprintln!("finished: {status}, {findings} claims reported");
                 }
                 Event::Started { .. } | Event::Usage { .. } | Event::Transcript { .. } => {}
             }
         }
     });
     let sink = EventSink::new("run-agent", Some(tx), false);
-    let never = CancellationToken::new();
-    let report = run_subagent(
-        AgentRun {
-            definition: &definition,
-            provider: ctx.provider.as_ref(),
-            tools: &Arc::clone(&ctx.tools),
-            events: &sink,
-            wrap_up: &never,
-            cancel: &never,
-            spend: &fanscan::budget::Spend::unlimited(),
-            max_output_tokens: ctx.settings.max_output_tokens,
-        },
-        &task,
-    )
-    .await;
+    let report = ctx
+        .run_agent(&definition, &task, &sink, &RunControl::default())
+        .await;
     drop(sink);
-    let _ = printer.await;
+    if let Err(e) = printer.await {
+        eprintln!("fanscan: warning: the progress printer failed: {e}");
+    }
     let text = if json {
-        serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
+        serde_json::to_string_pretty(&report)
+            .map(|t| t + "\n")
+            .context("cannot encode the agent's report")
     } else {
-        let mut out = format!(
-            "agent {} ({}, {}): {}{}\nrounds {}, tool calls {} ({} errors), files read {}, tokens {} in / {} out\n\n",
-            report.agent,
-            report.provider,
-            report.model,
-            report.status.as_str(),
-            report
-                .error
-                .as_deref()
-                .map(|e| format!(": {e}"))
-                .unwrap_or_default(),
-            report.rounds,
-            report.tool_calls,
-            report.tool_errors,
-            report.files_read.len(),
-            report.usage.input_tokens,
-            report.usage.output_tokens
-        );
-        for f in &report.findings {
-            out.push_str(&format!(
-                "- [{}] {} {}:{}\n",
-                f.severity.as_str(),
-                f.title,
-                f.path,
-                f.line
-            ));
-        }
-        if !report.summary_parsed && !report.summary.is_empty() {
-            out.push_str("\n(the summary had no findings block; its text follows)\n");
-        }
-        out.push_str(&format!("\n{}\n", report.summary));
-        out
+        Ok(report.render_text())
     };
-    if let Err(e) = emit(None, &text) {
-        eprintln!("fanscan: {e}");
-        return exit::ERROR;
+    if let Err(e) = text.and_then(|t| emit(None, &t)) {
+        return output_failed(&e);
     }
     if report.status.reviewed() {
         exit::OK

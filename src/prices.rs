@@ -8,15 +8,15 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::providers::Usage;
+use crate::conversation::Usage;
 
 /// The built-in table.
-pub const BUILTIN_PRICES: &str = include_str!("../configs/prices.toml");
+pub(crate) const BUILTIN_PRICES: &str = include_str!("../configs/prices.toml");
 
 /// One model's prices, per million tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Price {
+pub(crate) struct Price {
     pub input: f64,
     pub output: f64,
     #[serde(default)]
@@ -25,7 +25,7 @@ pub struct Price {
 
 impl Price {
     /// The cost of `usage` in US dollars.
-    pub fn cost(&self, usage: &Usage) -> f64 {
+    pub(crate) fn cost(&self, usage: &Usage) -> f64 {
         let cached = usage.cached_tokens.min(usage.input_tokens);
         let fresh = usage.input_tokens - cached;
         (fresh as f64 * self.input
@@ -41,29 +41,42 @@ struct Table {
     models: BTreeMap<String, Price>,
 }
 
+/// A price table that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PriceError {
+    #[error("{source_name}: cannot read the price table: {error}")]
+    Read {
+        source_name: String,
+        error: std::io::Error,
+    },
+    #[error("{source_name}: invalid price table: {detail}")]
+    Toml { source_name: String, detail: String },
+    #[error("{source_name}: model {model:?}: prices must be non-negative numbers")]
+    Negative { source_name: String, model: String },
+}
+
 /// A parsed price table.
 #[derive(Clone, Debug, Default)]
-pub struct Prices {
+pub(crate) struct Prices {
     models: BTreeMap<String, Price>,
 }
 
 impl Prices {
     /// Parses a table; errors name the source.
-    pub fn parse(source: &str, text: &str) -> Result<Self, String> {
-        let table: Table = toml::from_str(text).map_err(|e| {
-            format!(
-                "{source}: invalid price table: {}",
-                crate::rules::toml_error(text, &e)
-            )
+    pub(crate) fn parse(source: &str, text: &str) -> Result<Self, PriceError> {
+        let table: Table = toml::from_str(text).map_err(|e| PriceError::Toml {
+            source_name: source.to_string(),
+            detail: crate::util::toml_error(text, &e),
         })?;
         for (name, p) in &table.models {
             if [p.input, p.output, p.cached.unwrap_or(0.0)]
                 .iter()
                 .any(|v| !v.is_finite() || *v < 0.0)
             {
-                return Err(format!(
-                    "{source}: model {name:?}: prices must be non-negative numbers"
-                ));
+                return Err(PriceError::Negative {
+                    source_name: source.to_string(),
+                    model: name.clone(),
+                });
             }
         }
         Ok(Self {
@@ -72,12 +85,22 @@ impl Prices {
     }
 
     /// The built-in table.
-    pub fn builtin() -> Result<Self, String> {
+    pub(crate) fn builtin() -> Result<Self, PriceError> {
         Self::parse("builtin:configs/prices.toml", BUILTIN_PRICES)
     }
 
+    /// The price table at `path`.
+    pub(crate) fn load(path: &std::path::Path) -> Result<Self, PriceError> {
+        let source_name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|error| PriceError::Read {
+            source_name: source_name.clone(),
+            error,
+        })?;
+        Self::parse(&source_name, &text)
+    }
+
     /// The price of `model`: exact, else the longest listed prefix.
-    pub fn get(&self, model: &str) -> Option<Price> {
+    pub(crate) fn get(&self, model: &str) -> Option<Price> {
         if let Some(p) = self.models.get(model) {
             return Some(*p);
         }

@@ -2,10 +2,11 @@
 //! the run's token and cost budgets.
 //!
 //! Takes the agents' [`Event`]s; draws an overall bar (groups done/total,
-//! findings so far, tokens, elapsed, ETA) and a line per running agent on
-//! stderr (hidden when stderr is not a terminal or with `--quiet`), appends
-//! each agent's conversation to `<dir>/<group>.jsonl` with `--transcripts`,
-//! (budgets are kept by [`crate::budget`], synchronously).
+//! claims reported so far, tokens, elapsed, ETA) and a line per running
+//! agent on stderr (hidden when stderr is not a terminal or with
+//! `--quiet`), and appends each agent's conversation to
+//! `<dir>/<group>.jsonl` with `--transcripts`. Budgets are kept by
+//! [`crate::budget`], synchronously, not here.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -13,32 +14,59 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinHandle;
 
+use crate::conversation::Usage;
 use crate::events::Event;
-use crate::providers::Usage;
+use crate::util::human_count;
 
 /// Most agent lines drawn at once; the rest are counted on the main bar.
 const MAX_AGENT_LINES: usize = 8;
 
 /// What the consumer saw.
 #[derive(Debug, Default)]
-pub struct Consumed {
-    pub usage: Usage,
+pub(crate) struct Consumed {
+    pub(crate) usage: Usage,
     /// Transcript files that could not be written (said once each).
-    pub transcript_errors: Vec<String>,
+    pub(crate) transcript_errors: Vec<String>,
 }
 
 /// The event consumer.
-pub struct Consumer {
-    pub multi: MultiProgress,
-    pub total_groups: u64,
-    pub transcripts: Option<PathBuf>,
+pub(crate) struct Consumer {
+    pub(crate) multi: MultiProgress,
+    pub(crate) total_groups: u64,
+    pub(crate) transcripts: Option<PathBuf>,
+}
+
+/// A consumer running on its own task.
+pub(crate) struct Running(JoinHandle<Consumed>);
+
+impl Running {
+    /// Waits until every sender is dropped. A consumer that died is said
+    /// in the transcript errors, never passed over.
+    pub(crate) async fn finish(self) -> Consumed {
+        match self.0.await {
+            Ok(consumed) => consumed,
+            Err(e) => Consumed {
+                usage: Usage::default(),
+                transcript_errors: vec![format!(
+                    "the progress and transcript writer failed ({e}); transcripts may be incomplete"
+                )],
+            },
+        }
+    }
 }
 
 impl Consumer {
+    /// Starts consuming on its own task; agents send to the returned sender.
+    pub(crate) fn start(self) -> (UnboundedSender<Event>, Running) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (tx, Running(tokio::spawn(self.run(rx))))
+    }
+
     /// Consumes events until every sender is dropped.
-    pub async fn run(self, mut rx: UnboundedReceiver<Event>) -> Consumed {
+    async fn run(self, mut rx: UnboundedReceiver<Event>) -> Consumed {
         let overall = self.multi.add(ProgressBar::new(self.total_groups));
         overall.set_style(
             ProgressStyle::with_template(
@@ -55,10 +83,12 @@ impl Consumer {
         let mut findings = 0usize;
         let mut consumed = Consumed::default();
         let mut files: HashMap<String, std::io::BufWriter<std::fs::File>> = HashMap::new();
-        let message = |findings: usize, usage: &Usage, running: usize| {
+        // The agents' own claims, before verification and dedupe: said as
+        // such, since the report's verified count is known only at the end.
+        let message = |claims: usize, usage: &Usage, running: usize| {
             format!(
-                "{findings} findings · {} tokens · {running} running",
-                usage.total()
+                "{claims} claims reported (verified at the end) · {} tokens · {running} running",
+                human_count(usage.total())
             )
         };
         while let Some(event) = rx.recv().await {
@@ -101,8 +131,8 @@ impl Consumer {
                         bar.finish_and_clear();
                         self.multi.remove(&bar);
                     }
-                    if let Some(mut file) = files.remove(&group) {
-                        let _ = file.flush();
+                    if let Some(file) = files.remove(&group) {
+                        self.close_transcript(&group, file, &mut consumed);
                     }
                 }
                 Event::Transcript { group, entry } => {
@@ -113,14 +143,30 @@ impl Consumer {
             }
             overall.set_message(message(findings, &consumed.usage, running));
         }
-        for (_, mut file) in files {
-            let _ = file.flush();
+        for (group, file) in files {
+            self.close_transcript(&group, file, &mut consumed);
         }
         for (_, bar) in lines {
             bar.finish_and_clear();
         }
         overall.finish_and_clear();
         consumed
+    }
+
+    fn close_transcript(
+        &self,
+        group: &str,
+        mut file: std::io::BufWriter<std::fs::File>,
+        consumed: &mut Consumed,
+    ) {
+        if let Err(e) = file.flush()
+            && let Some(dir) = &self.transcripts
+        {
+            consumed.transcript_errors.push(format!(
+                "{}: cannot write the transcript: {e}",
+                dir.join(format!("{group}.jsonl")).display()
+            ));
+        }
     }
 
     fn write_transcript(
@@ -160,8 +206,10 @@ impl Consumer {
             }
         }
         if let Some(file) = files.get_mut(group) {
-            let line = serde_json::to_string(entry).unwrap_or_default();
-            if let Err(e) = writeln!(file, "{line}") {
+            let written = serde_json::to_string(entry)
+                .map_err(std::io::Error::from)
+                .and_then(|line| writeln!(file, "{line}"));
+            if let Err(e) = written {
                 consumed.transcript_errors.push(format!(
                     "{}: cannot write the transcript: {e}",
                     path.display()

@@ -6,14 +6,17 @@
 //! title, evidence text; never raw line numbers, which drift), ranked, and
 //! a summary. When the reducer's input exceeds its context budget it is
 //! reduced in batches and the batch summaries are reduced again (a tree).
+//! A run without a language model (the offline rule engine), or one that
+//! stopped early, gets a counted summary that says which of the two it is.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::agents::{AgentDefinition, GroupReport};
+use crate::conversation::{ChatRequest, Message, ToolChoice, Usage};
 use crate::findings::{Finding, Origin, Severity};
-use crate::providers::{ChatRequest, Message, Provider, ToolChoice, Usage};
+use crate::providers::{EngineKind, Provider};
 use crate::verify::Checked;
 
 /// A deduplicated finding.
@@ -31,7 +34,7 @@ pub struct Merged {
 
 /// What reduce gives.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Reduced {
+pub(crate) struct Reduced {
     /// Verified findings, ranked.
     pub findings: Vec<Merged>,
     /// Findings that failed verification, sorted by path and line.
@@ -44,7 +47,7 @@ pub struct Reduced {
 
 /// The stable fingerprint of a finding: path, rule (or title), evidence
 /// and which occurrence of that evidence in the file it is.
-pub fn fingerprint(f: &Finding, occurrence: u32) -> String {
+pub(crate) fn fingerprint(f: &Finding, occurrence: u32) -> String {
     let key = f
         .rule
         .as_deref()
@@ -56,7 +59,8 @@ pub fn fingerprint(f: &Finding, occurrence: u32) -> String {
         (None, Origin::ToolLayer) => format!("line {}", f.line),
         (None, Origin::Agent) => normalize(&f.title),
     };
-    let hash = crate::sha256_hex(format!("{}\n{key}\n{anchor}\n{occurrence}", f.path).as_bytes());
+    let hash =
+        crate::util::sha256_hex(format!("{}\n{key}\n{anchor}\n{occurrence}", f.path).as_bytes());
     hash[..16].to_string()
 }
 
@@ -70,7 +74,7 @@ fn normalize(text: &str) -> String {
 
 /// Deduplicates checked findings: the same fingerprint is one finding, at
 /// its most serious severity, naming every agent and group that saw it.
-pub fn dedupe(checked: &[Checked]) -> (Vec<Merged>, Vec<Merged>) {
+pub(crate) fn dedupe(checked: &[Checked]) -> (Vec<Merged>, Vec<Merged>) {
     let mut verified: BTreeMap<String, Merged> = BTreeMap::new();
     let mut unverified: BTreeMap<String, Merged> = BTreeMap::new();
     for c in checked {
@@ -123,7 +127,7 @@ fn default_rank(a: &Merged, b: &Merged) -> std::cmp::Ordering {
 
 /// The reducer's input, as a JSON block in its task.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub struct ReduceInput {
+pub(crate) struct ReduceInput {
     pub groups: Vec<GroupNote>,
     pub findings: Vec<FindingNote>,
     /// Summaries of earlier batches (the upper levels of the tree).
@@ -132,14 +136,14 @@ pub struct ReduceInput {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct GroupNote {
+pub(crate) struct GroupNote {
     pub group: String,
     pub status: String,
     pub summary: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FindingNote {
+pub(crate) struct FindingNote {
     pub fingerprint: String,
     pub path: String,
     pub line: u32,
@@ -156,27 +160,57 @@ struct ReduceAnswer {
     ranking: Vec<String>,
 }
 
-fn render_task(input: &ReduceInput) -> String {
-    let body = serde_json::to_string(input).unwrap_or_default();
-    format!(
+fn render_task(input: &ReduceInput) -> Result<String, serde_json::Error> {
+    let body = serde_json::to_string(input)?;
+    Ok(format!(
         "TASK: reduce\nMerge these audit results into the executive summary and a ranking of the fingerprints.\n\n```json\n{body}\n```\n"
-    )
+    ))
+}
+
+/// Why a summary is counted rather than written by a model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Counted {
+    /// The run has no language model: the offline rule engine.
+    RuleEngine,
+    /// A language model ran, but the run stopped early (budget, Ctrl-C),
+    /// so the reducer was not asked.
+    StoppedEarly,
 }
 
 /// How the reducer runs.
-pub struct Reducer<'a> {
+pub(crate) struct Reducer<'a> {
     pub definition: &'a AgentDefinition,
     pub provider: &'a dyn Provider,
     /// Estimated input tokens one reducer call may take.
     pub context_tokens: u64,
     pub max_output_tokens: u32,
-    /// Write the deterministic summary instead of asking the model.
-    pub skip_model: bool,
+    /// The run stopped early: spend nothing more, count the summary.
+    pub stopped_early: bool,
 }
 
 impl Reducer<'_> {
+    /// Whether (and why) the summary is counted instead of asked for.
+    fn counted(&self) -> Option<Counted> {
+        if self.stopped_early {
+            Some(Counted::StoppedEarly)
+        } else if self.provider.engine() == EngineKind::RuleEngine {
+            Some(Counted::RuleEngine)
+        } else {
+            None
+        }
+    }
+
+    /// Batches exist for a model's context; a counted summary takes
+    /// everything at once.
+    fn budget(&self) -> u64 {
+        match self.counted() {
+            Some(_) => u64::MAX,
+            None => self.context_tokens,
+        }
+    }
+
     /// Dedupes, asks the reducer, applies its ranking.
-    pub async fn reduce(&self, checked: &[Checked], reports: &[GroupReport]) -> Reduced {
+    pub(crate) async fn reduce(&self, checked: &[Checked], reports: &[GroupReport]) -> Reduced {
         let (mut findings, unverified) = dedupe(checked);
         let groups: Vec<GroupNote> = reports
             .iter()
@@ -231,16 +265,15 @@ impl Reducer<'_> {
             findings,
             batch_summaries: Vec::new(),
         };
-        let size = crate::estimate_tokens(render_task(&input).len() as u64);
-        if size <= self.context_tokens
-            || depth >= 4
-            || (input.groups.len() <= 1 && input.findings.len() <= 1)
-        {
+        let size =
+            crate::util::estimate_tokens(render_task(&input).map_or(u64::MAX, |t| t.len() as u64));
+        let budget = self.budget();
+        if size <= budget || depth >= 4 || (input.groups.len() <= 1 && input.findings.len() <= 1) {
             return self.ask(&input, usage, notes).await;
         }
         // Split in batches that each fit, reduce each, then reduce the
         // batch summaries with the full ranking list kept compact.
-        let batches = (size / self.context_tokens.max(1) + 1) as usize;
+        let batches = (size / budget.max(1) + 1) as usize;
         let group_chunk = input.groups.len().div_ceil(batches).max(1);
         let finding_chunk = input.findings.len().div_ceil(batches).max(1);
         let mut group_parts = input.groups.chunks(group_chunk).map(<[GroupNote]>::to_vec);
@@ -262,8 +295,7 @@ impl Reducer<'_> {
             }
         }
         notes.push(format!(
-            "the reducer's input was over its {} token budget: reduced in {} batches, then merged",
-            self.context_tokens,
+            "the reducer's input was over its {budget} token budget: reduced in {} batches, then merged",
             summaries.len()
         ));
         let top = ReduceInput {
@@ -286,18 +318,32 @@ impl Reducer<'_> {
         usage: &mut Usage,
         notes: &mut Vec<String>,
     ) -> Option<ReduceAnswer> {
-        if self.skip_model {
-            if !notes.iter().any(|n| n.contains("counted, not written")) {
+        if let Some(counted) = self.counted() {
+            if counted == Counted::StoppedEarly
+                && !notes.iter().any(|n| n.contains("counted, not written"))
+            {
                 notes.push("the run stopped early, so the reducer was not asked: the summary is counted, not written".into());
             }
-            return parse_answer(&offline_reduce(&render_task(input)));
+            let engine = self.provider.engine();
+            return Some(counted_summary(input, counted, engine));
         }
+        let task = match render_task(input) {
+            Ok(task) => task,
+            Err(e) => {
+                notes.push(format!(
+                    "the reducer's input could not be encoded ({e}); the summary is counted, not written"
+                ));
+                return Some(counted_summary(
+                    input,
+                    Counted::StoppedEarly,
+                    EngineKind::Llm,
+                ));
+            }
+        };
         let request = ChatRequest {
             model: self.definition.model.clone(),
             system: self.definition.prompt.clone(),
-            messages: vec![Message::User {
-                text: render_task(input),
-            }],
+            messages: vec![Message::User { text: task }],
             tools: Vec::new(),
             tool_choice: ToolChoice::None,
             max_output_tokens: self.max_output_tokens,
@@ -386,18 +432,18 @@ fn clip(text: &str, max: usize) -> String {
     format!("{}…", &text[..end])
 }
 
-/// The offline engine's answer to a reducer task: counts, the most frequent
-/// rules, the most affected files, and the default ranking.
-pub fn offline_reduce(task: &str) -> String {
-    let input = task
-        .split("```json")
-        .nth(1)
-        .and_then(|b| b.split("```").next())
-        .and_then(|b| serde_json::from_str::<ReduceInput>(b.trim()).ok())
-        .unwrap_or_default();
-    let mut summary = String::from(
-        "Offline rule engine (not a language model): this summary is counted, not written.\n\n",
-    );
+/// The counted summary: counts, the most frequent rules, the most affected
+/// files, and the default ranking. Its first line says what made it: the
+/// offline rule engine, or counting because the run stopped early.
+fn counted_summary(input: &ReduceInput, counted: Counted, engine: EngineKind) -> ReduceAnswer {
+    let mut summary = match (counted, engine) {
+        (Counted::RuleEngine, _) | (Counted::StoppedEarly, EngineKind::RuleEngine) => String::from(
+            "Offline rule engine (not a language model): this summary is counted, not written.\n\n",
+        ),
+        (Counted::StoppedEarly, EngineKind::Llm) => String::from(
+            "Counted summary: the run stopped early, so the reducer model was not asked; these counts are not a model's words.\n\n",
+        ),
+    };
     if !input.batch_summaries.is_empty() {
         let parts: Vec<String> = input
             .batch_summaries
@@ -406,7 +452,9 @@ pub fn offline_reduce(task: &str) -> String {
             .map(|(i, b)| {
                 let body = b
                     .lines()
-                    .filter(|l| !l.starts_with("Offline rule engine"))
+                    .filter(|l| {
+                        !l.starts_with("Offline rule engine") && !l.starts_with("Counted summary:")
+                    })
                     .collect::<Vec<_>>()
                     .join("\n");
                 format!("Batch {}:\n{}", i + 1, body.trim())
@@ -481,14 +529,10 @@ pub fn offline_reduce(task: &str) -> String {
             .then_with(|| a.path.cmp(&b.path))
             .then_with(|| a.line.cmp(&b.line))
     });
-    let answer = serde_json::json!({
-        "summary": summary.trim_end(),
-        "ranking": ranked.iter().map(|f| f.fingerprint.clone()).collect::<Vec<_>>(),
-    });
-    format!(
-        "```json\n{}\n```",
-        serde_json::to_string_pretty(&answer).unwrap_or_default()
-    )
+    ReduceAnswer {
+        summary: summary.trim_end().to_string(),
+        ranking: ranked.iter().map(|f| f.fingerprint.clone()).collect(),
+    }
 }
 
 #[cfg(test)]
@@ -560,7 +604,7 @@ mod tests {
     }
 
     #[test]
-    fn offline_reduce_is_deterministic_and_parsable() {
+    fn counted_summaries_are_deterministic_and_say_what_made_them() {
         let input = ReduceInput {
             groups: vec![],
             findings: vec![FindingNote {
@@ -573,18 +617,73 @@ mod tests {
             }],
             batch_summaries: vec![],
         };
-        let task = render_task(&input);
-        let a = offline_reduce(&task);
-        assert_eq!(a, offline_reduce(&task));
-        let parsed = parse_answer(&a).unwrap();
-        assert_eq!(parsed.ranking, vec!["f1"]);
-        assert!(parsed.summary.contains("1 verified findings"));
+        let a = counted_summary(&input, Counted::RuleEngine, EngineKind::RuleEngine);
+        let b = counted_summary(&input, Counted::RuleEngine, EngineKind::RuleEngine);
+        assert_eq!((&a.summary, &a.ranking), (&b.summary, &b.ranking));
+        assert_eq!(a.ranking, vec!["f1"]);
+        assert!(a.summary.contains("1 verified findings"));
+        assert!(
+            a.summary
+                .starts_with("Offline rule engine (not a language model)")
+        );
+        // A language model's run stopped early is not called a rule engine.
+        let stopped = counted_summary(&input, Counted::StoppedEarly, EngineKind::Llm);
+        assert!(
+            stopped
+                .summary
+                .starts_with("Counted summary: the run stopped early")
+        );
+        assert!(!stopped.summary.contains("rule engine"));
+    }
+
+    /// A language model stand-in for the tree test: it answers a reducer
+    /// task with the counted summary of what it was given.
+    struct CountingModel;
+
+    impl Provider for CountingModel {
+        fn name(&self) -> &str {
+            "counting"
+        }
+        fn model(&self) -> &str {
+            "counting"
+        }
+        fn engine(&self) -> EngineKind {
+            EngineKind::Llm
+        }
+        fn chat<'a>(
+            &'a self,
+            request: &'a ChatRequest,
+        ) -> futures::future::BoxFuture<
+            'a,
+            Result<crate::conversation::ChatResponse, crate::providers::ProviderError>,
+        > {
+            let Some(Message::User { text }) = request.messages.first() else {
+                panic!("the reducer sends one user message");
+            };
+            let body = text
+                .split("```json")
+                .nth(1)
+                .unwrap()
+                .split("```")
+                .next()
+                .unwrap();
+            let input: ReduceInput = serde_json::from_str(body.trim()).unwrap();
+            let a = counted_summary(&input, Counted::RuleEngine, EngineKind::Llm);
+            let text = serde_json::json!({"summary": a.summary, "ranking": a.ranking}).to_string();
+            Box::pin(async move {
+                Ok(crate::conversation::ChatResponse {
+                    text: Some(text),
+                    tool_calls: Vec::new(),
+                    usage: None,
+                    finish: crate::conversation::FinishReason::Stop,
+                })
+            })
+        }
     }
 
     #[tokio::test]
     async fn input_over_the_budget_is_reduced_in_batches_as_a_tree() {
-        let rules = std::sync::Arc::new(crate::rules::RuleSet::builtin().unwrap());
-        let provider = crate::providers::offline::Offline::new(rules);
+        let provider = CountingModel;
         let dir = tempfile::tempdir().unwrap();
         let agents = crate::agents::AgentSet::load(dir.path()).unwrap();
         let list: Vec<Checked> = (0..200)
@@ -595,7 +694,7 @@ mod tests {
             provider: &provider,
             context_tokens: 2_000,
             max_output_tokens: 1000,
-            skip_model: false,
+            stopped_early: false,
         };
         let reduced = reducer.reduce(&list, &[]).await;
         assert_eq!(reduced.findings.len(), 200);

@@ -9,10 +9,10 @@ use regex::Regex;
 use serde::Deserialize;
 
 use crate::findings::{Finding, Origin, Severity};
-use crate::inventory::language_of;
+use crate::language::language_of;
 
 /// The built-in rule set.
-pub const BUILTIN_RULES: &str = include_str!("../configs/rules.toml");
+pub(crate) const BUILTIN_RULES: &str = include_str!("../configs/rules.toml");
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,7 +41,7 @@ struct RawRule {
 
 /// One compiled rule.
 #[derive(Debug)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub id: String,
     pub languages: Vec<String>,
     pub severity: Severity,
@@ -53,9 +53,27 @@ pub struct Rule {
     skip_comments: bool,
 }
 
+/// A rule file that cannot be used: names the file, the rule and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum RuleError {
+    #[error("{source_name}: cannot read the rule file: {error}")]
+    Read {
+        source_name: String,
+        error: std::io::Error,
+    },
+    #[error("{source_name}: invalid rule file: {detail}")]
+    Toml { source_name: String, detail: String },
+    #[error("{source_name}: rule {id:?}: {problem}")]
+    Rule {
+        source_name: String,
+        id: String,
+        problem: String,
+    },
+}
+
 /// A compiled rule set.
 #[derive(Debug)]
-pub struct RuleSet {
+pub(crate) struct RuleSet {
     pub rules: Vec<Rule>,
     /// Where it came from (`builtin` or a path), for the run manifest.
     pub source: String,
@@ -65,30 +83,36 @@ pub struct RuleSet {
 
 impl RuleSet {
     /// Parses and compiles a rule file; errors name the source and the rule.
-    pub fn parse(source: &str, text: &str) -> Result<Self, String> {
-        let file: RuleFile = toml::from_str(text)
-            .map_err(|e| format!("{source}: invalid rule file: {}", toml_error(text, &e)))?;
+    pub(crate) fn parse(source: &str, text: &str) -> Result<Self, RuleError> {
+        let file: RuleFile = toml::from_str(text).map_err(|e| RuleError::Toml {
+            source_name: source.to_string(),
+            detail: crate::util::toml_error(text, &e),
+        })?;
         let mut rules = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
         for raw in file.rule {
-            let at = format!("{source}: rule {:?}", raw.id);
+            let at = |problem: String| RuleError::Rule {
+                source_name: source.to_string(),
+                id: raw.id.clone(),
+                problem,
+            };
             if !seen.insert(raw.id.clone()) {
-                return Err(format!("{at}: the id is used twice"));
+                return Err(at("the id is used twice".into()));
             }
             let severity = Severity::parse(&raw.severity).ok_or_else(|| {
-                format!(
-                    "{at}: severity {:?} is not one of critical, high, medium, low, info",
+                at(format!(
+                    "severity {:?} is not one of critical, high, medium, low, info",
                     raw.severity
-                )
+                ))
             })?;
             let pattern =
-                Regex::new(&raw.pattern).map_err(|e| format!("{at}: invalid pattern: {e}"))?;
+                Regex::new(&raw.pattern).map_err(|e| at(format!("invalid pattern: {e}")))?;
             let not_pattern = raw
                 .not_pattern
                 .as_deref()
                 .map(Regex::new)
                 .transpose()
-                .map_err(|e| format!("{at}: invalid not_pattern: {e}"))?;
+                .map_err(|e| at(format!("invalid not_pattern: {e}")))?;
             rules.push(Rule {
                 id: raw.id,
                 languages: raw.languages,
@@ -104,18 +128,28 @@ impl RuleSet {
         Ok(Self {
             rules,
             source: source.to_string(),
-            hash: crate::sha256_hex(text.as_bytes()),
+            hash: crate::util::sha256_hex(text.as_bytes()),
         })
     }
 
     /// The built-in rule set.
-    pub fn builtin() -> Result<Self, String> {
+    pub(crate) fn builtin() -> Result<Self, RuleError> {
         Self::parse("builtin:configs/rules.toml", BUILTIN_RULES)
+    }
+
+    /// The rule file at `path`.
+    pub(crate) fn load(path: &std::path::Path) -> Result<Self, RuleError> {
+        let source_name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|error| RuleError::Read {
+            source_name: source_name.clone(),
+            error,
+        })?;
+        Self::parse(&source_name, &text)
     }
 
     /// Applies every rule to the numbered lines of one file. `lines` must be
     /// in ascending order; they need not be the whole file.
-    pub fn apply(&self, path: &str, lines: &[(u32, String)]) -> Vec<Finding> {
+    pub(crate) fn apply(&self, path: &str, lines: &[(u32, String)]) -> Vec<Finding> {
         let language = language_of(path);
         let test_file = is_test_path(path);
         // In Rust, code after `#[cfg(test)]` is test code.
@@ -166,21 +200,8 @@ impl RuleSet {
     }
 }
 
-/// A TOML error as `line N: message`, without echoing the source line
-/// (which could hold anything the file holds).
-pub fn toml_error(text: &str, error: &toml::de::Error) -> String {
-    match error.span() {
-        Some(span) => format!(
-            "line {}: {}",
-            text.get(..span.start).unwrap_or(text).matches('\n').count() + 1,
-            error.message()
-        ),
-        None => error.message().to_string(),
-    }
-}
-
 /// Paths that hold tests by convention.
-pub fn is_test_path(path: &str) -> bool {
+pub(crate) fn is_test_path(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
     let name = lower.rsplit('/').next().unwrap_or(&lower);
     lower.split('/').any(|part| {
@@ -289,13 +310,15 @@ mod tests {
             "r.toml",
             "[[rule]]\nid='x'\nseverity='bad'\ntitle='t'\nmessage='m'\npattern='a'\n",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("r.toml: rule \"x\": severity"), "{e}");
         let e = RuleSet::parse(
             "r.toml",
             "[[rule]]\nid='x'\nseverity='low'\ntitle='t'\nmessage='m'\npattern='('\n",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("invalid pattern"), "{e}");
     }
 }

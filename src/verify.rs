@@ -23,7 +23,7 @@ const WINDOW: u32 = 3;
 
 /// A finding after verification.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Checked {
+pub(crate) struct Checked {
     pub finding: Finding,
     pub group: String,
     pub agent: String,
@@ -36,7 +36,11 @@ pub struct Checked {
 }
 
 /// Verifies every finding of every report.
-pub fn verify(reports: &[GroupReport], inventory: &Inventory, tools: &ToolContext) -> Vec<Checked> {
+pub(crate) fn verify(
+    reports: &[GroupReport],
+    inventory: &Inventory,
+    tools: &ToolContext,
+) -> Vec<Checked> {
     let known: BTreeSet<&str> = inventory.files.iter().map(|f| f.path.as_str()).collect();
     let mut cache: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
     let mut out = Vec::new();

@@ -12,24 +12,33 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools::READ_ONLY_TOOLS;
-
 /// The keys a front matter may have.
-const KEYS: &[&str] = &["name", "description", "tools", "max_rounds", "model"];
+const KEYS: &[&str] = &[
+    "name",
+    "description",
+    "tools",
+    "max_rounds",
+    "model",
+    "context_tokens",
+];
 
 /// Default rounds when a definition sets none.
-pub const DEFAULT_MAX_ROUNDS: u32 = 20;
+pub(crate) const DEFAULT_MAX_ROUNDS: u32 = 20;
 
 /// One agent, ready to run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AgentDefinition {
     pub name: String,
     pub description: String,
-    /// Allowed tools, each one of [`READ_ONLY_TOOLS`].
+    /// Allowed tools, each one of the read-only registry's.
     pub tools: Vec<String>,
     pub max_rounds: u32,
     /// A model that overrides the run's model for this agent.
     pub model: Option<String>,
+    /// The context window of this agent's model, in tokens, when it differs
+    /// from the run's `--context-tokens` (the reducer batches its input to
+    /// fit it).
+    pub context_tokens: Option<u64>,
     /// The system prompt (the Markdown body).
     pub prompt: String,
     /// Where it came from: `builtin:auditor.md` or a file path.
@@ -68,6 +77,8 @@ struct FrontMatter {
     max_rounds: Option<i64>,
     #[serde(default)]
     model: Option<String>,
+    #[serde(default)]
+    context_tokens: Option<i64>,
 }
 
 impl AgentDefinition {
@@ -162,16 +173,17 @@ impl AgentDefinition {
                 tools.push(tool);
             }
         }
+        let known: Vec<&str> = crate::tools::names().collect();
         for tool in &tools {
-            if !READ_ONLY_TOOLS.contains(&tool.as_str()) {
-                let hint = suggest(tool, READ_ONLY_TOOLS)
+            if !known.contains(&tool.as_str()) {
+                let hint = suggest(tool, &known)
                     .map(|s| format!(" (did you mean {s:?}?)"))
                     .unwrap_or_default();
                 return Err(err(
                     line_of("tools"),
                     format!(
                         "unknown tool {tool:?}{hint}; the tools are {} (all read-only)",
-                        READ_ONLY_TOOLS.join(", ")
+                        known.join(", ")
                     ),
                 ));
             }
@@ -183,6 +195,18 @@ impl AgentDefinition {
                 return Err(err(
                     line_of("max_rounds"),
                     format!("max_rounds must be between 1 and 1000, got {n}"),
+                ));
+            }
+        };
+        let context_tokens = match parsed.context_tokens {
+            None => None,
+            Some(n) if (1_000..=100_000_000).contains(&n) => Some(n as u64),
+            Some(n) => {
+                return Err(err(
+                    line_of("context_tokens"),
+                    format!(
+                        "context_tokens must be between 1000 and 100000000 (the model's context window), got {n}"
+                    ),
                 ));
             }
         };
@@ -199,9 +223,10 @@ impl AgentDefinition {
             tools,
             max_rounds,
             model: parsed.model.filter(|m| !m.trim().is_empty()),
+            context_tokens,
             prompt,
             source: source.to_string(),
-            hash: crate::sha256_hex(text.as_bytes()),
+            hash: crate::util::sha256_hex(text.as_bytes()),
         })
     }
 }
@@ -258,7 +283,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// Reads and parses an agent file from disk.
-pub fn load_file(path: &Path) -> Result<AgentDefinition, DefinitionError> {
+pub(crate) fn load_file(path: &Path) -> Result<AgentDefinition, DefinitionError> {
     let source = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| DefinitionError {
         source: source.clone(),
@@ -335,7 +360,10 @@ mod tests {
     fn suggestions_are_close_words_only() {
         assert_eq!(suggest("tool", KEYS), Some("tools"));
         assert_eq!(suggest("max-rounds", KEYS), Some("max_rounds"));
-        assert_eq!(suggest("read", READ_ONLY_TOOLS), Some("read_file"));
+        assert_eq!(
+            suggest("read", &crate::tools::names().collect::<Vec<_>>()),
+            Some("read_file")
+        );
         assert_eq!(suggest("zzzzzzzz", KEYS), None);
     }
 }

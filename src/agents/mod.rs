@@ -5,17 +5,25 @@
 //! repository's file overrides the built-in of the same name. Any invalid
 //! file is an error that names it: none is skipped silently.
 
-pub mod definition;
-pub mod subagent;
+pub(crate) mod definition;
+pub(crate) mod subagent;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use definition::{AgentDefinition, DefinitionError};
-pub use subagent::{AgentRun, AgentStatus, AgentTask, GroupReport, TaskFile, run_subagent};
+pub(crate) use definition::{AgentDefinition, DefinitionError};
+pub(crate) use subagent::{AgentRun, AgentStatus, AgentTask, GroupReport, TaskFile, run_subagent};
+
+/// No agent has the name asked for.
+#[derive(Debug, thiserror::Error)]
+#[error("no agent named {name:?}; the agents are: {known} (see `fanscan agents`)")]
+pub struct UnknownAgent {
+    name: String,
+    known: String,
+}
 
 /// The built-in agent files: (file name, text).
-pub const BUILTIN: &[(&str, &str)] = &[
+const BUILTIN: &[(&str, &str)] = &[
     (
         "planner.md",
         include_str!("../../configs/agents/planner.md"),
@@ -101,18 +109,38 @@ impl AgentSet {
     }
 
     /// The definition named `name`, or an error listing the names.
-    pub fn get(&self, name: &str) -> Result<&AgentDefinition, String> {
-        self.agents.get(name).ok_or_else(|| {
-            format!(
-                "no agent named {name:?}; the agents are: {} (see `fanscan agents`)",
-                self.agents.keys().cloned().collect::<Vec<_>>().join(", ")
-            )
+    pub fn get(&self, name: &str) -> Result<&AgentDefinition, UnknownAgent> {
+        self.agents.get(name).ok_or_else(|| UnknownAgent {
+            name: name.to_string(),
+            known: self.agents.keys().cloned().collect::<Vec<_>>().join(", "),
         })
     }
 
     /// Every definition, sorted by name.
     pub fn iter(&self) -> impl Iterator<Item = &AgentDefinition> {
         self.agents.values()
+    }
+
+    /// What `fanscan agents` prints: each definition's name, source, tools,
+    /// rounds, model and description.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for a in self.iter() {
+            let tools = if a.tools.is_empty() {
+                "(none)".to_string()
+            } else {
+                a.tools.join(", ")
+            };
+            out.push_str(&format!(
+                "{}\n  source:      {}\n  tools:       {tools}\n  max_rounds:  {}\n  model:       {}\n  description: {}\n\n",
+                a.name,
+                a.source,
+                a.max_rounds,
+                a.model.as_deref().unwrap_or("(the run's)"),
+                a.description
+            ));
+        }
+        out
     }
 }
 
@@ -127,7 +155,12 @@ mod tests {
         let names: Vec<&str> = set.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, vec!["auditor", "planner", "reducer", "security"]);
         assert!(set.get("planner").unwrap().tools.is_empty());
-        assert!(set.get("nope").unwrap_err().contains("auditor, planner"));
+        assert!(
+            set.get("nope")
+                .unwrap_err()
+                .to_string()
+                .contains("auditor, planner")
+        );
     }
 
     #[test]

@@ -15,18 +15,19 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::Spend;
+use crate::conversation::{
+    ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
+};
 use crate::events::EventSink;
 use crate::findings::{Finding, Origin, REPORT_FORMAT, Severity, TASK_COMPLETE, parse_report};
-use crate::providers::{
-    ChatRequest, ChatResponse, FinishReason, Message, Provider, ProviderError, ToolCall,
-    ToolChoice, Usage,
-};
+use crate::providers::{Provider, ProviderError};
 use crate::tools::secrets::Redaction;
 use crate::tools::{ToolContext, ToolError};
 
 /// Tokens of the system prompt, task and tool specs: a group's estimate is
 /// its content plus this.
-pub const TASK_OVERHEAD_TOKENS: u64 = 1_500;
+pub(crate) const TASK_OVERHEAD_TOKENS: u64 = 1_500;
 
 /// Most tool calls run from one model turn; the rest get an error result.
 const MAX_CALLS_PER_TURN: usize = 16;
@@ -38,7 +39,7 @@ tokio::task_local! {
 }
 
 /// The deepest nesting allowed: a sub-agent may not start another.
-pub const MAX_DEPTH: u32 = 1;
+pub(crate) const MAX_DEPTH: u32 = 1;
 
 /// One file of a task.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,7 +90,7 @@ impl AgentTask {
 }
 
 /// The forced final-summary request.
-pub fn summary_request() -> String {
+pub(crate) fn summary_request() -> String {
     format!(
         "Give the complete summary of every step's key findings in the report format: every finding \
          from every file you read, not only the latest ones. Do not call tools. End with {TASK_COMPLETE}.\n\n{REPORT_FORMAT}"
@@ -169,7 +170,7 @@ pub struct GroupReport {
 }
 
 /// What a sub-agent runs with.
-pub struct AgentRun<'a> {
+pub(crate) struct AgentRun<'a> {
     pub definition: &'a super::AgentDefinition,
     pub provider: &'a dyn Provider,
     pub tools: &'a Arc<ToolContext>,
@@ -179,13 +180,13 @@ pub struct AgentRun<'a> {
     /// Abort at once.
     pub cancel: &'a CancellationToken,
     /// The run's budget: every call's usage is counted here at once.
-    pub spend: &'a crate::budget::Spend,
+    pub spend: &'a Spend,
     pub max_output_tokens: u32,
 }
 
 /// Runs one sub-agent on one task. Never panics and never returns an
 /// error: failures are recorded in the report with what was done.
-pub async fn run_subagent(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
+pub(crate) async fn run_subagent(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     let depth = DEPTH.try_with(|d| *d).unwrap_or(0);
     if depth >= MAX_DEPTH {
         let mut report = empty_report(&run, task);
@@ -205,7 +206,7 @@ fn empty_report(run: &AgentRun<'_>, task: &AgentTask) -> GroupReport {
 impl GroupReport {
     /// A report of `task` with nothing done yet: files unhashed, status
     /// complete, no usage. The agent's model wins over the provider's.
-    pub fn empty(
+    pub(crate) fn empty(
         task: &AgentTask,
         definition: &super::AgentDefinition,
         provider: &dyn Provider,
@@ -242,6 +243,44 @@ impl GroupReport {
     }
 }
 
+impl GroupReport {
+    /// What `fanscan run-agent` prints: status, counters, findings and the
+    /// summary text.
+    pub fn render_text(&self) -> String {
+        let mut out = format!(
+            "agent {} ({}, {}): {}{}\nrounds {}, tool calls {} ({} errors), files read {}, tokens {} in / {} out\n\n",
+            self.agent,
+            self.provider,
+            self.model,
+            self.status.as_str(),
+            self.error
+                .as_deref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default(),
+            self.rounds,
+            self.tool_calls,
+            self.tool_errors,
+            self.files_read.len(),
+            crate::util::human_count(self.usage.input_tokens),
+            crate::util::human_count(self.usage.output_tokens)
+        );
+        for f in &self.findings {
+            out.push_str(&format!(
+                "- [{}] {} {}:{}\n",
+                f.severity.as_str(),
+                f.title,
+                f.path,
+                f.line
+            ));
+        }
+        if !self.summary_parsed && !self.summary.is_empty() {
+            out.push_str("\n(the summary had no findings block; its text follows)\n");
+        }
+        out.push_str(&format!("\n{}\n", self.summary));
+        out
+    }
+}
+
 async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     let mut report = empty_report(&run, task);
     run.events.started(&run.definition.name);
@@ -250,9 +289,20 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     // every secret in the group whatever the model reads.
     let paths: Vec<String> = task.files.iter().map(|f| f.path.clone()).collect();
     let tools = Arc::clone(run.tools);
-    let swept = tokio::task::spawn_blocking(move || tools.hash_and_sweep(&paths))
-        .await
-        .unwrap_or_default();
+    let swept = match tokio::task::spawn_blocking(move || tools.hash_and_sweep(&paths)).await {
+        Ok(swept) => swept,
+        Err(e) => {
+            // Without the sweep, no secret in the group would be reported:
+            // the group fails rather than pass as "no secrets".
+            report.status = AgentStatus::Failed;
+            report.error = Some(format!(
+                "the secret sweep of the group's files failed ({e}): a fanscan bug, please report it"
+            ));
+            run.events
+                .finished(report.status.as_str(), report.findings.len());
+            return report;
+        }
+    };
     let mut secrets: BTreeSet<(String, u32, &'static str)> = BTreeSet::new();
     for (index, (hash, redactions)) in swept.into_iter().enumerate() {
         if let Some(entry) = report.files.get_mut(index) {
@@ -275,7 +325,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         .transcript(json!({"type": "message", "message": messages[0]}));
     let mut files_read: BTreeSet<String> = BTreeSet::new();
     let mut last_text: Option<String> = None;
-    let mut ended = None;
+    let mut ended: Option<Ended> = None;
 
     while ended.is_none() {
         let stopping = run.wrap_up.is_cancelled();
@@ -298,7 +348,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             + u64::from(request.max_output_tokens.min(512));
         if stopping || !run.spend.allows(expected) {
             if report.rounds == 0 {
-                ended = Some(ProviderError::Cancelled);
+                ended = Some(Ended::Cancelled);
             } else {
                 report.status = AgentStatus::WrappedUp;
             }
@@ -309,7 +359,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         let response = match call(&run, &request, &mut report).await {
             Ok(r) => r,
             Err(e) => {
-                ended = Some(e);
+                ended = Some(Ended::from(e));
                 break;
             }
         };
@@ -336,7 +386,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             report.status = AgentStatus::Complete;
             break;
         }
-        let results = run_tools(
+        let results = match run_tools(
             &run,
             &allowed,
             &calls,
@@ -344,7 +394,14 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             &mut files_read,
             &mut secrets,
         )
-        .await;
+        .await
+        {
+            Ok(results) => results,
+            Err(reason) => {
+                ended = Some(Ended::Failed(reason));
+                break;
+            }
+        };
         for result in results {
             run.events
                 .transcript(json!({"type": "message", "message": result}));
@@ -357,7 +414,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     }
 
     match ended {
-        Some(ProviderError::Cancelled) => {
+        Some(Ended::Cancelled) => {
             report.status = AgentStatus::Interrupted;
             report.error = Some(if report.rounds == 0 {
                 "stopped before its first call: the run was stopped early (a budget or an interrupt)".into()
@@ -365,9 +422,9 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
                 "interrupted".into()
             });
         }
-        Some(error) => {
+        Some(Ended::Failed(reason)) => {
             report.status = AgentStatus::Failed;
-            report.error = Some(error.to_string());
+            report.error = Some(reason);
         }
         None => {
             // The forced final summary: always asked, exactly once.
@@ -440,7 +497,7 @@ async fn call(
         input_tokens: request
             .estimated_tokens()
             .saturating_sub(u64::from(request.max_output_tokens)),
-        output_tokens: crate::estimate_tokens(
+        output_tokens: crate::util::estimate_tokens(
             response.text.as_ref().map_or(0, |t| t.len() as u64)
                 + response
                     .tool_calls
@@ -451,12 +508,14 @@ async fn call(
         cached_tokens: 0,
     });
     report.usage.add(usage);
-    run.spend.add(usage, &report.model);
+    run.spend.add(&report.agent, usage, &report.model);
     run.events.usage(usage);
     Ok(response)
 }
 
-/// Runs every call of a turn and answers each id, in order.
+/// Runs every call of a turn and answers each id, in order. An error is a
+/// failure that is not the model's (a tool thread panicked, the disk
+/// failed): the group fails with it.
 async fn run_tools(
     run: &AgentRun<'_>,
     allowed: &[String],
@@ -464,7 +523,7 @@ async fn run_tools(
     report: &mut GroupReport,
     files_read: &mut BTreeSet<String>,
     secrets: &mut BTreeSet<(String, u32, &'static str)>,
-) -> Vec<Message> {
+) -> Result<Vec<Message>, String> {
     let mut runnable = Vec::new();
     let mut answers: Vec<Option<(String, bool)>> = vec![None; calls.len()];
     for (index, call) in calls.iter().enumerate() {
@@ -503,7 +562,7 @@ async fn run_tools(
             .collect::<Vec<_>>()
     })
     .await
-    .unwrap_or_default();
+    .map_err(|e| format!("a tool thread failed ({e}): a fanscan bug, please report it"))?;
     for (index, output) in outputs {
         answers[index] = Some(match output {
             Ok(out) => {
@@ -514,9 +573,10 @@ async fn run_tools(
                 (out.text, false)
             }
             Err(ToolError::Model(message)) => (format!("error: {message}"), true),
+            Err(ToolError::Internal(message)) => return Err(message),
         });
     }
-    calls
+    Ok(calls
         .iter()
         .zip(answers)
         .map(|(call, answer)| {
@@ -532,7 +592,24 @@ async fn run_tools(
                 is_error,
             }
         })
-        .collect()
+        .collect())
+}
+
+/// Why a loop ended before its summary.
+enum Ended {
+    /// Cancelled (Ctrl-C, a budget) before it could finish.
+    Cancelled,
+    /// A failure, with the reason the report gives.
+    Failed(String),
+}
+
+impl From<ProviderError> for Ended {
+    fn from(error: ProviderError) -> Self {
+        match error {
+            ProviderError::Cancelled => Self::Cancelled,
+            other => Self::Failed(other.to_string()),
+        }
+    }
 }
 
 /// The main argument of a call, for progress lines.
@@ -549,7 +626,7 @@ fn target_of(arguments: &str) -> String {
 
 /// The finding the tool layer reports for a redacted secret. It carries no
 /// evidence: the report must not repeat the secret either.
-pub fn secret_finding(path: String, line: u32, kind: &str) -> Finding {
+pub(crate) fn secret_finding(path: String, line: u32, kind: &str) -> Finding {
     // A secret in test code is often a fixture, but still worth a look.
     let in_tests = crate::rules::is_test_path(&path);
     Finding {

@@ -1,7 +1,8 @@
 //! `fanscan plan --estimate`: a token and cost range for a scan, before any
 //! model is called.
 //!
-//! Takes the plan and the run's context; gives low and high estimates. Each
+//! Takes the plan, the model's name and price and the output limit; gives
+//! low and high estimates. Each
 //! sub-agent re-sends its conversation every round, so input grows with the
 //! rounds its reads are spread over: the low end assumes every file is read
 //! in one round, the high end over four, plus the forced summary turn.
@@ -9,7 +10,8 @@
 use serde::Serialize;
 
 use super::Plan;
-use crate::Context;
+use crate::conversation::Usage;
+use crate::prices::Price;
 
 /// Tokens of the system prompt, task and tool specs sent every round.
 const OVERHEAD: u64 = 1_500;
@@ -35,16 +37,25 @@ impl Estimate {
         };
         format!(
             "estimate for model {}: {} groups, {} content tokens; {} to {} tokens in all, {cost}",
-            self.model, self.groups, self.content_tokens, self.low_tokens, self.high_tokens
+            self.model,
+            self.groups,
+            crate::util::human_count(self.content_tokens),
+            crate::util::human_count(self.low_tokens),
+            crate::util::human_count(self.high_tokens)
         )
     }
 }
 
-/// Estimates a scan of `plan`.
-pub fn estimate(plan: &Plan, ctx: &Context) -> Estimate {
-    let output = u64::from(ctx.settings.max_output_tokens);
-    let mut low = crate::providers::Usage::default();
-    let mut high = crate::providers::Usage::default();
+/// Estimates a scan of `plan` with `model` at `price` (unknown: `None`).
+pub(crate) fn estimate(
+    plan: &Plan,
+    model: &str,
+    price: Option<Price>,
+    max_output_tokens: u32,
+) -> Estimate {
+    let output = u64::from(max_output_tokens);
+    let mut low = Usage::default();
+    let mut high = Usage::default();
     let mut content_tokens = 0;
     for g in &plan.groups {
         content_tokens += g.tokens;
@@ -55,7 +66,6 @@ pub fn estimate(plan: &Plan, ctx: &Context) -> Estimate {
         high.input_tokens += 6 * OVERHEAD + 4 * g.tokens;
         high.output_tokens += 2 * output;
     }
-    let price = ctx.price();
     Estimate {
         groups: plan.groups.len(),
         content_tokens,
@@ -63,6 +73,6 @@ pub fn estimate(plan: &Plan, ctx: &Context) -> Estimate {
         high_tokens: high.total(),
         low_cost_usd: price.map(|p| p.cost(&low)),
         high_cost_usd: price.map(|p| p.cost(&high)),
-        model: ctx.provider.model().to_string(),
+        model: model.to_string(),
     }
 }

@@ -8,6 +8,8 @@
 //! Unknown paths are dropped, duplicates kept once, leftovers packed by the
 //! default planner, oversize groups split; each repair is noted. If the
 //! planner fails outright, the default plan is used and the notes say so.
+//! A run without a language model (the offline rule engine) takes the
+//! deterministic plan of [`offline_answer`] instead of asking anything.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,14 +17,15 @@ use serde::Deserialize;
 
 use super::{Plan, make_group, pack, pack_plan};
 use crate::agents::AgentDefinition;
+use crate::conversation::{ChatRequest, Message, ToolChoice, Usage};
 use crate::inventory::{FileEntry, Inventory};
-use crate::providers::{ChatRequest, Message, Provider, ToolChoice, Usage};
+use crate::providers::{EngineKind, Provider};
 
 /// Above this many files the tree is too long for one planner prompt.
-pub const MAX_PLANNER_FILES: usize = 3000;
+pub(crate) const MAX_PLANNER_FILES: usize = 3000;
 
 /// The planner's task message.
-pub fn render_task(inventory: &Inventory, group_tokens: u64) -> String {
+pub(crate) fn render_task(inventory: &Inventory, group_tokens: u64) -> String {
     let mut text = format!(
         "TASK: plan\nBudget: {group_tokens} estimated tokens per group\nFiles ({}), one per line: path<TAB>bytes<TAB>language<TAB>estimated tokens\n",
         inventory.files.len()
@@ -54,7 +57,7 @@ struct AnswerGroup {
 
 /// Asks the planner agent and repairs its answer; falls back to the default
 /// plan on failure. Returns the plan and the tokens the planner used.
-pub async fn plan(
+pub(crate) async fn plan(
     inventory: &Inventory,
     group_tokens: u64,
     definition: &AgentDefinition,
@@ -68,6 +71,12 @@ pub async fn plan(
             inventory.files.len()
         ));
         return (plan, Usage::default());
+    }
+    if provider.engine() == EngineKind::RuleEngine {
+        return (
+            repair(inventory, group_tokens, offline_answer(inventory)),
+            Usage::default(),
+        );
     }
     let request = ChatRequest {
         model: definition.model.clone(),
@@ -203,35 +212,31 @@ fn repair(inventory: &Inventory, group_tokens: u64, answer: Answer) -> Plan {
 /// directory (root files together), with a focus note naming its
 /// languages. Over-budget groups are split by the repair step, as any
 /// planner's would be.
-pub fn offline_plan(task: &str) -> String {
+fn offline_answer(inventory: &Inventory) -> Answer {
     let mut by_top: BTreeMap<String, (Vec<String>, BTreeSet<String>)> = BTreeMap::new();
-    for line in task.lines() {
-        let fields: Vec<&str> = line.split('\t').collect();
-        if fields.len() != 4 {
-            continue;
-        }
-        let path = fields[0];
-        let top = match path.split_once('/') {
+    for f in &inventory.files {
+        let top = match f.path.split_once('/') {
             Some((top, _)) => top.to_string(),
             None => ".".to_string(),
         };
         let entry = by_top.entry(top).or_default();
-        entry.0.push(path.to_string());
-        entry.1.insert(fields[2].to_string());
+        entry.0.push(f.path.clone());
+        entry
+            .1
+            .insert(f.language.clone().unwrap_or_else(|| "text".to_string()));
     }
-    let groups: Vec<serde_json::Value> = by_top
-        .into_iter()
-        .map(|(top, (files, languages))| {
-            let languages: Vec<String> = languages.into_iter().collect();
-            serde_json::json!({
-                "files": files,
-                "focus": format!("{top}: {}", languages.join(", ")),
+    Answer {
+        groups: by_top
+            .into_iter()
+            .map(|(top, (files, languages))| {
+                let languages: Vec<String> = languages.into_iter().collect();
+                AnswerGroup {
+                    files,
+                    focus: Some(format!("{top}: {}", languages.join(", "))),
+                }
             })
-        })
-        .collect();
-    let body =
-        serde_json::to_string_pretty(&serde_json::json!({ "groups": groups })).unwrap_or_default();
-    format!("Offline rule engine plan: one group per top-level directory.\n\n```json\n{body}\n```")
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -278,9 +283,9 @@ mod tests {
     }
 
     #[test]
-    fn offline_plan_answers_a_parsable_plan() {
+    fn the_offline_plan_is_one_group_per_top_level_directory() {
         let inv = inventory(&[("a.rs", 1), ("src/b.rs", 1), ("src/c/d.rs", 1)]);
-        let answer = parse_answer(&offline_plan(&render_task(&inv, 100))).unwrap();
+        let answer = offline_answer(&inv);
         assert_eq!(answer.groups.len(), 2);
         assert_eq!(answer.groups[1].files, vec!["src/b.rs", "src/c/d.rs"]);
     }

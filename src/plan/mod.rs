@@ -7,8 +7,9 @@
 //! The LLM planner ([`llm`]) asks the planner agent and then validates and
 //! repairs its answer so that every file is in exactly one group.
 
-pub mod estimate;
-pub mod llm;
+pub(crate) mod estimate;
+pub(crate) mod llm;
+pub(crate) mod render;
 
 use std::collections::BTreeMap;
 
@@ -71,30 +72,64 @@ impl Plan {
             .collect()
     }
 
-    /// SHA-256 of the plan's groups, for the run manifest.
+    /// SHA-256 of the plan's groups (ids, files, tokens, focus), for the
+    /// run manifest.
     pub fn hash(&self) -> String {
-        let text = serde_json::to_string(&self.groups).unwrap_or_default();
-        crate::sha256_hex(text.as_bytes())
+        let mut text = String::new();
+        for g in &self.groups {
+            text.push_str(&g.id);
+            text.push('\0');
+            for f in &g.files {
+                text.push_str(f);
+                text.push('\n');
+            }
+            text.push('\0');
+            text.push_str(&g.tokens.to_string());
+            text.push('\0');
+            text.push_str(g.focus.as_deref().unwrap_or_default());
+            text.push('\n');
+        }
+        crate::util::sha256_hex(text.as_bytes())
     }
 
     /// Errors when the plan has more groups than `max_groups` (0: no cap).
-    pub fn check_cap(&self, max_groups: usize) -> Result<(), String> {
+    pub fn check_cap(&self, max_groups: usize) -> Result<(), PlanError> {
         if max_groups > 0 && self.groups.len() > max_groups {
-            return Err(format!(
-                "the plan has {} groups, over --max-groups {max_groups}; raise --group-tokens (now {}) to make fewer, larger groups, raise --max-groups, or narrow the scan with --include/--exclude",
-                self.groups.len(),
-                self.group_tokens
-            ));
+            let tokens: u64 = self.groups.iter().map(|g| g.tokens).sum();
+            // Groups are packed to about 80% of the budget on average.
+            let fits = (tokens as f64 / max_groups as f64 / 0.8 / 1000.0).ceil() as u64 * 1000;
+            return Err(PlanError::TooManyGroups {
+                groups: self.groups.len(),
+                max_groups,
+                group_tokens: self.group_tokens,
+                suggested: fits.max(self.group_tokens * 2),
+            });
         }
         Ok(())
     }
 }
 
+/// A plan that cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(
+        "the plan has {groups} groups, over --max-groups {max_groups}. For a repository this large: \
+         raise --group-tokens (now {group_tokens}; about {suggested} fits under the cap) to make fewer, larger groups, \
+         narrow the scan with --include/--exclude (or a .fanscanignore), or raise --max-groups if you mean to run that many agents"
+    )]
+    TooManyGroups {
+        groups: usize,
+        max_groups: usize,
+        group_tokens: u64,
+        suggested: u64,
+    },
+}
+
 /// A group id from its sorted member paths: a readable stem from their
 /// common directory and a short hash.
-pub fn group_id(files: &[String]) -> String {
+pub(crate) fn group_id(files: &[String]) -> String {
     let joined = files.join("\n");
-    let hash = crate::sha256_hex(joined.as_bytes());
+    let hash = crate::util::sha256_hex(joined.as_bytes());
     let common = common_dir(files);
     let slug: String = common
         .chars()
@@ -136,7 +171,7 @@ fn parent(path: &str) -> &str {
 }
 
 /// Packs files (sorted by path) into groups under `budget` tokens.
-pub fn pack(files: &[FileEntry], budget: u64) -> Vec<Group> {
+pub(crate) fn pack(files: &[FileEntry], budget: u64) -> Vec<Group> {
     let budget = budget.max(1);
     let mut by_dir: BTreeMap<&str, Vec<&FileEntry>> = BTreeMap::new();
     for f in files {
@@ -195,7 +230,10 @@ fn close<'a>(
 }
 
 /// A group from (path, tokens) members, ids and order settled.
-pub fn make_group(members: impl Iterator<Item = (String, u64)>, focus: Option<String>) -> Group {
+pub(crate) fn make_group(
+    members: impl Iterator<Item = (String, u64)>,
+    focus: Option<String>,
+) -> Group {
     let mut members: Vec<(String, u64)> = members.collect();
     members.sort();
     let files: Vec<String> = members.iter().map(|(p, _)| p.clone()).collect();
@@ -279,7 +317,11 @@ mod tests {
             groups: pack(&[file("a", 10), file("b/c", 10)], 10),
             notes: vec![],
         };
-        assert!(plan.check_cap(1).unwrap_err().contains("--group-tokens"));
+        let e = plan.check_cap(1).unwrap_err().to_string();
+        assert!(
+            e.contains("--group-tokens") && e.contains("--include"),
+            "{e}"
+        );
         assert!(plan.check_cap(0).is_ok());
     }
 }

@@ -5,102 +5,72 @@
 //! starts with every `tool_result` block, `input` arrives as an object.
 //! Under `anthropic-version: 2026-10-21` no sampling parameter is sent.
 
-use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::http::HttpLayer;
-use super::{
-    ChatRequest, ChatResponse, EngineKind, FinishReason, Message, Provider, ProviderError,
-    ToolCall, ToolChoice, Usage,
+use super::ProviderError;
+use super::http::DecodeError;
+use super::remote::Wire;
+use crate::conversation::{
+    ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
 };
 
 /// The API version sent by default.
-pub const DEFAULT_VERSION: &str = "2023-06-01";
+pub(crate) const DEFAULT_VERSION: &str = "2023-06-01";
 
-/// A Messages endpoint.
-pub struct Anthropic {
-    http: HttpLayer,
-    url: String,
-    model: String,
-    headers: HeaderMap,
-    sampling: bool,
+/// The Messages wire format.
+pub(crate) struct Anthropic {
+    /// Where the key comes from, for error messages.
+    pub(crate) key_env: String,
+    /// The `anthropic-version` header.
+    pub(crate) version: String,
 }
 
 impl Anthropic {
-    /// `base_url` is the API root (`https://api.anthropic.com`).
-    pub fn new(
-        http: HttpLayer,
-        base_url: &str,
-        model: &str,
-        api_key: Option<&str>,
-        version: &str,
-    ) -> Result<Self, ProviderError> {
+    /// Versions from 2026-10-21 on refuse sampling parameters.
+    fn sampling(&self) -> bool {
+        self.version.as_str() < "2026-10-21"
+    }
+}
+
+impl Wire for Anthropic {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    fn url(&self, base: &str) -> String {
+        if base.ends_with("/v1") {
+            format!("{base}/messages")
+        } else {
+            format!("{base}/v1/messages")
+        }
+    }
+
+    fn headers(&self, api_key: Option<&str>) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         if let Some(key) = api_key {
-            let mut value = HeaderValue::from_str(key).map_err(|_| {
-                ProviderError::Other(
-                    "the API key has characters an HTTP header cannot carry".into(),
-                )
+            let mut value = HeaderValue::from_str(key).map_err(|_| ProviderError::BadKey {
+                key_env: self.key_env.clone(),
             })?;
             value.set_sensitive(true);
             headers.insert("x-api-key", value);
         }
-        let version_value = HeaderValue::from_str(version)
-            .map_err(|_| ProviderError::Other(format!("invalid anthropic-version {version:?}")))?;
-        headers.insert("anthropic-version", version_value);
-        let base = base_url.trim_end_matches('/');
-        let url = if base.ends_with("/v1") {
-            format!("{base}/messages")
-        } else {
-            format!("{base}/v1/messages")
-        };
-        Ok(Self {
-            http,
-            url,
-            model: model.to_string(),
-            headers,
-            // Versions from 2026-10-21 on refuse sampling parameters.
-            sampling: version < "2026-10-21",
-        })
+        let version =
+            HeaderValue::from_str(&self.version).map_err(|_| ProviderError::BadHeader {
+                name: "anthropic-version",
+                value: self.version.clone(),
+            })?;
+        headers.insert("anthropic-version", version);
+        Ok(headers)
     }
 
-    async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let model = request.model.as_deref().unwrap_or(&self.model);
-        let body = encode(model, request, self.sampling);
-        let answer = self
-            .http
-            .post_json(
-                &self.url,
-                &self.headers,
-                &body,
-                request.estimated_tokens(),
-                decode,
-            )
-            .await?;
-        Ok(answer.value)
-    }
-}
-
-impl Provider for Anthropic {
-    fn name(&self) -> &str {
-        "anthropic"
+    fn encode(&self, model: &str, request: &ChatRequest) -> Value {
+        encode(model, request, self.sampling())
     }
 
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn engine(&self) -> EngineKind {
-        EngineKind::Llm
-    }
-
-    fn chat<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.call(request))
+    fn decode(&self, body: &[u8]) -> Result<ChatResponse, DecodeError> {
+        decode(body)
     }
 }
 
@@ -210,14 +180,15 @@ struct WireUsage {
     cache_read_input_tokens: Option<u64>,
 }
 
-fn decode(body: &[u8]) -> Result<ChatResponse, String> {
-    let wire: WireResponse =
-        serde_json::from_slice(body).map_err(|e| format!("invalid message: {e}"))?;
+fn decode(body: &[u8]) -> Result<ChatResponse, DecodeError> {
+    let wire: WireResponse = serde_json::from_slice(body)?;
     if wire.kind.as_deref() == Some("error") {
-        return Err("an error object arrived with HTTP 200".to_string());
+        return Err(DecodeError::Shape("an error object arrived with HTTP 200"));
     }
     if wire.content.is_empty() && wire.stop_reason.is_none() {
-        return Err("the message has neither content nor stop_reason".to_string());
+        return Err(DecodeError::Shape(
+            "the message has neither content nor stop_reason",
+        ));
     }
     let mut texts = Vec::new();
     let mut tool_calls = Vec::new();

@@ -15,14 +15,24 @@ use reqwest::header::HeaderMap;
 use serde::Serialize;
 
 use super::ProviderError;
-use super::limits::{Concurrency, RateLimits};
+use super::limits::{Concurrency, RateLimits, secs_f64};
+
+/// Why a successful (2xx) body is not the answer a wire format expects; the
+/// call is retried like a 5xx.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DecodeError {
+    #[error("invalid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("{0}")]
+    Shape(&'static str),
+}
 
 /// 429s one call may wait out before they count as failed attempts.
 const MAX_RATE_LIMIT_WAITS: u32 = 50;
 
 /// How calls are retried.
 #[derive(Clone, Debug)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     /// Attempts per call, the first included.
     pub max_attempts: u32,
     /// First backoff delay; doubled each retry.
@@ -47,7 +57,7 @@ impl Default for RetryPolicy {
 
 /// Counters of one run, shared by every call.
 #[derive(Debug, Default)]
-pub struct CallStats {
+pub(crate) struct CallStats {
     /// HTTP requests sent (retries included).
     pub requests: AtomicU64,
     /// Retries made.
@@ -63,7 +73,7 @@ pub struct CallStats {
 
 impl CallStats {
     /// Counters with a run-wide retry budget.
-    pub fn new(retry_budget: u64) -> Self {
+    pub(crate) fn new(retry_budget: u64) -> Self {
         Self {
             retry_budget: AtomicU64::new(retry_budget),
             ..Self::default()
@@ -116,13 +126,13 @@ fn parse_error_body(body: &[u8]) -> ErrorBody {
 }
 
 /// The first bytes of a body, as text, for error messages.
-pub fn head(body: &[u8]) -> String {
+pub(crate) fn head(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(&body[..body.len().min(200)]);
     text.trim().to_string()
 }
 
 /// The one HTTP client of a provider.
-pub struct HttpLayer {
+pub(crate) struct HttpLayer {
     client: reqwest::Client,
     provider: String,
     key_env: String,
@@ -133,15 +143,9 @@ pub struct HttpLayer {
     timeout: Duration,
 }
 
-/// A successful answer: the parsed body and the headers.
-pub struct Answer<T> {
-    pub value: T,
-    pub headers: HeaderMap,
-}
-
 impl HttpLayer {
     /// Builds the client. `timeout` bounds a whole request.
-    pub fn new(
+    pub(crate) fn new(
         provider: &str,
         key_env: &str,
         timeout: Duration,
@@ -157,7 +161,7 @@ impl HttpLayer {
             // A redirect could carry x-api-key to another host.
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| ProviderError::Other(format!("cannot build the HTTP client: {e}")))?;
+            .map_err(|e| ProviderError::Client(e.to_string()))?;
         Ok(Self {
             client,
             provider: provider.to_string(),
@@ -170,29 +174,23 @@ impl HttpLayer {
         })
     }
 
-    /// The shared rate limits.
-    pub fn limits(&self) -> &Arc<RateLimits> {
-        &self.limits
-    }
-
     /// POSTs `body` as JSON and parses the answer with `parse`, retrying
     /// what is worth retrying. `tokens` is the request's estimate, reserved
     /// against the tokens-per-minute limit before each attempt. A 200 whose
     /// body `parse` rejects is retried like a 5xx.
-    pub async fn post_json<B, T, F>(
+    pub(crate) async fn post_json<B, T, F>(
         &self,
         url: &str,
         headers: &HeaderMap,
         body: &B,
         tokens: u64,
         parse: F,
-    ) -> Result<Answer<T>, ProviderError>
+    ) -> Result<T, ProviderError>
     where
         B: Serialize + ?Sized,
-        F: Fn(&[u8]) -> Result<T, String>,
+        F: Fn(&[u8]) -> Result<T, DecodeError>,
     {
-        let body = serde_json::to_vec(body)
-            .map_err(|e| ProviderError::Other(format!("cannot encode the request: {e}")))?;
+        let body = serde_json::to_vec(body).map_err(ProviderError::Encode)?;
         let mut attempt: u32 = 0;
         let mut rate_waits: u32 = 0;
         loop {
@@ -224,11 +222,11 @@ impl HttpLayer {
             }
             let delay = match server_wait {
                 Some(wait) if wait > self.policy.max_server_wait => {
-                    return Err(ProviderError::Other(format!(
-                        "{error}; the server asks to wait {:.0} s, longer than the {:.0} s fanscan honours (raise --max-retry-wait)",
-                        wait.as_secs_f64(),
-                        self.policy.max_server_wait.as_secs_f64()
-                    )));
+                    return Err(ProviderError::WaitTooLong {
+                        last: error.to_string(),
+                        wait_secs: wait.as_secs_f64(),
+                        max_secs: self.policy.max_server_wait.as_secs_f64(),
+                    });
                 }
                 Some(wait) => wait,
                 None => backoff(&self.policy, attempt - 1),
@@ -252,9 +250,9 @@ impl HttpLayer {
         headers: &HeaderMap,
         body: &[u8],
         parse: &F,
-    ) -> Result<Answer<T>, (ProviderError, Option<Duration>, bool)>
+    ) -> Result<T, (ProviderError, Option<Duration>, bool)>
     where
-        F: Fn(&[u8]) -> Result<T, String>,
+        F: Fn(&[u8]) -> Result<T, DecodeError>,
     {
         let response = self
             .client
@@ -277,11 +275,11 @@ impl HttpLayer {
         };
         if status.is_success() {
             return match parse(&bytes) {
-                Ok(value) => Ok(Answer { value, headers }),
+                Ok(value) => Ok(value),
                 Err(detail) => Err((
                     ProviderError::BadResponse {
                         provider: self.provider.clone(),
-                        detail,
+                        detail: detail.to_string(),
                         head: head(&bytes),
                     },
                     None,
@@ -390,7 +388,7 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 /// The server-directed wait: `retry-after-ms`, else `retry-after` as seconds
 /// or an HTTP date.
-pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     if let Some(ms) = header_str(headers, "retry-after-ms").and_then(|v| v.parse::<f64>().ok())
         && ms.is_finite()
         && ms >= 0.0
@@ -406,14 +404,8 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     Some(Duration::try_from(span).unwrap_or(Duration::ZERO))
 }
 
-/// Seconds as a duration, clamped: a server may send any number, and a
-/// huge one must become "too long", never a panic.
-pub fn secs_f64(secs: f64) -> Duration {
-    Duration::try_from_secs_f64(secs.clamp(0.0, 1e9)).unwrap_or(Duration::ZERO)
-}
-
 /// `min(base · 2^n, max)` less up to 25% jitter, as the official SDKs do.
-pub fn backoff(policy: &RetryPolicy, retries_taken: u32) -> Duration {
+pub(crate) fn backoff(policy: &RetryPolicy, retries_taken: u32) -> Duration {
     let factor = 2f64.powi(retries_taken.min(30) as i32);
     let delay = (policy.base_delay.as_secs_f64() * factor).min(policy.max_delay.as_secs_f64());
     Duration::from_secs_f64(delay * (1.0 - 0.25 * fastrand::f64()))

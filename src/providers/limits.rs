@@ -8,7 +8,7 @@
 //! once: servers enforce per-minute limits over shorter windows.
 
 use std::num::NonZeroU32;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
@@ -20,7 +20,7 @@ use tokio::time::Instant;
 type Limiter = RateLimiter<NotKeyed, InMemoryState, DefaultClock>;
 
 /// Requests-per-minute and tokens-per-minute limits shared by every agent.
-pub struct RateLimits {
+pub(crate) struct RateLimits {
     rpm: Option<Limiter>,
     tpm: Option<(Limiter, NonZeroU32)>,
     clock: DefaultClock,
@@ -35,7 +35,7 @@ pub struct RateLimits {
 impl RateLimits {
     /// `rpm` and `tpm` of 0 mean unlimited; no pause lasts longer than
     /// `max_pause`.
-    pub fn new(rpm: u32, tpm: u64, max_pause: Duration) -> Self {
+    pub(crate) fn new(rpm: u32, tpm: u64, max_pause: Duration) -> Self {
         let clock = DefaultClock::default();
         let rpm = NonZeroU32::new(rpm).and_then(|n| {
             // 2% under the limit: network and scheduling jitter can bring
@@ -64,13 +64,14 @@ impl RateLimits {
         }
     }
 
-    /// No limits at all (the offline engine).
-    pub fn unlimited() -> Self {
+    /// No limits at all.
+    #[cfg(test)]
+    fn unlimited() -> Self {
         Self::new(0, 0, Duration::from_secs(120))
     }
 
     /// Waits until one request of about `tokens` tokens may be sent.
-    pub async fn acquire(&self, tokens: u64) {
+    pub(crate) async fn acquire(&self, tokens: u64) {
         self.wait_pause().await;
         if let Some(limiter) = &self.rpm {
             loop {
@@ -111,7 +112,7 @@ impl RateLimits {
     async fn wait_pause(&self) {
         let mut waited = false;
         loop {
-            let until = self.paused_until.lock().map(|g| *g).unwrap_or(None);
+            let until = *relock(&self.paused_until);
             match until {
                 Some(t) if t > Instant::now() => {
                     tokio::time::sleep_until(t).await;
@@ -130,18 +131,17 @@ impl RateLimits {
 
     /// Pauses every agent of this limiter for `wait` from now (a 429's
     /// `retry-after`). Never shortens a pause already in force.
-    pub fn pause_for(&self, wait: Duration) {
+    pub(crate) fn pause_for(&self, wait: Duration) {
         let now = Instant::now();
         let until = now.checked_add(wait.min(self.max_pause)).unwrap_or(now);
-        if let Ok(mut guard) = self.paused_until.lock() {
-            *guard = Some(guard.map_or(until, |t| t.max(until)));
-        }
+        let mut guard = relock(&self.paused_until);
+        *guard = Some(guard.map_or(until, |t| t.max(until)));
     }
 
     /// Reads the server's rate-limit headers and, when one says nothing is
     /// left, pauses everyone until its reset. Values of `-1` or absent
     /// headers mean "unknown", never "zero left".
-    pub fn observe_headers(&self, headers: &HeaderMap) {
+    pub(crate) fn observe_headers(&self, headers: &HeaderMap) {
         if let Some(wait) = exhausted_wait(headers) {
             self.pause_for(wait);
         }
@@ -151,7 +151,7 @@ impl RateLimits {
 /// Requests in flight, adapted to the server: halved on a 429/529 burst,
 /// one added back after a run of successes, never above the maximum
 /// (`--jobs`). Additive increase, multiplicative decrease.
-pub struct Concurrency {
+pub(crate) struct Concurrency {
     max: usize,
     state: Mutex<ConcurrencyState>,
     notify: tokio::sync::Notify,
@@ -166,11 +166,12 @@ struct ConcurrencyState {
 }
 
 /// A request slot; frees itself when dropped.
-pub struct Slot<'a>(&'a Concurrency);
+pub(crate) struct Slot<'a>(&'a Concurrency);
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        if let Ok(mut s) = self.0.state.lock() {
+        {
+            let mut s = relock(&self.0.state);
             s.in_flight = s.in_flight.saturating_sub(1);
         }
         self.0.notify.notify_waiters();
@@ -179,7 +180,7 @@ impl Drop for Slot<'_> {
 
 impl Concurrency {
     /// At most `max` requests in flight (at least one).
-    pub fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize) -> Self {
         let max = max.max(1);
         Self {
             max,
@@ -195,13 +196,11 @@ impl Concurrency {
     }
 
     /// Waits for a slot under the current limit.
-    pub async fn acquire(&self) -> Slot<'_> {
+    pub(crate) async fn acquire(&self) -> Slot<'_> {
         loop {
             let notified = self.notify.notified();
             {
-                let Ok(mut s) = self.state.lock() else {
-                    return Slot(self);
-                };
+                let mut s = relock(&self.state);
                 if s.in_flight < s.limit {
                     s.in_flight += 1;
                     return Slot(self);
@@ -213,24 +212,21 @@ impl Concurrency {
 
     /// A success: after a run of them as long as twice the limit, one more
     /// request may be in flight.
-    pub fn succeeded(&self) {
-        if let Ok(mut s) = self.state.lock() {
-            s.successes += 1;
-            if s.successes >= 2 * s.limit && s.limit < self.max {
-                s.limit += 1;
-                s.successes = 0;
-                drop(s);
-                self.notify.notify_waiters();
-            }
+    pub(crate) fn succeeded(&self) {
+        let mut s = relock(&self.state);
+        s.successes += 1;
+        if s.successes >= 2 * s.limit && s.limit < self.max {
+            s.limit += 1;
+            s.successes = 0;
+            drop(s);
+            self.notify.notify_waiters();
         }
     }
 
     /// An overload answer (429, 529): halve the limit, once per burst (cuts
     /// closer than 250 ms apart count as one burst). Returns the new limit.
-    pub fn overloaded(&self) -> usize {
-        let Ok(mut s) = self.state.lock() else {
-            return self.max;
-        };
+    pub(crate) fn overloaded(&self) -> usize {
+        let mut s = relock(&self.state);
         let now = Instant::now();
         if s.last_cut
             .is_none_or(|t| now - t >= Duration::from_millis(250))
@@ -244,16 +240,15 @@ impl Concurrency {
     }
 
     /// The current limit and the lowest it has been.
-    pub fn limits(&self) -> (usize, usize) {
-        self.state
-            .lock()
-            .map(|s| (s.limit, s.lowest))
-            .unwrap_or((self.max, self.max))
+    #[cfg(test)]
+    fn limits(&self) -> (usize, usize) {
+        let s = relock(&self.state);
+        (s.limit, s.lowest)
     }
 }
 
 /// The longest reset among the limits the headers say are used up.
-pub fn exhausted_wait(headers: &HeaderMap) -> Option<Duration> {
+pub(crate) fn exhausted_wait(headers: &HeaderMap) -> Option<Duration> {
     let get = |name: &str| {
         headers
             .get(name)
@@ -300,7 +295,7 @@ fn nearly_out(remaining: Option<i64>, limit: Option<i64>) -> bool {
 
 /// Parses a Go-style duration as OpenAI sends it: `12ms`, `1s`, `6m0s`,
 /// `39.9s`, `1h2m3.5s`.
-pub fn parse_go_duration(text: &str) -> Option<Duration> {
+pub(crate) fn parse_go_duration(text: &str) -> Option<Duration> {
     let mut total = 0.0f64;
     let mut number = String::new();
     let mut chars = text.trim().chars().peekable();
@@ -336,7 +331,7 @@ pub fn parse_go_duration(text: &str) -> Option<Duration> {
     if !number.is_empty() || !any || !total.is_finite() || total < 0.0 {
         return None;
     }
-    Some(super::http::secs_f64(total))
+    Some(secs_f64(total))
 }
 
 /// Time from now until an RFC 3339 instant (zero when it is past).
@@ -345,6 +340,19 @@ fn until_rfc3339(text: &str) -> Option<Duration> {
     let now = jiff::Timestamp::now();
     let span = at.duration_since(now);
     Some(Duration::try_from(span).unwrap_or(Duration::ZERO))
+}
+
+/// The state behind a lock. These locks guard plain counters and instants
+/// that no code panics while holding; should one be poisoned anyway, the
+/// state is still the real one, so it is used rather than dropped.
+fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Seconds as a duration, clamped: a server may send any number, and a
+/// huge one must become "too long", never a panic.
+pub(crate) fn secs_f64(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs.clamp(0.0, 1e9)).unwrap_or(Duration::ZERO)
 }
 
 #[cfg(test)]

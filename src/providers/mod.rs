@@ -1,164 +1,29 @@
-//! Providers: the one internal conversation model and a [`Provider`] per wire
-//! format.
+//! Providers: a [`Provider`] per wire format over the one conversation
+//! model of [`crate::conversation`].
 //!
 //! Takes a [`ChatRequest`] (system prompt, messages, tool specs, tool choice)
-//! and gives a [`ChatResponse`] (text, tool calls, usage). Each wire format
-//! converts to and from this model once, inside its own module; retries and
-//! rate limits live under every provider in [`http`] and [`limits`], so no
-//! caller ever sleeps or retries.
+//! and gives a [`ChatResponse`] (text, tool calls, usage). The two remote
+//! wire formats ([`openai`], [`anthropic`]) only encode requests and decode
+//! responses; [`remote`] is their one call path, over the one HTTP layer
+//! ([`http`]) where retries and rate limits ([`limits`]) live, so no caller
+//! ever sleeps or retries. [`offline`] is the rule engine that plays a
+//! sub-agent's model.
 
-pub mod anthropic;
-pub mod http;
-pub mod limits;
-pub mod offline;
-pub mod openai;
+pub(crate) mod anthropic;
+pub(crate) mod http;
+pub(crate) mod limits;
+pub(crate) mod offline;
+pub(crate) mod openai;
+pub(crate) mod remote;
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-/// One message of a conversation. The system prompt is not a message: it
-/// travels in [`ChatRequest::system`], because wire formats disagree on
-/// where it goes.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "snake_case")]
-pub enum Message {
-    /// Text from the user (our code: the task, the forced-summary request).
-    User { text: String },
-    /// What the model answered: optional text and any number of tool calls.
-    Assistant {
-        #[serde(skip_serializing_if = "Option::is_none")]
-        text: Option<String>,
-        #[serde(skip_serializing_if = "Vec::is_empty", default)]
-        tool_calls: Vec<ToolCall>,
-    },
-    /// The answer to one tool call, matched by id.
-    ToolResult {
-        call_id: String,
-        name: String,
-        content: String,
-        is_error: bool,
-    },
-}
-
-/// A tool call as the model made it. `arguments` is kept as the raw JSON text
-/// the model produced: it may be malformed, and that is the tool layer's
-/// business (it answers with an error the model can correct).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-}
-
-/// A tool as offered to the model.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    /// JSON schema of the arguments object.
-    pub parameters: serde_json::Value,
-}
-
-/// Whether the model may call tools in this turn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolChoice {
-    /// The model decides.
-    Auto,
-    /// Tools are switched off: the answer must be text (the forced summary).
-    None,
-}
-
-/// Token usage of one call, or summed over many.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Input tokens served from the provider's prompt cache (already counted
-    /// in `input_tokens`).
-    #[serde(default)]
-    pub cached_tokens: u64,
-}
-
-impl Usage {
-    /// Adds another usage into this one.
-    pub fn add(&mut self, other: Usage) {
-        // Saturating: a server may report any number.
-        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
-        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
-        self.cached_tokens = self.cached_tokens.saturating_add(other.cached_tokens);
-    }
-
-    /// Input plus output tokens.
-    pub fn total(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
-    }
-}
-
-/// Why the model stopped.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FinishReason {
-    Stop,
-    ToolCalls,
-    /// Cut by the output token limit: a tool call in this answer may be
-    /// truncated.
-    Length,
-    Refusal,
-    Other(String),
-}
-
-/// One request to a model.
-#[derive(Clone, Debug)]
-pub struct ChatRequest {
-    /// A model that overrides the provider's for this request (an agent
-    /// definition's `model`).
-    pub model: Option<String>,
-    pub system: String,
-    pub messages: Vec<Message>,
-    pub tools: Vec<ToolSpec>,
-    pub tool_choice: ToolChoice,
-    pub max_output_tokens: u32,
-}
-
-impl ChatRequest {
-    /// A rough token estimate of the request (bytes / 3), used to reserve
-    /// tokens-per-minute capacity before it is sent.
-    pub fn estimated_tokens(&self) -> u64 {
-        let mut bytes = self.system.len();
-        for message in &self.messages {
-            bytes += match message {
-                Message::User { text } => text.len(),
-                Message::Assistant { text, tool_calls } => {
-                    text.as_ref().map_or(0, String::len)
-                        + tool_calls
-                            .iter()
-                            .map(|c| c.name.len() + c.arguments.len() + 16)
-                            .sum::<usize>()
-                }
-                Message::ToolResult { content, .. } => content.len() + 16,
-            };
-        }
-        for tool in &self.tools {
-            bytes += tool.name.len() + tool.description.len() + tool.parameters.to_string().len();
-        }
-        crate::estimate_tokens(bytes as u64) + u64::from(self.max_output_tokens)
-    }
-}
-
-/// What a model answered.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ChatResponse {
-    pub text: Option<String>,
-    pub tool_calls: Vec<ToolCall>,
-    /// Absent when the server did not report it (some compatible servers).
-    pub usage: Option<Usage>,
-    pub finish: FinishReason,
-}
+use crate::conversation::{ChatRequest, ChatResponse};
 
 /// Errors of a provider call, carrying what the caller needs to act.
 #[derive(Debug, thiserror::Error)]
@@ -210,8 +75,22 @@ pub enum ProviderError {
     RetryBudget { last: String },
     #[error("cancelled")]
     Cancelled,
-    #[error("{0}")]
-    Other(String),
+    #[error("the API key in ${key_env} has characters an HTTP header cannot carry: check it")]
+    BadKey { key_env: String },
+    #[error("invalid {name} header value {value:?}")]
+    BadHeader { name: &'static str, value: String },
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    #[error("cannot encode the request: {0}")]
+    Encode(#[source] serde_json::Error),
+    #[error(
+        "{last}; the server asks to wait {wait_secs:.0} s, longer than the {max_secs:.0} s fanscan honours (raise --max-retry-wait)"
+    )]
+    WaitTooLong {
+        last: String,
+        wait_secs: f64,
+        max_secs: f64,
+    },
 }
 
 fn retry_after_text(retry_after: &Option<Duration>) -> String {
@@ -225,7 +104,7 @@ fn retry_after_text(retry_after: &Option<Duration>) -> String {
 ///
 /// Returns a boxed future so that providers can be chosen at run time and
 /// shared as `Arc<dyn Provider>` by many concurrent agents.
-pub trait Provider: Send + Sync {
+pub(crate) trait Provider: Send + Sync {
     /// The provider's name as reports show it (`openai`, `offline`, ...).
     fn name(&self) -> &str;
     /// The model name as reports show it.
@@ -258,4 +137,4 @@ impl fmt::Display for EngineKind {
 }
 
 /// A shared provider.
-pub type SharedProvider = Arc<dyn Provider>;
+pub(crate) type SharedProvider = Arc<dyn Provider>;

@@ -1,13 +1,15 @@
-//! The offline provider: a deterministic rule engine that plays the model's
-//! part through the same protocol, so `fanscan scan .` works with no key
-//! and no network, and every stage of the pipeline runs in tests.
+//! The offline provider: a deterministic rule engine that plays a
+//! sub-agent's model through the same protocol, so `fanscan scan .` works
+//! with no key and no network, and every stage of the pipeline runs in
+//! tests.
 //!
-//! Takes a [`ChatRequest`] like any provider; gives what a careful model
-//! would: `read_file` calls for the group's files (paging on where a file is
-//! cut), then findings from the rule set applied to exactly what the tools
-//! returned, ending with `[TASK_COMPLETE]`; a plan for the planner task and
-//! a deterministic summary for the reducer task. Reports name it a rule
-//! engine, not a language model.
+//! Takes a sub-agent's [`ChatRequest`] like any provider; gives what a
+//! careful model would: `read_file` calls for the group's files (paging on
+//! where a file is cut), then findings from the rule set applied to exactly
+//! what the tools returned, ending with `[TASK_COMPLETE]`. It serves the
+//! sub-agent loop only: planning and reducing take their deterministic
+//! paths themselves when the run has no language model. Reports name it a
+//! rule engine, not a language model.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -15,12 +17,12 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{
-    ChatRequest, ChatResponse, EngineKind, FinishReason, Message, Provider, ProviderError,
-    ToolCall, ToolChoice, Usage,
+use super::{EngineKind, Provider, ProviderError};
+use crate::conversation::{
+    ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
 };
 use crate::findings::{Finding, Severity, TASK_COMPLETE, render_block};
-use crate::inventory::language_of;
+use crate::language::language_of;
 use crate::rules::RuleSet;
 
 /// Most tool calls the engine makes in one turn.
@@ -29,16 +31,16 @@ const CALLS_PER_TURN: usize = 16;
 const EXPLORE_FILES: usize = 200;
 
 /// The offline rule engine.
-pub struct Offline {
+pub(crate) struct Offline {
     rules: Arc<RuleSet>,
 }
 
 impl Offline {
-    pub fn new(rules: Arc<RuleSet>) -> Self {
+    pub(crate) fn new(rules: Arc<RuleSet>) -> Self {
         Self { rules }
     }
 
-    fn answer(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+    fn answer(&self, request: &ChatRequest) -> ChatResponse {
         let task = request
             .messages
             .iter()
@@ -47,14 +49,7 @@ impl Offline {
                 _ => None,
             })
             .unwrap_or_default();
-        let text = if task.starts_with("TASK: plan") {
-            crate::plan::llm::offline_plan(task)
-        } else if task.starts_with("TASK: reduce") {
-            crate::reduce::offline_reduce(task)
-        } else {
-            return Ok(self.audit(task, request));
-        };
-        Ok(reply(Some(text), Vec::new()))
+        self.audit(task, request)
     }
 
     fn audit(&self, task: &str, request: &ChatRequest) -> ChatResponse {
@@ -192,7 +187,7 @@ impl Provider for Offline {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async move { self.answer(request) })
+        Box::pin(async move { Ok(self.answer(request)) })
     }
 }
 
@@ -344,9 +339,7 @@ mod tests {
         let engine = Offline::new(Arc::new(RuleSet::builtin().unwrap()));
         let task = "TASK: audit-group g1\n- src/a.rs (10 bytes, rust)\n";
         let mut messages = vec![Message::User { text: task.into() }];
-        let r = engine
-            .answer(&request(messages.clone(), ToolChoice::Auto))
-            .unwrap();
+        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto));
         assert_eq!(r.tool_calls.len(), 1);
         assert_eq!(r.tool_calls[0].arguments, r#"{"path":"src/a.rs"}"#);
         messages.push(Message::Assistant {
@@ -359,14 +352,12 @@ mod tests {
             content: "src/a.rs (3 lines)\n     1\tfn a() {\n     2\t    x.unwrap();\n[cut: showing lines 1-2 of 3; call read_file with offset=3 to continue]\n".into(),
             is_error: false,
         });
-        let r = engine
-            .answer(&request(messages.clone(), ToolChoice::Auto))
-            .unwrap();
+        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto));
         assert_eq!(
             r.tool_calls[0].arguments,
             r#"{"offset":3,"path":"src/a.rs"}"#
         );
-        let r = engine.answer(&request(messages, ToolChoice::None)).unwrap();
+        let r = engine.answer(&request(messages, ToolChoice::None));
         let text = r.text.unwrap();
         assert!(text.contains("not a language model"));
         assert!(text.ends_with(TASK_COMPLETE));

@@ -5,86 +5,52 @@
 //! lenient when reading: `arguments` as a string or an object, `content` as
 //! a string or parts, `usage` optional.
 
-use futures::future::BoxFuture;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::http::HttpLayer;
-use super::{
-    ChatRequest, ChatResponse, EngineKind, FinishReason, Message, Provider, ProviderError,
-    ToolCall, ToolChoice, Usage,
+use super::ProviderError;
+use super::http::DecodeError;
+use super::remote::Wire;
+use crate::conversation::{
+    ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
 };
 
-/// A Chat Completions endpoint.
-pub struct OpenAi {
-    http: HttpLayer,
-    url: String,
-    model: String,
-    headers: HeaderMap,
+/// The Chat Completions wire format.
+pub(crate) struct OpenAi {
+    /// Where the key comes from, for error messages.
+    pub(crate) key_env: String,
 }
 
-impl OpenAi {
-    /// `base_url` is the API root (`https://api.openai.com/v1`); a key is
-    /// optional because local servers often need none.
-    pub fn new(
-        http: HttpLayer,
-        base_url: &str,
-        model: &str,
-        api_key: Option<&str>,
-    ) -> Result<Self, ProviderError> {
+impl Wire for OpenAi {
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+
+    fn url(&self, base: &str) -> String {
+        format!("{base}/chat/completions")
+    }
+
+    fn headers(&self, api_key: Option<&str>) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         if let Some(key) = api_key {
             let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                ProviderError::Other(
-                    "the API key has characters an HTTP header cannot carry".into(),
-                )
+                ProviderError::BadKey {
+                    key_env: self.key_env.clone(),
+                }
             })?;
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
-        Ok(Self {
-            http,
-            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
-            model: model.to_string(),
-            headers,
-        })
+        Ok(headers)
     }
 
-    async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let body = encode(request.model.as_deref().unwrap_or(&self.model), request);
-        let answer = self
-            .http
-            .post_json(
-                &self.url,
-                &self.headers,
-                &body,
-                request.estimated_tokens(),
-                decode,
-            )
-            .await?;
-        Ok(answer.value)
-    }
-}
-
-impl Provider for OpenAi {
-    fn name(&self) -> &str {
-        "openai"
+    fn encode(&self, model: &str, request: &ChatRequest) -> Value {
+        encode(model, request)
     }
 
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn engine(&self) -> EngineKind {
-        EngineKind::Llm
-    }
-
-    fn chat<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.call(request))
+    fn decode(&self, body: &[u8]) -> Result<ChatResponse, DecodeError> {
+        decode(body)
     }
 }
 
@@ -192,14 +158,13 @@ struct WireDetails {
 }
 
 /// Parses a response body; an error string makes the HTTP layer retry.
-fn decode(body: &[u8]) -> Result<ChatResponse, String> {
-    let wire: WireResponse =
-        serde_json::from_slice(body).map_err(|e| format!("invalid chat completion: {e}"))?;
+fn decode(body: &[u8]) -> Result<ChatResponse, DecodeError> {
+    let wire: WireResponse = serde_json::from_slice(body)?;
     let choice = wire
         .choices
         .into_iter()
         .next()
-        .ok_or_else(|| "the response has no choices".to_string())?;
+        .ok_or(DecodeError::Shape("the chat completion has no choices"))?;
     let text = match choice.message.content {
         Some(Value::String(s)) => Some(s),
         Some(Value::Array(parts)) => Some(
@@ -264,7 +229,7 @@ fn decode(body: &[u8]) -> Result<ChatResponse, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::ToolSpec;
+    use crate::conversation::ToolSpec;
 
     #[test]
     fn decodes_tool_calls_with_string_or_object_arguments_and_no_usage() {

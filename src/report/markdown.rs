@@ -8,7 +8,7 @@ use crate::findings::Severity;
 use crate::reduce::Merged;
 
 /// Renders `report` as Markdown.
-pub fn render(report: &Report) -> String {
+pub(super) fn render(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# fanscan report: {}\n", report.root);
     let _ = writeln!(

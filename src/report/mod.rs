@@ -1,25 +1,28 @@
-//! The report: one [`Report`] value, rendered as Markdown or JSON by pure
-//! functions, and the exit code.
+//! The report: one [`Report`] value assembled from the stages' values
+//! ([`assemble`]), rendered as Markdown or JSON by pure functions, and the
+//! exit code.
 //!
 //! The JSON schema is versioned (`schema_version`) and documented in the
 //! README; it carries a run manifest (fanscan version, provider, model,
 //! hashes of the agent definitions, rule set and plan) so that a run can be
 //! reproduced and compared.
 
-pub mod markdown;
+mod markdown;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::agents::{AgentStatus, GroupReport};
+use crate::agents::{AgentStatus, AgentTask, GroupReport};
+use crate::budget::AgentUsage;
+use crate::conversation::Usage;
 use crate::inventory::Skipped;
 use crate::plan::Plan;
-use crate::providers::{EngineKind, Usage};
-use crate::reduce::Merged;
+use crate::providers::EngineKind;
+use crate::reduce::{Merged, Reduced};
 
 /// The JSON schema version; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// Exit codes, as documented in the README and `--help`.
 pub mod exit {
@@ -134,14 +137,6 @@ pub struct Stats {
     pub agents: BTreeMap<String, AgentUsage>,
 }
 
-/// One agent's tokens and cost over the run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct AgentUsage {
-    #[serde(flatten)]
-    pub usage: Usage,
-    pub cost_usd: Option<f64>,
-}
-
 /// The report of one run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
@@ -182,16 +177,174 @@ impl Report {
     }
 
     /// Renders the report.
-    pub fn render(&self, format: Format) -> String {
+    pub fn render(&self, format: Format) -> Result<String, RenderError> {
         match format {
-            Format::Md => markdown::render(self),
+            Format::Md => Ok(markdown::render(self)),
             Format::Json => {
-                let mut text = serde_json::to_string_pretty(self).unwrap_or_else(|e| {
-                    format!("{{\"error\": \"cannot serialize the report: {e}\"}}")
-                });
+                let mut text = serde_json::to_string_pretty(self).map_err(RenderError::Json)?;
                 text.push('\n');
-                text
+                Ok(text)
             }
         }
     }
+}
+
+/// A report that cannot be rendered: exit code 1, never an empty report.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("cannot serialize the report as JSON: {0}")]
+    Json(#[source] serde_json::Error),
+}
+
+/// Who made the report and with what: the run's identity.
+#[derive(Clone, Debug)]
+pub(crate) struct RunInfo {
+    pub(crate) provider: String,
+    pub(crate) engine: EngineKind,
+    pub(crate) model: String,
+    pub(crate) root: String,
+    pub(crate) started_at: String,
+    pub(crate) duration_ms: u64,
+    pub(crate) manifest: Manifest,
+}
+
+/// HTTP counters of the run.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CallCounts {
+    pub(crate) requests: u64,
+    pub(crate) retries: u64,
+    pub(crate) rate_limited: u64,
+    pub(crate) lowest_concurrency: u64,
+}
+
+/// Everything the stages gave, from which the report is assembled.
+pub(crate) struct Parts {
+    pub(crate) run: RunInfo,
+    pub(crate) plan: Plan,
+    pub(crate) skipped: Vec<Skipped>,
+    pub(crate) reports: Vec<GroupReport>,
+    pub(crate) not_started: Vec<AgentTask>,
+    pub(crate) reduced: Reduced,
+    /// Why the run was stopped early (the run control's reasons).
+    pub(crate) stopped: Vec<String>,
+    /// Notes of the run itself (transcripts that could not be written).
+    pub(crate) run_notes: Vec<String>,
+    pub(crate) calls: CallCounts,
+    /// What each agent spent (the budget's ledger), the total and its cost.
+    pub(crate) spent: (BTreeMap<String, AgentUsage>, Usage, Option<f64>),
+}
+
+/// Assembles the report: coverage accounts for every planned file, the
+/// run is complete only when every group ran to the end and nothing
+/// stopped it, and the notes say what a reader should know.
+pub(crate) fn assemble(parts: Parts) -> Report {
+    let Parts {
+        run,
+        plan,
+        skipped,
+        reports,
+        not_started,
+        reduced,
+        stopped,
+        run_notes,
+        calls,
+        spent: (agents, usage, cost_usd),
+    } = parts;
+    let coverage = coverage(skipped, &reports, &not_started);
+    let mut incomplete_reasons = stopped;
+    let failed_groups = reports.iter().filter(|r| !r.status.reviewed()).count();
+    if failed_groups > 0 {
+        incomplete_reasons.push(format!("{failed_groups} groups failed."));
+    }
+    if !not_started.is_empty() {
+        incomplete_reasons.push(format!("{} groups never started.", not_started.len()));
+    }
+    let mut notes = plan.notes.clone();
+    notes.extend(reduced.notes.iter().cloned());
+    notes.extend(run_notes);
+    let count = |status: AgentStatus| reports.iter().filter(|r| r.status == status).count();
+    let wrapped = count(AgentStatus::WrappedUp);
+    if wrapped > 0 {
+        notes.push(format!(
+            "{wrapped} agents were asked to wrap up early and gave their summary"
+        ));
+    }
+    let max_rounds = count(AgentStatus::MaxRounds);
+    if max_rounds > 0 {
+        notes.push(format!(
+            "{max_rounds} agents reached max_rounds; their summaries were still taken"
+        ));
+    }
+    Report {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo {
+            name: "fanscan".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        provider: run.provider,
+        engine: run.engine,
+        model: run.model,
+        root: run.root,
+        started_at: run.started_at,
+        duration_ms: run.duration_ms,
+        manifest: run.manifest,
+        complete: incomplete_reasons.is_empty(),
+        incomplete_reasons,
+        summary: reduced.summary,
+        groups: reports.iter().map(GroupOutcome::from).collect(),
+        plan,
+        findings: reduced.findings,
+        unverified: reduced.unverified,
+        coverage,
+        stats: Stats {
+            requests: calls.requests,
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cached_tokens: usage.cached_tokens,
+            retries: calls.retries,
+            rate_limited: calls.rate_limited,
+            lowest_concurrency: calls.lowest_concurrency,
+            cost_usd,
+            agents,
+        },
+        notes,
+    }
+}
+
+/// Every planned file ends reviewed, skipped or failed.
+fn coverage(skipped: Vec<Skipped>, reports: &[GroupReport], not_started: &[AgentTask]) -> Coverage {
+    let mut coverage = Coverage {
+        skipped,
+        ..Coverage::default()
+    };
+    for r in reports {
+        let read: BTreeSet<&str> = r.files_read.iter().map(String::as_str).collect();
+        for f in &r.files {
+            if r.status.reviewed() {
+                coverage.reviewed.push(f.path.clone());
+                if !read.contains(f.path.as_str()) {
+                    coverage.unread.push(f.path.clone());
+                }
+            } else {
+                coverage.failed.push(FailedFile {
+                    path: f.path.clone(),
+                    group: r.group.clone(),
+                    reason: r.error.clone().unwrap_or_else(|| r.status.as_str().into()),
+                });
+            }
+        }
+    }
+    for t in not_started {
+        for f in &t.files {
+            coverage.failed.push(FailedFile {
+                path: f.path.clone(),
+                group: t.group.clone(),
+                reason: "not started: the run was stopped early".into(),
+            });
+        }
+    }
+    coverage.reviewed.sort();
+    coverage.unread.sort();
+    coverage.failed.sort_by(|a, b| a.path.cmp(&b.path));
+    coverage
 }

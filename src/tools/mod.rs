@@ -7,8 +7,8 @@
 //! result is redacted ([`secrets`]) before it can reach a provider. No tool
 //! writes, executes or reaches the network; there is no other registry.
 
-pub mod paths;
-pub mod secrets;
+pub(crate) mod paths;
+pub(crate) mod secrets;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -17,17 +17,13 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::providers::ToolSpec;
+use crate::conversation::ToolSpec;
 use paths::{Resolved, resolve};
 use secrets::{Redaction, Redactor};
 
-/// The names of every tool that exists. Agent definitions may only name
-/// these; none of them can write, execute or reach the network.
-pub const READ_ONLY_TOOLS: &[&str] = &["list_dir", "read_file", "grep"];
-
 /// Limits of the tools.
 #[derive(Clone, Debug)]
-pub struct ToolLimits {
+pub(crate) struct ToolLimits {
     /// Largest file `read_file` and `grep` will open.
     pub max_file_bytes: u64,
     /// Most bytes of one tool result.
@@ -57,7 +53,7 @@ impl Default for ToolLimits {
 /// What every tool call needs: the canonical root, limits, the redactor
 /// and, in a scan, the scope (the inventoried files).
 #[derive(Clone)]
-pub struct ToolContext {
+pub(crate) struct ToolContext {
     root: PathBuf,
     limits: ToolLimits,
     redactor: Arc<Redactor>,
@@ -69,7 +65,7 @@ pub struct ToolContext {
 
 /// A tool's answer.
 #[derive(Debug, Default)]
-pub struct ToolOutput {
+pub(crate) struct ToolOutput {
     /// What the model sees (already redacted).
     pub text: String,
     /// Repo-relative files whose content the model saw.
@@ -80,15 +76,24 @@ pub struct ToolOutput {
 
 /// A tool failure.
 #[derive(Debug, thiserror::Error)]
-pub enum ToolError {
-    /// Told to the model as an error result; the loop goes on.
+pub(crate) enum ToolError {
+    /// The model's mistake or a refusal (a bad path, a binary file, bad
+    /// arguments): told to the model as an error result; the loop goes on.
     #[error("{0}")]
     Model(String),
+    /// Not the model's doing and not its to fix (the disk failed under a
+    /// file the scan covers): the group fails with this reason.
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl ToolContext {
     /// A context for `root`, which is canonicalized here.
-    pub fn new(root: &Path, limits: ToolLimits, redactor: Arc<Redactor>) -> std::io::Result<Self> {
+    pub(crate) fn new(
+        root: &Path,
+        limits: ToolLimits,
+        redactor: Arc<Redactor>,
+    ) -> std::io::Result<Self> {
         Ok(Self {
             root: root.canonicalize()?,
             limits,
@@ -98,7 +103,7 @@ impl ToolContext {
     }
 
     /// The same context, limited to `files` (repo-relative paths).
-    pub fn scoped(&self, files: impl IntoIterator<Item = String>) -> Self {
+    pub(crate) fn scoped(&self, files: impl IntoIterator<Item = String>) -> Self {
         Self {
             scope: Some(Arc::new(files.into_iter().collect())),
             ..self.clone()
@@ -110,24 +115,28 @@ impl ToolContext {
     }
 
     /// The canonical scan root.
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// The redactor shared by the run.
-    pub fn redactor(&self) -> &Redactor {
+    pub(crate) fn redactor(&self) -> &Redactor {
         &self.redactor
     }
 
     /// The specs of the named tools, in the order given; unknown names are
     /// left out (definitions are validated before they get here).
-    pub fn specs(names: &[String]) -> Vec<ToolSpec> {
-        names.iter().filter_map(|n| spec(n)).collect()
+    pub(crate) fn specs(names: &[String]) -> Vec<ToolSpec> {
+        names
+            .iter()
+            .filter_map(|n| find(n))
+            .map(|t| t.spec())
+            .collect()
     }
 
     /// Runs tool `name` with the model's raw `arguments`. Synchronous:
     /// callers run it on a blocking thread.
-    pub fn call(&self, name: &str, arguments: &str) -> Result<ToolOutput, ToolError> {
+    pub(crate) fn call(&self, name: &str, arguments: &str) -> Result<ToolOutput, ToolError> {
         if let Some(rest) = arguments.strip_prefix("<truncated by max_tokens>") {
             return Err(ToolError::Model(format!(
                 "this call was cut by the output token limit, its arguments may be incomplete ({}); call it again",
@@ -148,18 +157,19 @@ impl ToolContext {
                 "arguments for {name} must be a JSON object, got {args}"
             )));
         }
-        match name {
-            "list_dir" => self.list_dir(parse(name, args)?),
-            "read_file" => self.read_file(parse(name, args)?),
-            "grep" => self.grep(parse(name, args)?),
-            other => Err(ToolError::Model(format!("unknown tool {other:?}"))),
+        match find(name) {
+            Some(tool) => tool.run(self, args),
+            None => Err(ToolError::Model(format!(
+                "unknown tool {name:?}; the tools are: {}",
+                names().collect::<Vec<_>>().join(", ")
+            ))),
         }
     }
 
     /// For each path: the SHA-256 of its bytes (empty when unreadable) and
     /// the secrets in it. Used to pin what a group audited and to report
     /// every secret whatever the model reads.
-    pub fn hash_and_sweep(&self, paths: &[String]) -> Vec<(String, Vec<Redaction>)> {
+    pub(crate) fn hash_and_sweep(&self, paths: &[String]) -> Vec<(String, Vec<Redaction>)> {
         paths
             .iter()
             .map(|path| {
@@ -172,7 +182,7 @@ impl ToolContext {
                 let Ok(bytes) = std::fs::read(&file.real) else {
                     return (String::new(), Vec::new());
                 };
-                let hash = crate::sha256_hex(&bytes);
+                let hash = crate::util::sha256_hex(&bytes);
                 if is_binary(&bytes) || bytes.len() as u64 > self.limits.max_file_bytes {
                     return (hash, Vec::new());
                 }
@@ -184,11 +194,159 @@ impl ToolContext {
     }
 
     fn resolve(&self, path: &str) -> Result<Resolved, ToolError> {
-        resolve(&self.root, path).map_err(ToolError::Model)
+        resolve(&self.root, path).map_err(|e| ToolError::Model(e.to_string()))
     }
 
-    fn list_dir(&self, args: ListDirArgs) -> Result<ToolOutput, ToolError> {
-        let dir = self.resolve(args.path.as_deref().unwrap_or(""))?;
+    /// Reads a whole (capped) text file and redacts it.
+    fn load_text(&self, file: &Resolved) -> Result<(String, Vec<Redaction>, bool), ToolError> {
+        let meta = std::fs::metadata(&file.real).map_err(|e| read_error(&file.rel, &e))?;
+        if meta.is_dir() {
+            return Err(ToolError::Model(format!(
+                "{:?} is a directory; use list_dir",
+                file.rel
+            )));
+        }
+        if !meta.is_file() {
+            // A FIFO or device would block the read forever.
+            return Err(ToolError::Model(format!(
+                "{:?} is not a regular file (a pipe, socket or device)",
+                file.rel
+            )));
+        }
+        if meta.len() > self.limits.max_file_bytes {
+            return Err(ToolError::Model(format!(
+                "{:?} is {} bytes, over the {} byte read limit",
+                file.rel,
+                meta.len(),
+                self.limits.max_file_bytes
+            )));
+        }
+        let bytes = std::fs::read(&file.real).map_err(|e| read_error(&file.rel, &e))?;
+        if is_binary(&bytes) {
+            return Err(ToolError::Model(format!(
+                "{:?} is a binary file (NUL bytes); only text files can be read",
+                file.rel
+            )));
+        }
+        let (text, lossy) = match String::from_utf8(bytes) {
+            Ok(t) => (t, false),
+            Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
+        };
+        let (text, redactions) = self.redactor.redact(&text);
+        Ok((text, redactions, lossy))
+    }
+}
+
+/// A failed read: a missing or forbidden file is the model's to hear about;
+/// any other I/O failure is the machine's, and fails the group.
+fn read_error(rel: &str, error: &std::io::Error) -> ToolError {
+    let text = format!("cannot read {rel:?}: {error}");
+    match error.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+            ToolError::Model(text)
+        }
+        _ => ToolError::Internal(text),
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args)
+        .map_err(|e| ToolError::Model(format!("invalid arguments for {tool}: {e}")))
+}
+
+/// A file is binary when its first 8 KiB hold a NUL byte.
+pub(crate) fn is_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(8192)].contains(&0)
+}
+
+fn truncate_line(line: &str) -> &str {
+    const MAX: usize = 500;
+    if line.len() <= MAX {
+        return line;
+    }
+    let mut end = MAX;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    &line[..end]
+}
+
+fn cap(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("\n[cut: output limit reached]\n");
+    }
+    text
+}
+
+/// A read-only tool: its name, description, argument schema and handler,
+/// defined together. The registry is [`REGISTRY`]; there is no other.
+pub(crate) trait Tool: Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &'static str;
+    /// What the model is told it does.
+    fn description(&self) -> &'static str;
+    /// JSON schema of the arguments object.
+    fn schema(&self) -> Value;
+    /// Runs it with arguments already checked to be a JSON object.
+    fn run(&self, ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError>;
+
+    /// The spec offered to the model.
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_string(),
+            description: self.description().to_string(),
+            parameters: self.schema(),
+        }
+    }
+}
+
+/// Every tool that exists. None of them can write, execute or reach the
+/// network; agent definitions may only name these.
+pub(crate) const REGISTRY: &[&dyn Tool] = &[&ListDir, &ReadFile, &Grep];
+
+/// The tool named `name`, if it exists.
+pub(crate) fn find(name: &str) -> Option<&'static dyn Tool> {
+    REGISTRY.iter().copied().find(|t| t.name() == name)
+}
+
+/// The names of every tool, in registry order.
+pub(crate) fn names() -> impl Iterator<Item = &'static str> {
+    REGISTRY.iter().map(|t| t.name())
+}
+
+/// `list_dir`: a directory's entries, sorted, `.git` hidden.
+struct ListDir;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListDirArgs {
+    #[serde(default)]
+    path: Option<String>,
+}
+
+impl Tool for ListDir {
+    fn name(&self) -> &'static str {
+        "list_dir"
+    }
+
+    fn description(&self) -> &'static str {
+        "List a directory of the repository (names, sizes; directories end with /)."
+    }
+
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "Directory relative to the repository root; empty for the root."}
+        }, "additionalProperties": false})
+    }
+
+    fn run(&self, ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: ListDirArgs = parse(self.name(), args)?;
+        let dir = ctx.resolve(args.path.as_deref().unwrap_or(""))?;
         if !dir.real.is_dir() {
             return Err(ToolError::Model(format!(
                 "{:?} is not a directory; use read_file for files",
@@ -214,7 +372,7 @@ impl ToolContext {
             .collect();
         entries.sort();
         let total = entries.len();
-        let shown = total.min(self.limits.max_list_entries);
+        let shown = total.min(ctx.limits.max_list_entries);
         let shown_dir = if dir.rel.is_empty() { "." } else { &dir.rel };
         let mut text = format!("{shown_dir}/ ({total} entries)\n");
         for (_, label) in &entries[..shown] {
@@ -224,68 +382,59 @@ impl ToolContext {
             let _ = writeln!(text, "[cut: {shown} of {total} entries shown]");
         }
         Ok(ToolOutput {
-            text: cap(text, self.limits.max_output_bytes),
+            text: cap(text, ctx.limits.max_output_bytes),
             ..ToolOutput::default()
         })
     }
+}
 
-    /// Reads a whole (capped) text file and redacts it.
-    fn load_text(&self, file: &Resolved) -> Result<(String, Vec<Redaction>, bool), ToolError> {
-        let meta = std::fs::metadata(&file.real)
-            .map_err(|e| ToolError::Model(format!("cannot read {:?}: {e}", file.rel)))?;
-        if meta.is_dir() {
-            return Err(ToolError::Model(format!(
-                "{:?} is a directory; use list_dir",
-                file.rel
-            )));
-        }
-        if !meta.is_file() {
-            // A FIFO or device would block the read forever.
-            return Err(ToolError::Model(format!(
-                "{:?} is not a regular file (a pipe, socket or device)",
-                file.rel
-            )));
-        }
-        if meta.len() > self.limits.max_file_bytes {
-            return Err(ToolError::Model(format!(
-                "{:?} is {} bytes, over the {} byte read limit",
-                file.rel,
-                meta.len(),
-                self.limits.max_file_bytes
-            )));
-        }
-        let bytes = std::fs::read(&file.real)
-            .map_err(|e| ToolError::Model(format!("cannot read {:?}: {e}", file.rel)))?;
-        if is_binary(&bytes) {
-            return Err(ToolError::Model(format!(
-                "{:?} is a binary file (NUL bytes); only text files can be read",
-                file.rel
-            )));
-        }
-        let (text, lossy) = match String::from_utf8(bytes) {
-            Ok(t) => (t, false),
-            Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
-        };
-        let (text, redactions) = self.redactor.redact(&text);
-        Ok((text, redactions, lossy))
+/// `read_file`: numbered lines of a text file, paged, redacted.
+struct ReadFile;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadFileArgs {
+    path: String,
+    #[serde(default)]
+    offset: Option<usize>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+impl Tool for ReadFile {
+    fn name(&self) -> &'static str {
+        "read_file"
     }
 
-    fn read_file(&self, args: ReadFileArgs) -> Result<ToolOutput, ToolError> {
-        let file = self.resolve(&args.path)?;
-        if !self.in_scope(&file.rel) {
+    fn description(&self) -> &'static str {
+        "Read a text file of the repository. Lines are numbered from 1. Long files are cut; the output says which offset to continue from."
+    }
+
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "File path relative to the repository root."},
+            "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)."},
+            "limit": {"type": "integer", "minimum": 1, "description": "Most lines to show."}
+        }, "required": ["path"], "additionalProperties": false})
+    }
+
+    fn run(&self, ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: ReadFileArgs = parse(self.name(), args)?;
+        let file = ctx.resolve(&args.path)?;
+        if !ctx.in_scope(&file.rel) {
             return Err(ToolError::Model(format!(
                 "{:?} is outside this scan (excluded, ignored, binary or too large); it cannot be read",
                 file.rel
             )));
         }
-        let (text, redactions, lossy) = self.load_text(&file)?;
+        let (text, redactions, lossy) = ctx.load_text(&file)?;
         let lines: Vec<&str> = text.lines().collect();
         let total = lines.len();
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args
             .limit
-            .unwrap_or(self.limits.default_read_lines)
-            .clamp(1, self.limits.max_read_lines);
+            .unwrap_or(ctx.limits.default_read_lines)
+            .clamp(1, ctx.limits.max_read_lines);
         let mut out = format!("{} ({total} lines)\n", file.rel);
         if lossy {
             out.push_str("[note: not valid UTF-8; invalid bytes are shown as U+FFFD]\n");
@@ -298,7 +447,7 @@ impl ToolContext {
         }
         let start = offset - 1;
         let mut end = start;
-        let budget = self.limits.max_output_bytes.saturating_sub(200);
+        let budget = ctx.limits.max_output_bytes.saturating_sub(200);
         while end < total && end - start < limit {
             let line = truncate_line(lines[end]);
             if out.len() + line.len() + 8 > budget && end > start {
@@ -327,13 +476,45 @@ impl ToolContext {
             redactions,
         })
     }
+}
 
-    fn grep(&self, args: GrepArgs) -> Result<ToolOutput, ToolError> {
+/// `grep`: regex hits across the scan's files, capped, redacted.
+struct Grep;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrepArgs {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    glob: Option<String>,
+}
+
+impl Tool for Grep {
+    fn name(&self) -> &'static str {
+        "grep"
+    }
+
+    fn description(&self) -> &'static str {
+        "Search file contents with a regular expression (Rust regex syntax). Returns path:line:text hits, capped."
+    }
+
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "pattern": {"type": "string", "description": "Regular expression."},
+            "path": {"type": "string", "description": "File or directory to search; default the whole repository."},
+            "glob": {"type": "string", "description": "Only files whose path or name matches this glob, e.g. *.rs."}
+        }, "required": ["pattern"], "additionalProperties": false})
+    }
+
+    fn run(&self, ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
+        let args: GrepArgs = parse(self.name(), args)?;
         let regex = regex::RegexBuilder::new(&args.pattern)
             .size_limit(1 << 20)
             .build()
             .map_err(|e| ToolError::Model(format!("invalid regex {:?}: {e}", args.pattern)))?;
-        let base = self.resolve(args.path.as_deref().unwrap_or(""))?;
+        let base = ctx.resolve(args.path.as_deref().unwrap_or(""))?;
         let glob = match &args.glob {
             Some(g) => Some(
                 globset::Glob::new(g)
@@ -344,7 +525,7 @@ impl ToolContext {
         };
         let mut files: Vec<String> = Vec::new();
         if base.real.is_file() {
-            if !self.in_scope(&base.rel) {
+            if !ctx.in_scope(&base.rel) {
                 return Err(ToolError::Model(format!(
                     "{:?} is outside this scan (excluded, ignored, binary or too large)",
                     base.rel
@@ -363,14 +544,14 @@ impl ToolContext {
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     continue;
                 }
-                let Ok(rel) = entry.path().strip_prefix(&self.root) else {
+                let Ok(rel) = entry.path().strip_prefix(&ctx.root) else {
                     continue;
                 };
                 let rel = rel.to_string_lossy().replace('\\', "/");
                 let name_matches = glob.as_ref().is_none_or(|g| {
                     g.is_match(&rel) || entry.file_name().to_str().is_some_and(|n| g.is_match(n))
                 });
-                if name_matches && self.in_scope(&rel) {
+                if name_matches && ctx.in_scope(&rel) {
                     files.push(rel);
                 }
             }
@@ -380,10 +561,10 @@ impl ToolContext {
         let mut redactions = Vec::new();
         let mut cut = false;
         'files: for rel in &files {
-            let Ok(file) = self.resolve(rel) else {
+            let Ok(file) = ctx.resolve(rel) else {
                 continue;
             };
-            let Ok((text, found, _)) = self.load_text(&file) else {
+            let Ok((text, found, _)) = ctx.load_text(&file) else {
                 continue;
             };
             let mut hit_lines = Vec::new();
@@ -391,7 +572,7 @@ impl ToolContext {
                 if !regex.is_match(line) {
                     continue;
                 }
-                if hits >= self.limits.max_grep_hits || out.len() > self.limits.max_output_bytes {
+                if hits >= ctx.limits.max_grep_hits || out.len() > ctx.limits.max_output_bytes {
                     cut = true;
                     break 'files;
                 }
@@ -415,106 +596,11 @@ impl ToolContext {
             );
         }
         Ok(ToolOutput {
-            text: cap(out, self.limits.max_output_bytes),
+            text: cap(out, ctx.limits.max_output_bytes),
             files_read: Vec::new(),
             redactions,
         })
     }
-}
-
-fn parse<T: serde::de::DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args)
-        .map_err(|e| ToolError::Model(format!("invalid arguments for {tool}: {e}")))
-}
-
-/// A file is binary when its first 8 KiB hold a NUL byte.
-pub fn is_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(8192)].contains(&0)
-}
-
-fn truncate_line(line: &str) -> &str {
-    const MAX: usize = 500;
-    if line.len() <= MAX {
-        return line;
-    }
-    let mut end = MAX;
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    &line[..end]
-}
-
-fn cap(mut text: String, max: usize) -> String {
-    if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.push_str("\n[cut: output limit reached]\n");
-    }
-    text
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListDirArgs {
-    #[serde(default)]
-    path: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReadFileArgs {
-    path: String,
-    #[serde(default)]
-    offset: Option<usize>,
-    #[serde(default)]
-    limit: Option<usize>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GrepArgs {
-    pattern: String,
-    #[serde(default)]
-    path: Option<String>,
-    #[serde(default)]
-    glob: Option<String>,
-}
-
-/// The spec of one tool, as offered to the model.
-pub fn spec(name: &str) -> Option<ToolSpec> {
-    let (description, parameters) = match name {
-        "list_dir" => (
-            "List a directory of the repository (names, sizes; directories end with /).",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "Directory relative to the repository root; empty for the root."}
-            }, "additionalProperties": false}),
-        ),
-        "read_file" => (
-            "Read a text file of the repository. Lines are numbered from 1. Long files are cut; the output says which offset to continue from.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "File path relative to the repository root."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)."},
-                "limit": {"type": "integer", "minimum": 1, "description": "Most lines to show."}
-            }, "required": ["path"], "additionalProperties": false}),
-        ),
-        "grep" => (
-            "Search file contents with a regular expression (Rust regex syntax). Returns path:line:text hits, capped.",
-            json!({"type": "object", "properties": {
-                "pattern": {"type": "string", "description": "Regular expression."},
-                "path": {"type": "string", "description": "File or directory to search; default the whole repository."},
-                "glob": {"type": "string", "description": "Only files whose path or name matches this glob, e.g. *.rs."}
-            }, "required": ["pattern"], "additionalProperties": false}),
-        ),
-        _ => return None,
-    };
-    Some(ToolSpec {
-        name: name.to_string(),
-        description: description.to_string(),
-        parameters,
-    })
 }
 
 #[cfg(test)]

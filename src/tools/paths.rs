@@ -8,17 +8,41 @@
 
 use std::path::{Component, Path, PathBuf};
 
+/// Why a path is refused. The text is what the model (or the user, for
+/// `--file` and config paths) is told.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error(
+        "refused: {0:?} is an absolute path outside the scan root; use a path relative to the root"
+    )]
+    AbsoluteOutside(String),
+    #[error("refused: {0:?} leaves the scan root through `..`")]
+    LeavesRoot(String),
+    #[error("refused: {0:?} is not a relative path")]
+    NotRelative(String),
+    #[error("refused: {0:?} is inside .git, which is not audited")]
+    InsideGit(String),
+    #[error("refused: {0:?} is a symlink whose target does not exist or cannot be read")]
+    BrokenSymlink(String),
+    #[error("no such file or directory: {0:?}")]
+    Missing(String),
+    #[error("refused: {0:?} is a symlink that resolves outside the scan root")]
+    SymlinkOutside(String),
+    #[error("refused: {0:?} leads into .git, which is not audited")]
+    LeadsIntoGit(String),
+}
+
 /// A path resolved inside the root.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// The canonical path on disk.
-    pub real: PathBuf,
+    pub(crate) real: PathBuf,
     /// Repo-relative, `/`-separated; empty for the root itself.
-    pub rel: String,
+    pub(crate) rel: String,
 }
 
 /// Resolves `requested` inside `root` (which must be canonical).
-pub fn resolve(root: &Path, requested: &str) -> Result<Resolved, String> {
+pub(crate) fn resolve(root: &Path, requested: &str) -> Result<Resolved, PathError> {
     let cleaned = requested.trim().replace('\\', "/");
     let relative = if is_absolute(&cleaned) {
         let root_text = root.to_string_lossy().replace('\\', "/");
@@ -27,9 +51,7 @@ pub fn resolve(root: &Path, requested: &str) -> Result<Resolved, String> {
                 rest.trim_start_matches('/').to_string()
             }
             _ => {
-                return Err(format!(
-                    "refused: {requested:?} is an absolute path outside the scan root; use a path relative to the root"
-                ));
+                return Err(PathError::AbsoluteOutside(requested.to_string()));
             }
         }
     } else {
@@ -42,20 +64,16 @@ pub fn resolve(root: &Path, requested: &str) -> Result<Resolved, String> {
             Component::CurDir => {}
             Component::ParentDir => {
                 if parts.pop().is_none() {
-                    return Err(format!(
-                        "refused: {requested:?} leaves the scan root through `..`"
-                    ));
+                    return Err(PathError::LeavesRoot(requested.to_string()));
                 }
             }
             Component::RootDir | Component::Prefix(_) => {
-                return Err(format!("refused: {requested:?} is not a relative path"));
+                return Err(PathError::NotRelative(requested.to_string()));
             }
         }
     }
     if parts.iter().any(|p| p.eq_ignore_ascii_case(".git")) {
-        return Err(format!(
-            "refused: {requested:?} is inside .git, which is not audited"
-        ));
+        return Err(PathError::InsideGit(requested.to_string()));
     }
     let rel = parts.join("/");
     let joined = if rel.is_empty() {
@@ -66,16 +84,12 @@ pub fn resolve(root: &Path, requested: &str) -> Result<Resolved, String> {
     let real = match joined.canonicalize() {
         Ok(p) => p,
         Err(_) if joined.symlink_metadata().is_ok() => {
-            return Err(format!(
-                "refused: {rel:?} is a symlink whose target does not exist or cannot be read"
-            ));
+            return Err(PathError::BrokenSymlink(rel));
         }
-        Err(_) => return Err(format!("no such file or directory: {rel:?}")),
+        Err(_) => return Err(PathError::Missing(rel)),
     };
     let Ok(inside) = real.strip_prefix(root) else {
-        return Err(format!(
-            "refused: {rel:?} is a symlink that resolves outside the scan root"
-        ));
+        return Err(PathError::SymlinkOutside(rel));
     };
     // Checked again after symlinks are resolved: `notes -> .git/config`
     // must not reach git's config (CI checkouts keep a token there), and
@@ -84,9 +98,7 @@ pub fn resolve(root: &Path, requested: &str) -> Result<Resolved, String> {
         .components()
         .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
     {
-        return Err(format!(
-            "refused: {rel:?} leads into .git, which is not audited"
-        ));
+        return Err(PathError::LeadsIntoGit(rel));
     }
     Ok(Resolved { real, rel })
 }
@@ -96,15 +108,6 @@ fn is_absolute(path: &str) -> bool {
         || (path.len() >= 2
             && path.as_bytes()[1] == b':'
             && path.as_bytes()[0].is_ascii_alphabetic())
-}
-
-/// Joins a repo-relative directory and a name into a repo-relative path.
-pub fn join_rel(dir: &str, name: &str) -> String {
-    if dir.is_empty() {
-        name.to_string()
-    } else {
-        format!("{dir}/{name}")
-    }
 }
 
 #[cfg(test)]
@@ -133,22 +136,40 @@ mod tests {
     #[test]
     fn refuses_escapes() {
         let (_d, root) = root();
-        assert!(resolve(&root, "../etc/passwd").unwrap_err().contains(".."));
-        assert!(resolve(&root, "src/../../x").unwrap_err().contains(".."));
+        assert!(
+            resolve(&root, "../etc/passwd")
+                .unwrap_err()
+                .to_string()
+                .contains("..")
+        );
+        assert!(
+            resolve(&root, "src/../../x")
+                .unwrap_err()
+                .to_string()
+                .contains("..")
+        );
         assert!(
             resolve(&root, "/etc/passwd")
                 .unwrap_err()
+                .to_string()
                 .contains("absolute")
         );
         assert!(
             resolve(&root, "C:\\Windows")
                 .unwrap_err()
+                .to_string()
                 .contains("absolute")
         );
-        assert!(resolve(&root, ".git/config").unwrap_err().contains(".git"));
+        assert!(
+            resolve(&root, ".git/config")
+                .unwrap_err()
+                .to_string()
+                .contains(".git")
+        );
         assert!(
             resolve(&root, "missing.rs")
                 .unwrap_err()
+                .to_string()
                 .contains("no such")
         );
     }
@@ -161,14 +182,34 @@ mod tests {
         std::fs::write(outside.path().join("secret.txt"), "s").unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("link")).unwrap();
         std::os::unix::fs::symlink(root.join("src/a.rs"), root.join("inside")).unwrap();
-        assert!(resolve(&root, "link").unwrap_err().contains("symlink"));
+        assert!(
+            resolve(&root, "link")
+                .unwrap_err()
+                .to_string()
+                .contains("symlink")
+        );
         std::fs::create_dir_all(root.join(".git")).unwrap();
         std::fs::write(root.join(".git/config"), "token").unwrap();
         std::os::unix::fs::symlink(root.join(".git/config"), root.join("notes")).unwrap();
         std::os::unix::fs::symlink(root.join(".git"), root.join("g")).unwrap();
-        assert!(resolve(&root, "notes").unwrap_err().contains(".git"));
-        assert!(resolve(&root, "g/config").unwrap_err().contains(".git"));
-        assert!(resolve(&root, ".GIT/config").unwrap_err().contains(".git"));
+        assert!(
+            resolve(&root, "notes")
+                .unwrap_err()
+                .to_string()
+                .contains(".git")
+        );
+        assert!(
+            resolve(&root, "g/config")
+                .unwrap_err()
+                .to_string()
+                .contains(".git")
+        );
+        assert!(
+            resolve(&root, ".GIT/config")
+                .unwrap_err()
+                .to_string()
+                .contains(".git")
+        );
         assert_eq!(resolve(&root, "inside").unwrap().rel, "inside");
     }
 }

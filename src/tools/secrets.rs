@@ -16,7 +16,7 @@ const UNQUOTED: usize = usize::MAX - 1;
 
 /// One redacted secret.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Redaction {
+pub(crate) struct Redaction {
     /// 1-indexed line.
     pub line: u32,
     /// The kind, as the marker names it.
@@ -31,7 +31,7 @@ struct Pattern {
 }
 
 /// The compiled secret patterns. Build once per run and share.
-pub struct Redactor {
+pub(crate) struct Redactor {
     patterns: Vec<Pattern>,
     begin_key: Option<Regex>,
     end_key: Option<Regex>,
@@ -59,7 +59,7 @@ const DUMMY_VALUES: &[&str] = &[
 
 impl Redactor {
     /// Compiles the patterns.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let table: &[(&'static str, &str, usize)] = &[
             (
                 "aws-access-key",
@@ -139,7 +139,7 @@ impl Redactor {
 
     /// Redacts `text`; returns the redacted text and what was redacted.
     /// Line numbers are kept: a redacted line stays one line.
-    pub fn redact(&self, text: &str) -> (String, Vec<Redaction>) {
+    pub(crate) fn redact(&self, text: &str) -> (String, Vec<Redaction>) {
         if self.any.as_ref().is_some_and(|set| !set.is_match(text)) {
             return (text.to_string(), Vec::new());
         }

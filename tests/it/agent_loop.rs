@@ -1,14 +1,10 @@
 //! The sub-agent contract, against a scripted model over real HTTP.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use fanscan::Context;
-use fanscan::agents::{AgentRun, AgentStatus, AgentTask, GroupReport, TaskFile, run_subagent};
-use fanscan::config::ScanArgs;
-use fanscan::events::EventSink;
+use fanscan::{
+    AgentStatus, AgentTask, Context, EventSink, GroupReport, RunControl, ScanArgs, TaskFile,
+};
 
 use crate::common::{MockModel, Repo, auditor_behaviour, findings_turn, text_turn, tool_turn};
 
@@ -44,19 +40,11 @@ async fn run(mock: &MockModel, repo: &Repo, agent: &str, files: &[&str]) -> Grou
         focus: None,
         instructions: None,
     };
-    let never = CancellationToken::new();
-    run_subagent(
-        AgentRun {
-            definition: &definition,
-            provider: ctx.provider.as_ref(),
-            tools: &Arc::clone(&ctx.tools),
-            events: &EventSink::silent("g1"),
-            wrap_up: &never,
-            cancel: &never,
-            spend: &fanscan::budget::Spend::unlimited(),
-            max_output_tokens: 1000,
-        },
+    ctx.run_agent(
+        &definition,
         &task,
+        &EventSink::silent("g1"),
+        &RunControl::default(),
     )
     .await
 }

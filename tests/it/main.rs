@@ -2,7 +2,7 @@
 //! `common` harness (temporary repositories, a mock model server on
 //! 127.0.0.1). No test touches the network or needs an API key.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
 mod agent_loop;
 mod cli;

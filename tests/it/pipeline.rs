@@ -7,10 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use fanscan::config::{PlannerKind, ScanArgs};
-use fanscan::fanout::RunControl;
-use fanscan::report::Report;
-use fanscan::{Context, Ui};
+use fanscan::{Context, PlannerKind, Report, RunControl, ScanArgs, Ui};
 
 use crate::common::{
     MockModel, Repo, auditor_behaviour, findings_turn, task_files, text_turn, tool_turn,
@@ -277,10 +274,7 @@ async fn an_interrupted_scan_still_reports_everything_marked_incomplete() {
     );
     // The agent in flight wrapped up with its summary; the rest never ran.
     assert_eq!(report.groups.len(), 1);
-    assert_eq!(
-        report.groups[0].status,
-        fanscan::agents::AgentStatus::WrappedUp
-    );
+    assert_eq!(report.groups[0].status, fanscan::AgentStatus::WrappedUp);
     assert_eq!(
         report.coverage.reviewed.len() + report.coverage.failed.len(),
         12

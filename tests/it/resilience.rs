@@ -7,10 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use fanscan::config::{ProviderKind, ScanArgs};
-use fanscan::fanout::RunControl;
-use fanscan::report::Report;
-use fanscan::{Context, Ui};
+use fanscan::{Context, ProviderKind, Report, RunControl, ScanArgs, Ui};
 
 use crate::common::{Behaviour, MockModel, Repo, auditor_behaviour};
 
@@ -238,10 +235,7 @@ async fn reaching_the_token_budget_mid_agent_asks_for_its_summary() {
     let report = scan(&ctx).await;
     assert!(!report.complete);
     assert_eq!(report.groups.len(), 1);
-    assert_eq!(
-        report.groups[0].status,
-        fanscan::agents::AgentStatus::WrappedUp
-    );
+    assert_eq!(report.groups[0].status, fanscan::AgentStatus::WrappedUp);
     assert!(
         report.groups[0].rounds > 2,
         "it worked before the budget stopped it"

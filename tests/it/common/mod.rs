@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use fanscan::config::{ProviderArgs, ProviderKind, ScanArgs, Settings};
+use fanscan::{ProviderArgs, ProviderKind, ScanArgs, Settings};
 
 /// A temporary repository.
 pub struct Repo {

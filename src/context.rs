@@ -1,0 +1,417 @@
+//! Setting a run up: the settings resolved, the agent definitions, rules
+//! and prices loaded, the provider built over the one HTTP layer.
+//!
+//! Takes [`Settings`]; gives a [`Context`] that every command runs with,
+//! or a [`SetupError`] (exit code 2) that names the thing and the fix. The
+//! stage helpers every command shares (the inventory, the plan) live here
+//! so that `scan` and `plan` walk and plan the same way.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use indicatif::MultiProgress;
+
+use crate::agents::{
+    AgentDefinition, AgentRun, AgentSet, AgentTask, DefinitionError, GroupReport, TaskFile,
+    UnknownAgent, run_subagent,
+};
+use crate::budget::Spend;
+use crate::config::{ConfigError, PlannerKind, ProviderKind, Settings};
+use crate::control::RunControl;
+use crate::conversation::Usage;
+use crate::events::EventSink;
+use crate::fanout::{FanOut, FanOutResult};
+use crate::inventory::{Inventory, InventoryError, InventoryOptions};
+use crate::plan::{Plan, PlanError};
+use crate::prices::{Price, PriceError, Prices};
+use crate::providers::http::{CallStats, HttpLayer, RetryPolicy};
+use crate::providers::limits::{Concurrency, RateLimits};
+use crate::providers::remote::Remote;
+use crate::providers::{EngineKind, ProviderError, SharedProvider};
+use crate::report::{CallCounts, Manifest, RunInfo};
+use crate::rules::{RuleError, RuleSet};
+use crate::tools::paths::PathError;
+use crate::tools::secrets::Redactor;
+use crate::tools::{ToolContext, ToolLimits};
+
+/// Errors that stop a run before it scans: exit code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Inventory(#[from] InventoryError),
+    #[error("invalid agent definitions:\n{}", .0.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
+    Agents(Vec<DefinitionError>),
+    #[error(transparent)]
+    UnknownAgent(#[from] UnknownAgent),
+    #[error(transparent)]
+    Rules(#[from] RuleError),
+    #[error(transparent)]
+    Prices(#[from] PriceError),
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("{path}: cannot open the scan root: {error}")]
+    Root { path: String, error: std::io::Error },
+    #[error("--file {path:?}: {error}")]
+    TaskFile { path: String, error: PathError },
+    #[error("--file {path:?} is not a file")]
+    NotAFile { path: String },
+}
+
+/// What a run is built from: settings resolved, files loaded, provider made.
+pub struct Context {
+    pub settings: Settings,
+    pub agents: AgentSet,
+    rules: Arc<RuleSet>,
+    prices: Prices,
+    pub(crate) provider: SharedProvider,
+    stats: Arc<CallStats>,
+    pub(crate) tools: Arc<ToolContext>,
+}
+
+impl Context {
+    /// Loads agents, rules and prices and builds the provider.
+    pub fn new(settings: Settings) -> Result<Self, SetupError> {
+        let shown = settings.root.display().to_string();
+        match std::fs::metadata(&settings.root) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Err(InventoryError::NotADirectory { path: shown }.into()),
+            Err(_) => return Err(InventoryError::Missing { path: shown }.into()),
+        }
+        let agents = AgentSet::load(&settings.root).map_err(SetupError::Agents)?;
+        let rules = Arc::new(match &settings.rules {
+            Some(path) => RuleSet::load(path)?,
+            None => RuleSet::builtin()?,
+        });
+        let prices = match &settings.prices {
+            Some(path) => Prices::load(path)?,
+            None => Prices::builtin()?,
+        };
+        let stats = Arc::new(CallStats::new(settings.retry_budget));
+        let provider = build_provider(&settings, &rules, &stats)?;
+        if settings.max_cost.is_some() && provider.engine() == EngineKind::Llm {
+            // Every model the run may call must be priced, agents'
+            // overrides included, or the budget could not be kept.
+            let models = std::iter::once(provider.model().to_string())
+                .chain(agents.iter().filter_map(|a| a.model.clone()));
+            for model in models {
+                if prices.get(&model).is_none() {
+                    return Err(ConfigError(format!(
+                        "--max-cost needs the price of model {model:?}, which is not in the price table; add it to a copy of configs/prices.toml and pass --prices FILE"
+                    ))
+                    .into());
+                }
+            }
+        }
+        let limits = ToolLimits {
+            max_file_bytes: settings
+                .max_file_bytes
+                .max(ToolLimits::default().max_file_bytes),
+            ..ToolLimits::default()
+        };
+        let tools = ToolContext::new(&settings.root, limits, Arc::new(Redactor::new()))
+            .map_err(|error| SetupError::Root { path: shown, error })?;
+        Ok(Self {
+            settings,
+            agents,
+            rules,
+            prices,
+            provider,
+            stats,
+            tools: Arc::new(tools),
+        })
+    }
+
+    /// The definition of agent `name`.
+    pub fn agent(&self, name: &str) -> Result<&AgentDefinition, SetupError> {
+        Ok(self.agents.get(name)?)
+    }
+
+    /// Prices any model of this run (zero for the offline engine).
+    pub(crate) fn pricer(&self) -> impl Fn(&str) -> Option<Price> + Send + Sync + 'static {
+        let offline = self.provider.engine() == EngineKind::RuleEngine;
+        let prices = self.prices.clone();
+        move |model: &str| {
+            if offline {
+                Some(Price::default())
+            } else {
+                prices.get(model)
+            }
+        }
+    }
+
+    /// The run's budget over `control`, every call priced by its model.
+    pub(crate) fn spend(&self, control: RunControl) -> Spend {
+        let pricer = self.pricer();
+        let price = pricer(self.provider.model());
+        Spend::new(
+            self.settings.max_tokens,
+            self.settings.max_cost,
+            price,
+            control,
+        )
+        .with_pricer(Box::new(pricer))
+    }
+
+    /// The model agent `name` runs on: its own, else the run's.
+    pub(crate) fn model_of(&self, name: &str) -> String {
+        self.agents
+            .get(name)
+            .ok()
+            .and_then(|a| a.model.clone())
+            .unwrap_or_else(|| self.provider.model().to_string())
+    }
+
+    /// The inventory of the settings' root.
+    pub fn inventory(&self) -> Result<Inventory, SetupError> {
+        let s = &self.settings;
+        Ok(crate::inventory::walk(
+            &s.root,
+            &InventoryOptions {
+                hidden: s.hidden,
+                max_file_bytes: s.max_file_bytes,
+                include: s.include.clone(),
+                exclude: s.exclude.clone(),
+            },
+        )?)
+    }
+
+    /// Plans the scan with the configured planner, within `--max-groups`.
+    /// Returns the plan and the tokens the planner used.
+    pub async fn plan(&self, inventory: &Inventory) -> Result<(Plan, Usage), SetupError> {
+        let s = &self.settings;
+        let (plan, usage) = match s.planner {
+            PlannerKind::Pack => (
+                crate::plan::pack_plan(inventory, s.group_tokens),
+                Usage::default(),
+            ),
+            PlannerKind::Llm => {
+                let planner = self.agent("planner")?;
+                crate::plan::llm::plan(
+                    inventory,
+                    s.group_tokens,
+                    planner,
+                    self.provider.as_ref(),
+                    s.max_output_tokens,
+                )
+                .await
+            }
+        };
+        plan.check_cap(s.max_groups)?;
+        Ok((plan, usage))
+    }
+
+    /// A token and cost range for a scan of `plan`; calls nothing.
+    pub fn estimate(&self, plan: &Plan) -> crate::plan::estimate::Estimate {
+        let model = self.provider.model();
+        crate::plan::estimate::estimate(
+            plan,
+            model,
+            self.pricer()(model),
+            self.settings.max_output_tokens,
+        )
+    }
+
+    /// A file of a `run-agent` task, confined to the root.
+    pub fn task_file(&self, path: &str) -> Result<TaskFile, SetupError> {
+        let resolved = crate::tools::paths::resolve(self.tools.root(), path).map_err(|error| {
+            SetupError::TaskFile {
+                path: path.to_string(),
+                error,
+            }
+        })?;
+        let meta = std::fs::metadata(&resolved.real)
+            .ok()
+            .filter(|m| m.is_file());
+        let Some(meta) = meta else {
+            return Err(SetupError::NotAFile { path: resolved.rel });
+        };
+        Ok(TaskFile {
+            bytes: meta.len(),
+            language: crate::language::language_of(&resolved.rel).map(str::to_string),
+            path: resolved.rel,
+        })
+    }
+
+    /// The reducer's batch budget: its model's context, less its answer.
+    pub(crate) fn reducer_context(&self, reducer: &AgentDefinition) -> u64 {
+        reducer
+            .context_tokens
+            .unwrap_or(self.settings.context_tokens)
+            .saturating_sub(u64::from(self.settings.max_output_tokens))
+    }
+
+    /// Who ran, with what, for the report.
+    pub(crate) fn run_info(&self, plan: &Plan, started: &Started) -> RunInfo {
+        RunInfo {
+            provider: self.provider.name().into(),
+            engine: self.provider.engine(),
+            model: self.provider.model().into(),
+            root: display_root(&self.settings.root),
+            started_at: started.at.to_string(),
+            duration_ms: u64::try_from(started.clock.elapsed().as_millis()).unwrap_or(u64::MAX),
+            manifest: Manifest {
+                agents: self
+                    .agents
+                    .iter()
+                    .map(|a| (a.name.clone(), a.hash.clone()))
+                    .collect::<BTreeMap<_, _>>(),
+                rules_source: self.rules.source.clone(),
+                rules_hash: self.rules.hash.clone(),
+                plan_hash: plan.hash(),
+                group_tokens: self.settings.group_tokens,
+                jobs: self.settings.jobs,
+            },
+        }
+    }
+
+    /// Runs `definition` on one task (`run-agent`, tests): no budget,
+    /// stopped through `control`.
+    pub async fn run_agent(
+        &self,
+        definition: &AgentDefinition,
+        task: &AgentTask,
+        events: &EventSink,
+        control: &RunControl,
+    ) -> GroupReport {
+        let run = AgentRun {
+            definition,
+            provider: self.provider.as_ref(),
+            tools: &self.tools,
+            events,
+            wrap_up: &control.wrap_up,
+            cancel: &control.cancel,
+            spend: &Spend::unlimited(),
+            max_output_tokens: self.settings.max_output_tokens,
+        };
+        run_subagent(run, task).await
+    }
+
+    /// Runs agent `agent` on every task, `--jobs` at a time, with no
+    /// budget and no progress display (benchmarks, tests).
+    pub async fn fan_out(
+        &self,
+        agent: &str,
+        tasks: Vec<AgentTask>,
+        control: &RunControl,
+    ) -> Result<FanOutResult, SetupError> {
+        let fan = FanOut {
+            definition: Arc::new(self.agent(agent)?.clone()),
+            provider: Arc::clone(&self.provider),
+            tools: Arc::clone(&self.tools),
+            jobs: self.settings.jobs,
+            max_output_tokens: self.settings.max_output_tokens,
+            events: None,
+            transcripts: false,
+            control: control.clone(),
+            spend: Arc::new(Spend::unlimited()),
+        };
+        Ok(fan.run(tasks).await)
+    }
+
+    /// HTTP requests sent so far, retries included.
+    pub fn requests(&self) -> u64 {
+        self.stats.requests.load(Ordering::Relaxed)
+    }
+
+    /// The HTTP counters so far.
+    pub(crate) fn call_counts(&self) -> CallCounts {
+        CallCounts {
+            requests: self.stats.requests.load(Ordering::Relaxed),
+            retries: self.stats.retries.load(Ordering::Relaxed),
+            rate_limited: self.stats.rate_limited.load(Ordering::Relaxed),
+            lowest_concurrency: self.stats.lowest_concurrency.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// When a run started: the wall-clock time for the report, and a monotonic
+/// clock for its duration.
+pub(crate) struct Started {
+    at: jiff::Timestamp,
+    clock: std::time::Instant,
+}
+
+impl Started {
+    pub(crate) fn now() -> Self {
+        Self {
+            at: jiff::Timestamp::now(),
+            clock: std::time::Instant::now(),
+        }
+    }
+}
+
+/// How a scan shows itself and is stopped.
+pub struct Ui {
+    /// Where progress bars draw (hidden when not a terminal or quiet).
+    pub multi: MultiProgress,
+    /// Where transcripts go.
+    pub transcripts: Option<std::path::PathBuf>,
+    /// Ctrl-C and budgets stop the run through this.
+    pub control: RunControl,
+}
+
+/// Builds the provider the settings name, over the one HTTP layer.
+fn build_provider(
+    settings: &Settings,
+    rules: &Arc<RuleSet>,
+    stats: &Arc<CallStats>,
+) -> Result<SharedProvider, ProviderError> {
+    // One limiter and one concurrency limit per provider, and so per key
+    // and model: every agent of the run shares them.
+    let http = |name: &str| {
+        HttpLayer::new(
+            name,
+            &settings.api_key_env,
+            settings.timeout,
+            RetryPolicy {
+                max_attempts: settings.max_attempts,
+                max_server_wait: settings.max_retry_wait,
+                ..RetryPolicy::default()
+            },
+            Arc::new(RateLimits::new(
+                settings.rpm,
+                settings.tpm,
+                settings.max_retry_wait,
+            )),
+            Arc::new(Concurrency::new(settings.jobs)),
+            Arc::clone(stats),
+        )
+    };
+    let key = settings.api_key.as_ref().map(|k| k.expose());
+    let key_env = settings.api_key_env.clone();
+    Ok(match settings.provider {
+        ProviderKind::Offline => {
+            Arc::new(crate::providers::offline::Offline::new(Arc::clone(rules)))
+        }
+        ProviderKind::Openai => Arc::new(Remote::new(
+            crate::providers::openai::OpenAi { key_env },
+            http("openai")?,
+            &settings.base_url,
+            &settings.model,
+            key,
+        )?),
+        ProviderKind::Anthropic => Arc::new(Remote::new(
+            crate::providers::anthropic::Anthropic {
+                key_env,
+                version: settings.anthropic_version.clone(),
+            },
+            http("anthropic")?,
+            &settings.base_url,
+            &settings.model,
+            key,
+        )?),
+    })
+}
+
+fn display_root(root: &Path) -> String {
+    root.canonicalize()
+        .unwrap_or_else(|_| root.to_path_buf())
+        .display()
+        .to_string()
+}

@@ -1,0 +1,149 @@
+//! The conversation model every layer shares: messages, tool calls and
+//! specs, requests, responses and token usage.
+//!
+//! Providers convert it to and from their wire formats; tools, budgets,
+//! events and prices use it without knowing any provider (as codex-rs keeps
+//! its protocol apart from its clients). Imports nothing of the crate but
+//! [`crate::util`].
+
+use serde::{Deserialize, Serialize};
+
+/// One message of a conversation. The system prompt is not a message: it
+/// travels in [`ChatRequest::system`], because wire formats disagree on
+/// where it goes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub(crate) enum Message {
+    /// Text from the user (our code: the task, the forced-summary request).
+    User { text: String },
+    /// What the model answered: optional text and any number of tool calls.
+    Assistant {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty", default)]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The answer to one tool call, matched by id.
+    ToolResult {
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+/// A tool call as the model made it. `arguments` is kept as the raw JSON text
+/// the model produced: it may be malformed, and that is the tool layer's
+/// business (it answers with an error the model can correct).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// A tool as offered to the model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub(crate) struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// Whether the model may call tools in this turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// Tools are switched off: the answer must be text (the forced summary).
+    None,
+}
+
+/// Token usage of one call, or summed over many.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Input tokens served from the provider's prompt cache (already counted
+    /// in `input_tokens`).
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another usage into this one.
+    pub fn add(&mut self, other: Usage) {
+        // Saturating: a server may report any number.
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(other.cached_tokens);
+    }
+
+    /// Input plus output tokens.
+    pub fn total(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+}
+
+/// Why the model stopped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum FinishReason {
+    Stop,
+    ToolCalls,
+    /// Cut by the output token limit: a tool call in this answer may be
+    /// truncated.
+    Length,
+    Refusal,
+    Other(String),
+}
+
+/// One request to a model.
+#[derive(Clone, Debug)]
+pub(crate) struct ChatRequest {
+    /// A model that overrides the provider's for this request (an agent
+    /// definition's `model`).
+    pub model: Option<String>,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub tool_choice: ToolChoice,
+    pub max_output_tokens: u32,
+}
+
+impl ChatRequest {
+    /// A rough token estimate of the request (bytes / 3), used to reserve
+    /// tokens-per-minute capacity before it is sent.
+    pub(crate) fn estimated_tokens(&self) -> u64 {
+        let mut bytes = self.system.len();
+        for message in &self.messages {
+            bytes += match message {
+                Message::User { text } => text.len(),
+                Message::Assistant { text, tool_calls } => {
+                    text.as_ref().map_or(0, String::len)
+                        + tool_calls
+                            .iter()
+                            .map(|c| c.name.len() + c.arguments.len() + 16)
+                            .sum::<usize>()
+                }
+                Message::ToolResult { content, .. } => content.len() + 16,
+            };
+        }
+        for tool in &self.tools {
+            bytes += tool.name.len() + tool.description.len() + tool.parameters.to_string().len();
+        }
+        crate::util::estimate_tokens(bytes as u64) + u64::from(self.max_output_tokens)
+    }
+}
+
+/// What a model answered.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ChatResponse {
+    pub text: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    /// Absent when the server did not report it (some compatible servers).
+    pub usage: Option<Usage>,
+    pub finish: FinishReason,
+}

@@ -1,0 +1,73 @@
+//! What `fanscan plan` prints: the groups of a plan with their files, the
+//! planner's notes and the optional estimate, as text or JSON.
+//!
+//! Takes the inventory, the plan and an estimate; gives the text. Pure
+//! functions, so the output has snapshot tests.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::Plan;
+use super::estimate::Estimate;
+use crate::inventory::{Inventory, Skipped};
+use crate::util::human_count;
+
+#[derive(Serialize)]
+struct PlanJson<'a> {
+    files: usize,
+    skipped: &'a [Skipped],
+    plan: &'a Plan,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    estimate: Option<&'a Estimate>,
+}
+
+/// The plan as JSON: file count, skipped files with reasons, the plan and
+/// the estimate when asked for.
+pub fn json(
+    inventory: &Inventory,
+    plan: &Plan,
+    estimate: Option<&Estimate>,
+) -> Result<String, serde_json::Error> {
+    let value = PlanJson {
+        files: inventory.files.len(),
+        skipped: &inventory.skipped,
+        plan,
+        estimate,
+    };
+    Ok(serde_json::to_string_pretty(&value)? + "\n")
+}
+
+/// The plan as text for people.
+pub fn text(inventory: &Inventory, plan: &Plan, estimate: Option<&Estimate>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} files ({} estimated tokens), {} skipped; {} groups of at most {} tokens (planner: {})",
+        inventory.files.len(),
+        human_count(inventory.total_tokens()),
+        inventory.skipped.len(),
+        plan.groups.len(),
+        human_count(plan.group_tokens),
+        plan.planner
+    );
+    for g in &plan.groups {
+        let _ = writeln!(
+            out,
+            "\n{} ({} files, {} tokens)",
+            g.id,
+            g.files.len(),
+            human_count(g.tokens)
+        );
+        for f in &g.files {
+            let _ = writeln!(out, "  {f}");
+        }
+    }
+    for n in &plan.notes {
+        let _ = writeln!(out, "\nnote: {n}");
+    }
+    if let Some(e) = estimate {
+        let _ = writeln!(out, "\n{}", e.describe());
+    }
+    out
+}

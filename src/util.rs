@@ -1,0 +1,92 @@
+//! Small helpers every layer shares: token estimates, content hashes and
+//! the human forms of counts and durations. A leaf: it imports nothing of
+//! the crate.
+
+use sha2::{Digest, Sha256};
+
+/// Estimated tokens of `bytes` bytes of text (bytes / 3, rounded up): a
+/// deliberately high estimate for code, so budgets err on the safe side.
+pub(crate) fn estimate_tokens(bytes: u64) -> u64 {
+    bytes.div_ceil(3)
+}
+
+/// Lowercase hex SHA-256.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A count as people read it: `950`, `12.3k`, `5.2M`, `1.1B`.
+pub(crate) fn human_count(n: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1_000_000_000, "B"), (1_000_000, "M"), (1_000, "k")];
+    for (size, unit) in UNITS {
+        if n >= size {
+            let value = n as f64 / size as f64;
+            let text = if value < 100.0 {
+                format!("{value:.1}")
+            } else {
+                format!("{value:.0}")
+            };
+            return format!("{}{unit}", text.strip_suffix(".0").unwrap_or(&text));
+        }
+    }
+    n.to_string()
+}
+
+/// A duration as written on the command line: `2h`, `20m` or `90s`.
+pub(crate) fn human_duration(d: std::time::Duration) -> String {
+    let secs = d.as_secs();
+    if secs.is_multiple_of(3600) && secs > 0 {
+        format!("{}h", secs / 3600)
+    } else if secs.is_multiple_of(60) && secs > 0 {
+        format!("{}m", secs / 60)
+    } else {
+        format!("{secs}s")
+    }
+}
+
+/// A TOML error as `line N: message`, without echoing the source line
+/// (which could hold anything the file holds).
+pub(crate) fn toml_error(text: &str, error: &toml::de::Error) -> String {
+    match error.span() {
+        Some(span) => format!(
+            "line {}: {}",
+            text.get(..span.start).unwrap_or(text).matches('\n').count() + 1,
+            error.message()
+        ),
+        None => error.message().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_read_as_people_write_them() {
+        assert_eq!(human_count(0), "0");
+        assert_eq!(human_count(999), "999");
+        assert_eq!(human_count(1_000), "1k");
+        assert_eq!(human_count(24_000), "24k");
+        assert_eq!(human_count(12_345), "12.3k");
+        assert_eq!(human_count(5_201_880), "5.2M");
+        assert_eq!(human_count(250_000_000), "250M");
+        assert_eq!(human_count(u64::MAX), "18446744074B");
+    }
+
+    #[test]
+    fn durations_use_the_largest_whole_unit() {
+        use std::time::Duration;
+        assert_eq!(human_duration(Duration::from_secs(7200)), "2h");
+        assert_eq!(human_duration(Duration::from_secs(1200)), "20m");
+        assert_eq!(human_duration(Duration::from_secs(90)), "90s");
+        assert_eq!(human_duration(Duration::ZERO), "0s");
+    }
+
+    #[test]
+    fn estimates_round_up() {
+        assert_eq!(estimate_tokens(0), 0);
+        assert_eq!(estimate_tokens(1), 1);
+        assert_eq!(estimate_tokens(4), 2);
+    }
+}
