@@ -19,7 +19,7 @@ pub(crate) type Pricer = Box<dyn Fn(&str) -> Option<Price> + Send + Sync>;
 
 /// One agent's tokens and cost over the run. The cost is `None` when a
 /// call was made with a model the price table does not know.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AgentUsage {
     #[serde(flatten)]
     pub usage: Usage,

@@ -147,3 +147,25 @@ pub(crate) struct ChatResponse {
     pub usage: Option<Usage>,
     pub finish: FinishReason,
 }
+
+impl ChatResponse {
+    /// The usage the server reported or, when it reported none (some
+    /// compatible servers), an estimate: a call still costs something, and
+    /// budgets and reports must not count it as free.
+    pub(crate) fn usage_or_estimate(&self, request: &ChatRequest) -> Usage {
+        self.usage.unwrap_or_else(|| Usage {
+            input_tokens: request
+                .estimated_tokens()
+                .saturating_sub(u64::from(request.max_output_tokens)),
+            output_tokens: crate::util::estimate_tokens(
+                self.text.as_ref().map_or(0, |t| t.len() as u64)
+                    + self
+                        .tool_calls
+                        .iter()
+                        .map(|c| c.arguments.len() as u64)
+                        .sum::<u64>(),
+            ),
+            cached_tokens: 0,
+        })
+    }
+}

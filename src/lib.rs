@@ -47,6 +47,7 @@ pub use inventory::{Inventory, InventoryOptions, walk};
 pub use plan::render::{json as plan_json, text as plan_text};
 pub use plan::{Plan, pack_plan};
 pub use progress::LogWriter;
+pub use providers::EngineKind;
 pub use report::{Format, Report, exit};
 
 /// A scan that could not produce a report.

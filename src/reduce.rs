@@ -350,9 +350,7 @@ impl Reducer<'_> {
         };
         match self.provider.chat(&request).await {
             Ok(response) => {
-                if let Some(u) = response.usage {
-                    usage.add(u);
-                }
+                usage.add(response.usage_or_estimate(&request));
                 let text = response.text.unwrap_or_default();
                 match parse_answer(&text) {
                     Some(a) => Some(a),

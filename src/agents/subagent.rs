@@ -492,21 +492,7 @@ async fn call(
         _ = run.cancel.cancelled() => Err(ProviderError::Cancelled),
         r = run.provider.chat(request) => r,
     }?;
-    let usage = response.usage.unwrap_or_else(|| Usage {
-        // Servers that omit usage still cost something: estimate it.
-        input_tokens: request
-            .estimated_tokens()
-            .saturating_sub(u64::from(request.max_output_tokens)),
-        output_tokens: crate::util::estimate_tokens(
-            response.text.as_ref().map_or(0, |t| t.len() as u64)
-                + response
-                    .tool_calls
-                    .iter()
-                    .map(|c| c.arguments.len() as u64)
-                    .sum::<u64>(),
-        ),
-        cached_tokens: 0,
-    });
+    let usage = response.usage_or_estimate(request);
     report.usage.add(usage);
     run.spend.add(&report.agent, usage, &report.model);
     run.events.usage(usage);

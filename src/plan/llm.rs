@@ -90,7 +90,7 @@ pub(crate) async fn plan(
     };
     match provider.chat(&request).await {
         Ok(response) => {
-            let usage = response.usage.unwrap_or_default();
+            let usage = response.usage_or_estimate(&request);
             let text = response.text.unwrap_or_default();
             match parse_answer(&text) {
                 Some(answer) => (repair(inventory, group_tokens, answer), usage),

@@ -120,7 +120,7 @@ pub(crate) trait Provider: Send + Sync {
 }
 
 /// Whether a language model or the offline rule engine answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EngineKind {
     Llm,

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::Report;
 use crate::findings::Severity;
 use crate::reduce::Merged;
+use crate::util::human_count;
 
 /// Renders `report` as Markdown.
 pub(super) fn render(report: &Report) -> String {
@@ -152,7 +153,9 @@ pub(super) fn render(report: &Report) -> String {
     let _ = writeln!(
         out,
         "- tokens: {} in ({} cached), {} out",
-        s.input_tokens, s.cached_tokens, s.output_tokens
+        human_count(s.input_tokens),
+        human_count(s.cached_tokens),
+        human_count(s.output_tokens)
     );
     match s.cost_usd {
         Some(cost) => {
@@ -163,11 +166,15 @@ pub(super) fn render(report: &Report) -> String {
         }
     }
     for (agent, a) in &s.agents {
-        let cost = a.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default();
+        let cost = match a.cost_usd {
+            Some(c) => format!("${c:.4}"),
+            None => "cost unknown".to_string(),
+        };
         let _ = writeln!(
             out,
-            "  - {agent}: {} in, {} out{cost}",
-            a.usage.input_tokens, a.usage.output_tokens
+            "  - {agent}: {} in, {} out, {cost}",
+            human_count(a.usage.input_tokens),
+            human_count(a.usage.output_tokens)
         );
     }
     let _ = writeln!(

@@ -11,7 +11,7 @@ mod markdown;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::agents::{AgentStatus, AgentTask, GroupReport};
 use crate::budget::AgentUsage;
@@ -45,14 +45,14 @@ pub enum Format {
 }
 
 /// The tool that made the report.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolInfo {
     pub name: String,
     pub version: String,
 }
 
 /// What a run needs to be reproduced and compared.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     /// Agent name to the SHA-256 of its definition file.
     pub agents: BTreeMap<String, String>,
@@ -64,7 +64,7 @@ pub struct Manifest {
 }
 
 /// One group's outcome, as the report shows it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GroupOutcome {
     pub id: String,
     pub files: Vec<String>,
@@ -98,7 +98,7 @@ impl From<&GroupReport> for GroupOutcome {
 }
 
 /// A file that was planned but not reviewed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailedFile {
     pub path: String,
     pub group: String,
@@ -106,7 +106,7 @@ pub struct FailedFile {
 }
 
 /// Where every file ended: reviewed, skipped (with a reason) or failed.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Coverage {
     /// Files of groups whose agent finished.
     pub reviewed: Vec<String>,
@@ -120,7 +120,7 @@ pub struct Coverage {
 }
 
 /// Counters of the run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     pub requests: u64,
     pub input_tokens: u64,
@@ -138,7 +138,7 @@ pub struct Stats {
 }
 
 /// The report of one run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub schema_version: u32,
     pub tool: ToolInfo,

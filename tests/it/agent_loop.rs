@@ -75,7 +75,9 @@ async fn tools_offered_are_exactly_the_allow_list() {
     let repo = repo();
     let mock = MockModel::scripted(vec![text_turn("nothing [TASK_COMPLETE]")]).await;
     run(&mock, &repo, "narrow", &["src/main.rs"]).await;
-    for seen in mock.requests() {
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "the answer turn and the forced summary");
+    for seen in requests {
         assert_eq!(tool_names(&seen.body), vec!["read_file"]);
     }
     let mock = MockModel::scripted(vec![]).await;
@@ -257,7 +259,9 @@ async fn escapes_of_the_root_are_refused() {
     let raw = &mock.requests()[1].raw;
     assert!(!raw.contains("TOP SECRET"));
     assert!(!raw.contains("root:"));
-    for result in tool_messages(&mock.requests()[1].body) {
+    let results = tool_messages(&mock.requests()[1].body);
+    assert_eq!(results.len(), 5, "every escape attempt is answered");
+    for result in results {
         let content = result["content"].as_str().unwrap();
         assert!(content.starts_with("error: refused"), "{content}");
     }

@@ -1,6 +1,7 @@
 //! The binary as a user runs it: offline scans, agents, run-agent over HTTP,
 //! and clear errors for bad input.
 
+use fanscan::Report;
 use serde_json::Value;
 
 use crate::common::{MockModel, Repo, auditor_behaviour, fanscan};
@@ -37,14 +38,23 @@ pub fn planted() -> Repo {
     ])
 }
 
-fn json_report(stdout: &[u8]) -> Value {
-    serde_json::from_slice(stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(stdout)))
+/// The JSON report, read back into the report type: a field that is
+/// missing or misnamed fails here, not in a hand-written index.
+fn json_report(stdout: &[u8]) -> Report {
+    serde_json::from_slice(stdout).unwrap_or_else(|e| {
+        panic!(
+            "not a JSON report ({e}): {}",
+            String::from_utf8_lossy(stdout)
+        )
+    })
 }
 
-fn has(report: &Value, path: &str, line: u64, rule: &str) -> bool {
-    report["findings"].as_array().unwrap().iter().any(|f| {
-        f["path"] == path && f["line"] == line && f["rule"] == rule && f["verified"] == true
+fn has(report: &Report, path: &str, line: u32, rule: &str) -> bool {
+    report.findings.iter().any(|f| {
+        f.finding.path == path
+            && f.finding.line == line
+            && f.finding.rule.as_deref() == Some(rule)
+            && f.verified
     })
 }
 
@@ -65,8 +75,8 @@ fn offline_scan_finds_planted_issues_at_exact_lines() {
         String::from_utf8_lossy(&out.stderr)
     );
     let report = json_report(&out.stdout);
-    assert_eq!(report["engine"], "rule_engine");
-    assert_eq!(report["provider"], "offline");
+    assert_eq!(report.engine, fanscan::EngineKind::RuleEngine);
+    assert_eq!(report.provider, "offline");
     for (path, line, rule) in [
         ("src/lib.rs", 3, "rust/unwrap"),
         ("app/run.py", 4, "exec/python-shell-true"),
@@ -78,8 +88,8 @@ fn offline_scan_finds_planted_issues_at_exact_lines() {
     ] {
         assert!(
             has(&report, path, line, rule),
-            "missing {path}:{line} {rule}:\n{:#}",
-            report["findings"]
+            "missing {path}:{line} {rule}:\n{:#?}",
+            report.findings
         );
     }
     // The unwrap inside #[cfg(test)] is not reported.
@@ -87,11 +97,12 @@ fn offline_scan_finds_planted_issues_at_exact_lines() {
     // The secret itself is in no report.
     assert!(!String::from_utf8_lossy(&out.stdout).contains("hunter2-prod"));
     // Every file is accounted for.
-    let coverage = &report["coverage"];
-    assert_eq!(coverage["reviewed"].as_array().unwrap().len(), 7);
-    assert_eq!(coverage["skipped"][0]["path"], "logo.png");
-    assert_eq!(coverage["skipped"][0]["reason"], "binary");
-    assert!(coverage["failed"].as_array().unwrap().is_empty());
+    let coverage = &report.coverage;
+    assert_eq!(coverage.reviewed.len(), 7);
+    assert_eq!(coverage.skipped.len(), 1);
+    assert_eq!(coverage.skipped[0].path, "logo.png");
+    assert_eq!(coverage.skipped[0].reason.to_string(), "binary");
+    assert!(coverage.failed.is_empty());
 }
 
 #[test]
@@ -107,13 +118,13 @@ fn offline_scan_is_deterministic() {
             "--group-tokens",
             "100",
         ]);
-        let mut v = json_report(&out.stdout);
-        v["duration_ms"] = Value::Null;
-        v["started_at"] = Value::Null;
-        v
+        let mut report = json_report(&out.stdout);
+        report.duration_ms = 0;
+        report.started_at = String::new();
+        report
     };
     let first = run();
-    assert!(first["groups"].as_array().unwrap().len() > 1);
+    assert!(first.groups.len() > 1);
     assert_eq!(first, run());
 }
 
@@ -251,11 +262,11 @@ async fn run_agent_works_against_a_local_openai_compatible_server() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["status"], "complete");
-    assert_eq!(report["files_read"][0], "app/run.py");
-    assert_eq!(report["findings"][0]["line"], 4);
-    assert_eq!(report["model"], "local");
+    let report: fanscan::GroupReport = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report.status, fanscan::AgentStatus::Complete);
+    assert_eq!(report.files_read, vec!["app/run.py"]);
+    assert_eq!(report.findings[0].line, 4);
+    assert_eq!(report.model, "local");
     let first = &mock.requests()[0].body;
     assert!(
         first["messages"][1]["content"]
@@ -286,37 +297,44 @@ async fn ctrl_c_stops_the_scan_and_still_writes_the_report() {
     .await;
     let base = mock.base_url();
     let root = repo.path().to_str().unwrap().to_string();
-    let out = tokio::task::spawn_blocking(move || {
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_fanscan"))
-            .args([
-                "scan",
-                &root,
-                "--provider",
-                "openai",
-                "--base-url",
-                &base,
-                "--group-tokens",
-                "100",
-                "--jobs",
-                "1",
-                "--format",
-                "json",
-                "--quiet",
-            ])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(800));
-        let killed = std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        child.wait_with_output().unwrap()
-    })
-    .await
-    .unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fanscan"))
+        .args([
+            "scan",
+            &root,
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--group-tokens",
+            "100",
+            "--jobs",
+            "1",
+            "--format",
+            "json",
+            "--quiet",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first model request is the sign that the scan is running: the
+    // Ctrl-C handler is installed before any group starts.
+    let running = async {
+        while mock.requests().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), running)
+        .await
+        .expect("the scan never called the model");
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -324,15 +342,28 @@ async fn ctrl_c_stops_the_scan_and_still_writes_the_report() {
         String::from_utf8_lossy(&out.stderr)
     );
     let report = json_report(&out.stdout);
-    assert_eq!(report["complete"], false);
+    assert!(!report.complete);
     assert!(
-        report["incomplete_reasons"][0]
-            .as_str()
-            .unwrap()
-            .contains("interrupted (Ctrl-C)")
+        report.incomplete_reasons[0].contains("interrupted (Ctrl-C)"),
+        "{:?}",
+        report.incomplete_reasons
     );
-    let reviewed = report["coverage"]["reviewed"].as_array().unwrap().len();
-    let failed = report["coverage"]["failed"].as_array().unwrap().len();
+    // A language model ran: the counted summary must not call itself the
+    // offline rule engine's.
+    assert!(
+        report
+            .summary
+            .starts_with("Counted summary: the run stopped early"),
+        "{}",
+        report.summary
+    );
+    assert!(
+        !report.summary.contains("rule engine"),
+        "{}",
+        report.summary
+    );
+    let reviewed = report.coverage.reviewed.len();
+    let failed = report.coverage.failed.len();
     assert!((1..6).contains(&reviewed), "{reviewed}");
     assert_eq!(reviewed + failed, 6);
 }
