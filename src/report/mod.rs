@@ -1,12 +1,16 @@
-//! The report: one [`Report`] value, rendered as Markdown or JSON by pure
-//! functions, and the exit code.
+//! The report: one [`Report`] value, rendered as Markdown, JSON, SARIF,
+//! GitHub annotations or GitLab Code Quality by pure functions, and the
+//! exit code.
 //!
 //! The JSON schema is versioned (`schema_version`) and documented in the
 //! README; it carries a run manifest (fanscan version, provider, model,
 //! hashes of the agent definitions, rule set and plan) so that a run can be
 //! reproduced and compared.
 
+pub mod codeclimate;
+pub mod github;
 pub mod markdown;
+pub mod sarif;
 
 use std::collections::BTreeMap;
 
@@ -39,6 +43,12 @@ pub mod exit {
 pub enum Format {
     Md,
     Json,
+    /// SARIF 2.1.0 for GitHub code scanning.
+    Sarif,
+    /// GitHub Actions annotations (workflow commands).
+    Github,
+    /// GitLab Code Quality (Code Climate issues).
+    Codeclimate,
 }
 
 /// The tool that made the report.
@@ -192,6 +202,13 @@ impl Report {
                 text.push('\n');
                 text
             }
+            Format::Sarif => sarif::render(self, None).unwrap_or_else(|e| {
+                format!("{{\"error\": \"cannot serialize the SARIF log: {e}\"}}\n")
+            }),
+            Format::Github => github::render(self),
+            Format::Codeclimate => codeclimate::render(self).unwrap_or_else(|e| {
+                format!("{{\"error\": \"cannot serialize the Code Quality report: {e}\"}}\n")
+            }),
         }
     }
 }

@@ -7,5 +7,6 @@
 mod agent_loop;
 mod cli;
 mod common;
+mod formats;
 mod pipeline;
 mod resilience;
