@@ -1,13 +1,16 @@
 //! The report: one [`Report`] value assembled from the stages' values
-//! ([`assemble`]), rendered as Markdown or JSON by pure functions, and the
-//! exit code.
+//! ([`assemble`]), rendered as Markdown, JSON, SARIF, GitHub annotations or
+//! GitLab Code Quality by pure functions, and the exit code.
 //!
 //! The JSON schema is versioned (`schema_version`) and documented in the
 //! README; it carries a run manifest (fanscan version, provider, model,
 //! hashes of the agent definitions, rule set and plan) so that a run can be
 //! reproduced and compared.
 
+mod codeclimate;
+mod github;
 mod markdown;
+mod sarif;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -42,6 +45,12 @@ pub mod exit {
 pub enum Format {
     Md,
     Json,
+    /// SARIF 2.1.0 for GitHub code scanning.
+    Sarif,
+    /// GitHub Actions annotations (workflow commands).
+    Github,
+    /// GitLab Code Quality (Code Climate issues).
+    Codeclimate,
 }
 
 /// The tool that made the report.
@@ -185,7 +194,18 @@ impl Report {
                 text.push('\n');
                 Ok(text)
             }
+            Format::Sarif => sarif::render(self, None).map_err(RenderError::Sarif),
+            Format::Github => Ok(github::render(self)),
+            Format::Codeclimate => codeclimate::render(self).map_err(RenderError::CodeClimate),
         }
+    }
+}
+
+impl Report {
+    /// The SARIF log with `category` as its `automationDetails.id`, so that
+    /// several scans of one repository coexist in code scanning.
+    pub fn render_sarif(&self, category: Option<&str>) -> Result<String, RenderError> {
+        sarif::render(self, category).map_err(RenderError::Sarif)
     }
 }
 
@@ -194,6 +214,10 @@ impl Report {
 pub enum RenderError {
     #[error("cannot serialize the report as JSON: {0}")]
     Json(#[source] serde_json::Error),
+    #[error("cannot serialize the SARIF log: {0}")]
+    Sarif(#[source] serde_json::Error),
+    #[error("cannot serialize the Code Quality report: {0}")]
+    CodeClimate(#[source] serde_json::Error),
 }
 
 /// Who made the report and with what: the run's identity.

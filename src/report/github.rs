@@ -1,0 +1,228 @@
+//! GitHub Actions workflow commands: pull-request annotations, a pure
+//! function of the [`Report`].
+//!
+//! Takes the report; gives one line per verified finding,
+//! `::error file=PATH,line=N,endLine=M,title=TITLE::MESSAGE` (`error` for
+//! critical/high, `warning` for medium, `notice` for low/info), then closing
+//! lines about the run itself: `::error` when it is incomplete (naming why),
+//! `::warning` for files no agent was shown, `::notice` for findings that
+//! failed verification (never annotated: they are not gated on).
+//!
+//! Titles and messages come from the scanned repository and from models,
+//! so everything is escaped as the workflow-command syntax requires: a raw
+//! newline would let a finding start a command of its own.
+
+use std::fmt::Write as _;
+
+use super::Report;
+use super::sarif::rule_id;
+use crate::findings::Severity;
+
+/// Renders `report` as workflow commands, one per line.
+pub(crate) fn render(report: &Report) -> String {
+    let mut out = String::new();
+    for m in &report.findings {
+        let f = &m.finding;
+        let command = match f.severity {
+            Severity::Critical | Severity::High => "error",
+            Severity::Medium => "warning",
+            Severity::Low | Severity::Info => "notice",
+        };
+        let mut properties = vec![("file", f.path.clone()), ("line", f.line.to_string())];
+        if let Some(end) = f.end_line.filter(|end| *end > f.line) {
+            properties.push(("endLine", end.to_string()));
+        }
+        properties.push(("title", format!("{} [{}]", f.title, rule_id(f))));
+        let mut message = if f.detail.trim().is_empty() {
+            f.title.clone()
+        } else {
+            f.detail.clone()
+        };
+        if let Some(note) = &m.note {
+            let _ = write!(message, "\n({note})");
+        }
+        line(&mut out, command, &properties, &message);
+    }
+
+    if !report.complete {
+        let mut why = report.incomplete_reasons.join(" ");
+        let failed = &report.coverage.failed;
+        if !failed.is_empty() {
+            let mut groups: Vec<&str> = Vec::new();
+            for f in failed {
+                if !groups.contains(&f.group.as_str()) {
+                    groups.push(&f.group);
+                }
+            }
+            let _ = write!(
+                why,
+                "{}{} not audited (groups {}).",
+                if why.is_empty() { "" } else { " " },
+                count(failed.len(), "file"),
+                groups.join(", ")
+            );
+        }
+        if why.is_empty() {
+            why = "not every planned group ran to the end.".into();
+        }
+        line(
+            &mut out,
+            "error",
+            &[("title", "fanscan: incomplete run".into())],
+            &why,
+        );
+    }
+    let unread = &report.coverage.unread;
+    if !unread.is_empty() {
+        line(
+            &mut out,
+            "warning",
+            &[("title", "fanscan: files not read".into())],
+            &format!(
+                "{} never shown to their agent: {}",
+                count(unread.len(), "reviewed file"),
+                first_ten(unread.iter().map(String::as_str))
+            ),
+        );
+    }
+    if !report.unverified.is_empty() {
+        line(
+            &mut out,
+            "notice",
+            &[("title", "fanscan: unverified findings".into())],
+            &format!(
+                "{} failed verification and {} not gated on: {}",
+                count(report.unverified.len(), "finding"),
+                if report.unverified.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                },
+                first_ten(report.unverified.iter().map(|m| m.finding.title.as_str()))
+            ),
+        );
+    }
+    out
+}
+
+/// Appends `::command k=v,k=v::message`.
+fn line(out: &mut String, command: &str, properties: &[(&str, String)], message: &str) {
+    out.push_str("::");
+    out.push_str(command);
+    for (i, (key, value)) in properties.iter().enumerate() {
+        out.push(if i == 0 { ' ' } else { ',' });
+        out.push_str(key);
+        out.push('=');
+        out.push_str(&escape_property(value));
+    }
+    out.push_str("::");
+    out.push_str(&escape_data(message));
+    out.push('\n');
+}
+
+/// Escapes a command's message: `%`, `\r`, `\n`.
+fn escape_data(text: &str) -> String {
+    escape(text, false)
+}
+
+/// Escapes a property value: as a message, plus `:` and `,`.
+fn escape_property(text: &str) -> String {
+    escape(text, true)
+}
+
+fn escape(text: &str, property: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '\r' => out.push_str("%0D"),
+            '\n' => out.push_str("%0A"),
+            ':' if property => out.push_str("%3A"),
+            ',' if property => out.push_str("%2C"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn count(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+fn first_ten<'a>(items: impl ExactSizeIterator<Item = &'a str>) -> String {
+    let total = items.len();
+    let shown: Vec<&str> = items.take(10).collect();
+    if total > 10 {
+        format!("{} and {} more", shown.join(", "), total - 10)
+    } else {
+        shown.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::FailedFile;
+    use crate::report::sarif::tests::{merged, report};
+
+    #[test]
+    fn one_line_per_verified_finding_with_the_level_of_its_severity() {
+        let mut high = merged("src/a.rs", 3, Severity::High, Some("r/h"), "High one");
+        high.finding.end_line = Some(5);
+        let r = report(vec![
+            high,
+            merged("src/b.rs", 1, Severity::Medium, Some("r/m"), "Medium one"),
+            merged("src/c.rs", 2, Severity::Info, None, "Info one"),
+        ]);
+        assert_eq!(
+            render(&r),
+            "::error file=src/a.rs,line=3,endLine=5,title=High one [r/h]::why and how to fix\n\
+             ::warning file=src/b.rs,line=1,title=Medium one [r/m]::why and how to fix\n\
+             ::notice file=src/c.rs,line=2,title=Info one [fanscan/info-one]::why and how to fix\n"
+        );
+    }
+
+    #[test]
+    fn titles_and_messages_are_escaped_as_workflow_commands_require() {
+        let mut m = merged("dir,x/a:b%.rs", 7, Severity::Critical, Some("r"), "a,b:c%");
+        m.finding.detail = "first line\r\nsecond: 100%, done\n::add-mask::x".into();
+        let text = render(&report(vec![m]));
+        assert_eq!(
+            text,
+            "::error file=dir%2Cx/a%3Ab%25.rs,line=7,title=a%2Cb%3Ac%25 [r]::\
+             first line%0D%0Asecond: 100%25, done%0A::add-mask::x\n"
+        );
+        assert_eq!(text.lines().count(), 1, "no finding can start a command");
+    }
+
+    #[test]
+    fn an_incomplete_run_closes_with_an_error_naming_why() {
+        let mut r = report(vec![]);
+        r.complete = false;
+        r.incomplete_reasons = vec!["interrupted.".into(), "2 groups failed.".into()];
+        r.coverage.failed = ["g1", "g1", "g2"]
+            .iter()
+            .enumerate()
+            .map(|(i, g)| FailedFile {
+                path: format!("f{i}.rs"),
+                group: (*g).into(),
+                reason: "HTTP 500".into(),
+            })
+            .collect();
+        r.coverage.unread = vec!["u.rs".into()];
+        let mut unverified = merged("a.rs", 40, Severity::High, None, "ghost");
+        unverified.verified = false;
+        r.unverified = vec![unverified];
+        assert_eq!(
+            render(&r),
+            "::error title=fanscan%3A incomplete run::interrupted. 2 groups failed. 3 files not audited (groups g1, g2).\n\
+             ::warning title=fanscan%3A files not read::1 reviewed file never shown to their agent: u.rs\n\
+             ::notice title=fanscan%3A unverified findings::1 finding failed verification and is not gated on: ghost\n"
+        );
+        assert_eq!(render(&report(vec![])), "");
+    }
+}

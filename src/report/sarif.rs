@@ -1,0 +1,811 @@
+//! SARIF 2.1.0, as GitHub code scanning reads it: a pure function of the
+//! [`Report`] (and an optional category).
+//!
+//! Takes the report; gives one run whose `tool.driver.rules` are the rules
+//! that fired, one result per **verified** finding, and one invocation that
+//! says whether the run was complete and, when not, why (failed groups,
+//! interrupts, budgets) as `toolExecutionNotifications`.
+//!
+//! Unverified findings are not results. Code scanning turns every result
+//! into a persistent alert, and it ranks a security rule by the rule's
+//! `security-severity`, not the result's level: an unverified SQL-injection
+//! finding would open a "high" alert and fail the pull request's check even
+//! at `level: note`. The gate counts verified findings only, and an
+//! unverified finding cites code that is not where it says, so its alert
+//! would point at nothing. They are counted in a notification instead and
+//! listed in the Markdown and JSON reports.
+//!
+//! The SARIF types come from `serde-sarif` (generated from the official
+//! schema, so every field code scanning reads is there: `partialFingerprints`,
+//! property bags, `automationDetails`, `invocations`).
+//!
+//! The helpers [`rule_id`] and [`is_security`] are shared by the other CI
+//! formats (`github`, `codeclimate`).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use serde_sarif::sarif as s;
+
+use super::Report;
+use crate::findings::{Finding, Origin, Severity};
+use crate::reduce::Merged;
+
+/// The schema the log names in `$schema` (the OASIS errata 01 schema).
+pub(crate) const SCHEMA_URI: &str =
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
+
+/// The `partialFingerprints` key under which fanscan's own fingerprint goes.
+pub(crate) const FINGERPRINT_KEY: &str = "fanscan/v1";
+
+/// The base every artifact URI is relative to: the checkout's root.
+const SRCROOT: &str = "%SRCROOT%";
+
+/// Rule families (the part of a rule id before `/`) that are about
+/// security: the built-in rule set's injection, crypto, TLS,
+/// deserialisation, XSS, permission, credential and CI-workflow rules, and
+/// the tool layer's secrets.
+const SECURITY_FAMILIES: [&str; 10] = [
+    "crypto", "deser", "exec", "gha", "perms", "secret", "sql", "tls", "url", "web",
+];
+
+/// Built-in rules outside those families that are about security.
+const SECURITY_RULES: [&str; 3] = ["java/runtime-exec", "python/flask-debug", "python/mktemp"];
+
+/// Words that mark a model's free-form rule id as a security one.
+const SECURITY_WORDS: [&str; 16] = [
+    "secur",
+    "vuln",
+    "inject",
+    "xss",
+    "ssrf",
+    "csrf",
+    "secret",
+    "credential",
+    "password",
+    "crypto",
+    "tls",
+    "deserial",
+    "traversal",
+    "authent",
+    "authori",
+    "cwe-",
+];
+
+/// Renders `report` as a SARIF 2.1.0 log. `category` becomes the run's
+/// `automationDetails.id` (with a trailing `/`, as code scanning expects
+/// for a category without a run id), so several scans of one repository
+/// (nightly, pull request, per shard) keep separate alerts; without it
+/// the uploader's own category applies.
+pub(crate) fn render(report: &Report, category: Option<&str>) -> Result<String, serde_json::Error> {
+    let mut text = serde_json::to_string_pretty(&log(report, category))?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// The SARIF log of `report`.
+fn log(report: &Report, category: Option<&str>) -> s::Sarif {
+    let rules = rules(&report.findings);
+    let index: BTreeMap<&str, i64> = rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.as_str(), i64::try_from(i).unwrap_or(-1)))
+        .collect();
+    let results: Vec<s::Result> = report
+        .findings
+        .iter()
+        .map(|m| {
+            let id = rule_id(&m.finding);
+            let position = index.get(id.as_str()).copied();
+            result(m, id, position)
+        })
+        .collect();
+
+    let mut driver = s::ToolComponent::builder()
+        .name(report.tool.name.clone())
+        .build();
+    driver.version = Some(report.tool.version.clone());
+    driver.semantic_version = Some(report.tool.version.clone());
+    driver.information_uri = information_uri();
+    driver.rules = Some(rules);
+
+    let mut run = s::Run::builder()
+        .tool(s::Tool::builder().driver(driver).build())
+        .build();
+    run.results = Some(results);
+    run.invocations = Some(vec![invocation(report)]);
+    run.automation_details =
+        category
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(|c| s::RunAutomationDetails {
+                id: Some(if c.ends_with('/') {
+                    c.to_string()
+                } else {
+                    format!("{c}/")
+                }),
+                ..Default::default()
+            });
+    run.properties = Some(bag(
+        None,
+        [
+            ("provider", json!(report.provider)),
+            ("model", json!(report.model)),
+            (
+                "engine",
+                serde_json::to_value(report.engine).unwrap_or(Value::Null),
+            ),
+        ],
+    ));
+
+    s::Sarif::builder()
+        .version(json!("2.1.0"))
+        .schema(SCHEMA_URI)
+        .runs(vec![run])
+        .build()
+}
+
+/// Where the tool is documented: the package's repository or homepage,
+/// when Cargo.toml names one (a log must not carry an invented URL).
+fn information_uri() -> Option<String> {
+    [env!("CARGO_PKG_REPOSITORY"), env!("CARGO_PKG_HOMEPAGE")]
+        .into_iter()
+        .find(|u| !u.is_empty())
+        .map(str::to_string)
+}
+
+/// The rule id of a finding: its own, or one derived from its title
+/// (`fanscan/<slug>`) so that the same kind of finding keeps the same id
+/// from run to run (code scanning matches alerts by rule id).
+pub(crate) fn rule_id(f: &Finding) -> String {
+    match f.rule.as_deref().map(str::trim) {
+        Some(rule) if !rule.is_empty() => rule.to_string(),
+        _ => format!("fanscan/{}", slug(&f.title)),
+    }
+}
+
+/// Lowercase ASCII letters and digits, runs of anything else as one `-`,
+/// at most 64 bytes; `finding` when nothing is left.
+fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            if out.len() >= 64 {
+                break;
+            }
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let trimmed = out.trim_end_matches('-');
+    if trimmed.is_empty() {
+        "finding".to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+/// Whether a finding is about security: a security rule, a secret the tool
+/// layer redacted, or a finding of the `security` agent.
+pub(crate) fn is_security(m: &Merged) -> bool {
+    if m.finding.origin == Origin::ToolLayer || m.agents.iter().any(|a| a == "security") {
+        return true;
+    }
+    let id = rule_id(&m.finding).to_ascii_lowercase();
+    let family = id.split('/').next().unwrap_or_default();
+    SECURITY_FAMILIES.contains(&family)
+        || SECURITY_RULES.contains(&id.as_str())
+        || SECURITY_WORDS.iter().any(|w| id.contains(w))
+}
+
+/// The SARIF level of a severity: critical/high are errors, medium a
+/// warning, low/info notes.
+pub(crate) fn level(severity: Severity) -> s::ResultLevel {
+    match severity {
+        Severity::Critical | Severity::High => s::ResultLevel::Error,
+        Severity::Medium => s::ResultLevel::Warning,
+        Severity::Low | Severity::Info => s::ResultLevel::Note,
+    }
+}
+
+/// The `security-severity` score of a severity, inside the band code
+/// scanning maps back to the same word (over 9.0 critical, 7.0-8.9 high,
+/// 4.0-6.9 medium, 0.1-3.9 low).
+///
+/// It is a string holding a number: code scanning's parser rejects a JSON
+/// number there ("expected string"), and a word ("is not a number").
+pub(crate) fn security_severity(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Critical => "9.5",
+        Severity::High => "8.0",
+        Severity::Medium => "5.5",
+        Severity::Low => "3.0",
+        Severity::Info => "1.0",
+    }
+}
+
+/// One descriptor per rule that fired, sorted by id. Descriptions come
+/// from the first finding of the rule in (path, line) order: for the rule
+/// engine they are the rule's own title and message.
+fn rules(findings: &[Merged]) -> Vec<s::ReportingDescriptor> {
+    let mut by_rule: BTreeMap<String, Vec<&Merged>> = BTreeMap::new();
+    for m in findings {
+        by_rule.entry(rule_id(&m.finding)).or_default().push(m);
+    }
+    by_rule
+        .into_iter()
+        .filter_map(|(id, mut of)| {
+            of.sort_by(|a, b| {
+                (a.finding.path.as_str(), a.finding.line)
+                    .cmp(&(b.finding.path.as_str(), b.finding.line))
+            });
+            let severity = of
+                .iter()
+                .map(|m| m.finding.severity)
+                .max()
+                .unwrap_or(Severity::Info);
+            let security = of.iter().any(|m| is_security(m));
+            let first = &of.first()?.finding;
+            let detail = if first.detail.trim().is_empty() {
+                first.title.clone()
+            } else {
+                first.detail.clone()
+            };
+            let family = id.split('/').next().unwrap_or_default().to_string();
+            let mut tags = vec![family];
+            if security {
+                tags.insert(0, "security".to_string());
+            }
+            tags.dedup();
+            let extra: Vec<(&str, Value)> = if security {
+                vec![("security-severity", json!(security_severity(severity)))]
+            } else {
+                Vec::new()
+            };
+            let mut rule = s::ReportingDescriptor::builder().id(id.clone()).build();
+            rule.short_description = Some(text(&first.title));
+            rule.full_description = Some(text(&detail));
+            rule.help = Some(text(&format!(
+                "{detail}\n\nfanscan reports a finding only after checking that the cited \
+                 code is at the cited lines."
+            )));
+            rule.default_configuration = Some(s::ReportingConfiguration {
+                level: Some(json!(level(severity))),
+                ..Default::default()
+            });
+            rule.properties = Some(bag(Some(tags), extra));
+            Some(rule)
+        })
+        .collect()
+}
+
+fn result(m: &Merged, id: String, rule_index: Option<i64>) -> s::Result {
+    let f = &m.finding;
+    let message = if f.detail.trim().is_empty() {
+        f.title.clone()
+    } else {
+        format!("{}: {}", f.title, f.detail)
+    };
+    let region = s::Region {
+        start_line: Some(i64::from(f.line.max(1))),
+        end_line: f.end_line.filter(|end| *end > f.line).map(i64::from),
+        snippet: f.evidence.as_ref().map(|e| s::ArtifactContent {
+            text: Some(e.clone()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let location = s::Location {
+        physical_location: Some(s::PhysicalLocation {
+            artifact_location: Some(s::ArtifactLocation {
+                uri: Some(uri(&f.path)),
+                uri_base_id: Some(SRCROOT.to_string()),
+                ..Default::default()
+            }),
+            region: Some(region),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    // Code scanning matches alerts across commits by
+    // `primaryLocationLineHash` only; fanscan's fingerprint (path, rule,
+    // evidence, occurrence; never the line number) is the stabler hash.
+    let fingerprints = BTreeMap::from([
+        (FINGERPRINT_KEY.to_string(), m.fingerprint.clone()),
+        (
+            "primaryLocationLineHash".to_string(),
+            format!("{}:1", m.fingerprint),
+        ),
+    ]);
+    let mut properties = vec![
+        ("verified", json!(m.verified)),
+        ("severity", json!(f.severity.as_str())),
+        ("agents", json!(m.agents)),
+        ("groups", json!(m.groups)),
+    ];
+    if f.origin == Origin::ToolLayer {
+        properties.push(("origin", json!("tool_layer")));
+    }
+    if let Some(note) = &m.note {
+        properties.push(("note", json!(note)));
+    }
+
+    let mut r = s::Result::builder().message(message_of(&message)).build();
+    r.rule_id = Some(id);
+    r.rule_index = rule_index.filter(|i| *i >= 0);
+    r.level = Some(level(f.severity));
+    r.locations = Some(vec![location]);
+    r.partial_fingerprints = Some(fingerprints);
+    r.properties = Some(bag(None, properties));
+    r
+}
+
+/// The run's one invocation: successful only when every planned group ran
+/// to the end, with a notification per reason, per failed group, for files
+/// never shown to an agent, and for the unverified findings left out.
+fn invocation(report: &Report) -> s::Invocation {
+    let mut notes = Vec::new();
+    for reason in &report.incomplete_reasons {
+        notes.push(notification(
+            "error",
+            &format!("Incomplete run: {reason}"),
+            [("kind", json!("incomplete"))],
+        ));
+    }
+    // Failed files by group, in the order the report lists them.
+    let mut groups: Vec<(&str, &str, Vec<&str>)> = Vec::new();
+    for f in &report.coverage.failed {
+        match groups.iter_mut().find(|(g, _, _)| *g == f.group) {
+            Some((_, _, files)) => files.push(&f.path),
+            None => groups.push((&f.group, &f.reason, vec![&f.path])),
+        }
+    }
+    for (group, reason, files) in groups {
+        notes.push(notification(
+            "error",
+            &format!(
+                "Group {group} was not reviewed ({reason}): {} not audited: {}",
+                plural(files.len(), "file"),
+                listing(&files)
+            ),
+            [
+                ("kind", json!("failed_group")),
+                ("group", json!(group)),
+                ("files", json!(files)),
+            ],
+        ));
+    }
+    let unread = &report.coverage.unread;
+    if !unread.is_empty() {
+        notes.push(notification(
+            "warning",
+            &format!(
+                "{} never shown to their agent: {}",
+                plural(unread.len(), "reviewed file"),
+                listing(&unread.iter().map(String::as_str).collect::<Vec<_>>())
+            ),
+            [("kind", json!("unread")), ("files", json!(unread))],
+        ));
+    }
+    if !report.unverified.is_empty() {
+        let list: Vec<Value> = report
+            .unverified
+            .iter()
+            .map(|m| {
+                json!({
+                    "path": m.finding.path, "line": m.finding.line,
+                    "rule": rule_id(&m.finding), "title": m.finding.title,
+                    "reason": m.note.as_deref().unwrap_or("unverified"),
+                })
+            })
+            .collect();
+        notes.push(notification(
+            "note",
+            &format!(
+                "{} failed verification (the cited code is not at the cited place) and {} \
+                 not reported as results or gated on; the Markdown and JSON reports list them.",
+                plural(report.unverified.len(), "finding"),
+                if report.unverified.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                }
+            ),
+            [("kind", json!("unverified")), ("findings", json!(list))],
+        ));
+    }
+    let mut invocation = s::Invocation::builder()
+        .execution_successful(report.complete)
+        .build();
+    invocation.exit_code = Some(i64::from(report.exit_code()));
+    invocation.start_time_utc = Some(report.started_at.clone()).filter(|t| !t.is_empty());
+    invocation.tool_execution_notifications = Some(notes).filter(|n| !n.is_empty());
+    invocation
+}
+
+fn notification<'a>(
+    level: &str,
+    message: &str,
+    properties: impl IntoIterator<Item = (&'a str, Value)>,
+) -> s::Notification {
+    let mut n = s::Notification::builder()
+        .message(message_of(message))
+        .build();
+    n.level = Some(json!(level));
+    n.properties = Some(bag(None, properties));
+    n
+}
+
+/// Up to ten items, then how many more.
+fn listing(items: &[&str]) -> String {
+    let shown = items
+        .iter()
+        .take(10)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > 10 {
+        format!("{shown} and {} more", items.len() - 10)
+    } else {
+        shown
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+fn message_of(text: &str) -> s::Message {
+    s::Message {
+        text: Some(text.to_string()),
+        ..Default::default()
+    }
+}
+
+fn text(text: &str) -> s::MultiformatMessageString {
+    s::MultiformatMessageString::builder()
+        .text(text.to_string())
+        .build()
+}
+
+fn bag<'a>(
+    tags: Option<Vec<String>>,
+    properties: impl IntoIterator<Item = (&'a str, Value)>,
+) -> s::PropertyBag {
+    s::PropertyBag {
+        tags,
+        additional_properties: properties
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    }
+}
+
+/// A repo-relative path as a relative URI reference: every byte but
+/// unreserved characters and `/` percent-encoded, so spaces, `%`, `#`, `?`
+/// and a `:` that would read as a scheme keep the path what it is.
+fn uri(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.trim_start_matches("./").bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::report::{Coverage, FailedFile, Manifest, Stats, ToolInfo};
+
+    /// A finding as the reducer gives it.
+    pub(crate) fn merged(
+        path: &str,
+        line: u32,
+        severity: Severity,
+        rule: Option<&str>,
+        title: &str,
+    ) -> Merged {
+        let finding = Finding {
+            path: path.into(),
+            line,
+            end_line: None,
+            severity,
+            title: title.into(),
+            detail: "why and how to fix".into(),
+            evidence: Some(format!("code at line {line}")),
+            rule: rule.map(str::to_string),
+            origin: Origin::Agent,
+        };
+        Merged {
+            fingerprint: crate::reduce::fingerprint(&finding, 0),
+            finding,
+            agents: vec!["auditor".into()],
+            groups: vec!["g1".into()],
+            verified: true,
+            note: None,
+        }
+    }
+
+    /// A complete report holding `findings`.
+    pub(crate) fn report(findings: Vec<Merged>) -> Report {
+        Report {
+            schema_version: crate::report::SCHEMA_VERSION,
+            tool: ToolInfo {
+                name: "fanscan".into(),
+                version: "0.1.0".into(),
+            },
+            provider: "offline".into(),
+            engine: crate::providers::EngineKind::RuleEngine,
+            model: "rules".into(),
+            root: "/tmp/repo".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            duration_ms: 0,
+            manifest: Manifest {
+                agents: BTreeMap::new(),
+                rules_source: "builtin".into(),
+                rules_hash: String::new(),
+                plan_hash: String::new(),
+                group_tokens: 0,
+                jobs: 1,
+            },
+            complete: true,
+            incomplete_reasons: Vec::new(),
+            summary: String::new(),
+            plan: crate::plan::Plan {
+                planner: "pack".into(),
+                group_tokens: 0,
+                groups: Vec::new(),
+                notes: Vec::new(),
+            },
+            groups: Vec::new(),
+            findings,
+            unverified: Vec::new(),
+            coverage: Coverage::default(),
+            stats: Stats::default(),
+            notes: Vec::new(),
+        }
+    }
+
+    fn sarif(report: &Report, category: Option<&str>) -> Value {
+        serde_json::from_str(&render(report, category).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn levels_follow_severity() {
+        let r = report(
+            Severity::DESCENDING
+                .iter()
+                .map(|s| merged("a.rs", 1, *s, Some(&format!("x/{}", s.as_str())), "t"))
+                .collect(),
+        );
+        let v = sarif(&r, None);
+        let levels: Vec<(&str, &str)> = v["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["ruleId"].as_str().unwrap(), r["level"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            levels,
+            vec![
+                ("x/critical", "error"),
+                ("x/high", "error"),
+                ("x/medium", "warning"),
+                ("x/low", "note"),
+                ("x/info", "note"),
+            ]
+        );
+    }
+
+    #[test]
+    fn security_rules_carry_a_security_severity_string_and_tag() {
+        let r = report(vec![
+            merged("a.py", 2, Severity::High, Some("sql/concat"), "SQL"),
+            merged("a.py", 3, Severity::Critical, Some("tls/python"), "TLS"),
+            merged(
+                "a.py",
+                4,
+                Severity::Medium,
+                Some("exec/python-eval"),
+                "eval",
+            ),
+            merged(
+                "a.py",
+                5,
+                Severity::Low,
+                Some("crypto/weak-hash-python"),
+                "md5",
+            ),
+            merged("a.rs", 6, Severity::Low, Some("rust/unwrap"), "unwrap"),
+            merged(
+                "a.rs",
+                7,
+                Severity::High,
+                Some("sql-injection"),
+                "model's id",
+            ),
+        ]);
+        let v = sarif(&r, None);
+        let rules: BTreeMap<&str, &Value> = v["runs"][0]["tool"]["driver"]["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["id"].as_str().unwrap(), r))
+            .collect();
+        for (id, score) in [
+            ("sql/concat", "8.0"),
+            ("tls/python", "9.5"),
+            ("exec/python-eval", "5.5"),
+            ("crypto/weak-hash-python", "3.0"),
+            ("sql-injection", "8.0"),
+        ] {
+            let p = &rules[id]["properties"];
+            assert_eq!(p["security-severity"], score, "{id}");
+            assert_eq!(p["tags"][0], "security", "{id}");
+        }
+        let unwrap = &rules["rust/unwrap"]["properties"];
+        assert!(unwrap.get("security-severity").is_none());
+        assert!(
+            !unwrap["tags"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("security"))
+        );
+        assert_eq!(
+            rules["rust/unwrap"]["defaultConfiguration"]["level"],
+            "note"
+        );
+        // Every result points at its rule.
+        for result in v["runs"][0]["results"].as_array().unwrap() {
+            let i = result["ruleIndex"].as_u64().unwrap() as usize;
+            assert_eq!(
+                v["runs"][0]["tool"]["driver"]["rules"][i]["id"],
+                result["ruleId"]
+            );
+        }
+    }
+
+    #[test]
+    fn secrets_and_the_security_agent_count_as_security() {
+        let mut secret = merged("a.env", 1, Severity::High, Some("secret/aws"), "key");
+        secret.finding.origin = Origin::ToolLayer;
+        let mut by_agent = merged("a.rs", 1, Severity::Medium, Some("logic"), "t");
+        assert!(!is_security(&by_agent));
+        by_agent.agents.push("security".into());
+        assert!(is_security(&secret) && is_security(&by_agent));
+        assert!(!is_security(&merged(
+            "a",
+            1,
+            Severity::Low,
+            Some("rust/panic"),
+            "t"
+        )));
+    }
+
+    #[test]
+    fn findings_without_a_rule_get_a_stable_derived_id() {
+        let a = merged(
+            "a.rs",
+            1,
+            Severity::Low,
+            None,
+            "Unchecked `index` -- may panic!",
+        );
+        let b = merged(
+            "b.rs",
+            9,
+            Severity::Low,
+            Some("  "),
+            "Unchecked index: may panic",
+        );
+        assert_eq!(rule_id(&a.finding), "fanscan/unchecked-index-may-panic");
+        assert_eq!(rule_id(&b.finding), "fanscan/unchecked-index-may-panic");
+        assert_eq!(
+            rule_id(&merged("c", 1, Severity::Low, None, "?!").finding),
+            "fanscan/finding"
+        );
+        let long = "x".repeat(300);
+        assert_eq!(
+            rule_id(&merged("c", 1, Severity::Low, None, &long).finding).len(),
+            "fanscan/".len() + 64
+        );
+    }
+
+    #[test]
+    fn results_carry_location_snippet_and_fingerprints() {
+        let mut m = merged("src/my file#1.rs", 3, Severity::High, Some("r/x"), "t");
+        m.finding.end_line = Some(5);
+        m.note = Some("line corrected from 2 to 3".into());
+        let fp = m.fingerprint.clone();
+        let v = sarif(&report(vec![m]), Some("nightly"));
+        let run = &v["runs"][0];
+        let result = &run["results"][0];
+        let loc = &result["locations"][0]["physicalLocation"];
+        assert_eq!(loc["artifactLocation"]["uri"], "src/my%20file%231.rs");
+        assert_eq!(loc["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+        assert_eq!(loc["region"]["startLine"], 3);
+        assert_eq!(loc["region"]["endLine"], 5);
+        assert_eq!(loc["region"]["snippet"]["text"], "code at line 3");
+        assert_eq!(result["partialFingerprints"]["fanscan/v1"], fp.as_str());
+        assert_eq!(
+            result["partialFingerprints"]["primaryLocationLineHash"],
+            format!("{fp}:1")
+        );
+        assert_eq!(result["properties"]["verified"], true);
+        assert_eq!(result["properties"]["agents"], json!(["auditor"]));
+        assert_eq!(result["properties"]["note"], "line corrected from 2 to 3");
+        assert_eq!(run["automationDetails"]["id"], "nightly/");
+        assert_eq!(run["invocations"][0]["executionSuccessful"], true);
+        assert!(
+            run["invocations"][0]
+                .get("toolExecutionNotifications")
+                .is_none()
+        );
+        assert!(
+            sarif(&report(vec![]), None)["runs"][0]
+                .get("automationDetails")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn an_incomplete_run_says_why_and_unverified_findings_are_not_results() {
+        let mut r = report(vec![merged("a.rs", 1, Severity::Low, Some("r"), "t")]);
+        r.complete = false;
+        r.incomplete_reasons = vec!["1 groups failed.".into()];
+        r.coverage.failed = vec![
+            FailedFile {
+                path: "b/x.rs".into(),
+                group: "g2".into(),
+                reason: "HTTP 400".into(),
+            },
+            FailedFile {
+                path: "b/y.rs".into(),
+                group: "g2".into(),
+                reason: "HTTP 400".into(),
+            },
+        ];
+        let mut unverified = merged("a.rs", 40, Severity::Critical, Some("sql/concat"), "u");
+        unverified.verified = false;
+        unverified.note = Some("src/a.rs has 3 lines".into());
+        r.unverified = vec![unverified];
+        let v = sarif(&r, None);
+        let run = &v["runs"][0];
+        assert_eq!(run["results"].as_array().unwrap().len(), 1);
+        let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), 1, "the unverified finding's rule did not fire");
+        let inv = &run["invocations"][0];
+        assert_eq!(inv["executionSuccessful"], false);
+        assert_eq!(inv["exitCode"], 3);
+        let notes = inv["toolExecutionNotifications"].as_array().unwrap();
+        let kinds: Vec<&str> = notes
+            .iter()
+            .map(|n| n["properties"]["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, vec!["incomplete", "failed_group", "unverified"]);
+        assert_eq!(notes[0]["level"], "error");
+        assert!(
+            notes[1]["message"]["text"].as_str().unwrap().contains(
+                "Group g2 was not reviewed (HTTP 400): 2 files not audited: b/x.rs, b/y.rs"
+            )
+        );
+        assert_eq!(notes[2]["level"], "note");
+        assert_eq!(notes[2]["properties"]["findings"][0]["line"], 40);
+    }
+
+    #[test]
+    fn uris_are_percent_encoded_relative_references() {
+        assert_eq!(uri("src/a-b_c.~d.rs"), "src/a-b_c.~d.rs");
+        assert_eq!(uri("./c:d/é.rs"), "c%3Ad/%C3%A9.rs");
+        assert_eq!(uri("100%?.rs"), "100%25%3F.rs");
+    }
+}
