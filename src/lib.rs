@@ -243,6 +243,7 @@ pub fn take_inventory(settings: &Settings) -> Result<Inventory, SetupError> {
             max_file_bytes: settings.max_file_bytes,
             include: settings.include.clone(),
             exclude: settings.exclude.clone(),
+            include_vendored: settings.include_vendored,
         },
     )?)
 }

@@ -9,3 +9,4 @@ mod cli;
 mod common;
 mod pipeline;
 mod resilience;
+mod vendored;
