@@ -107,6 +107,15 @@ pub struct ScanArgs {
     /// Files larger than this many bytes are skipped.
     #[arg(long, value_name = "BYTES")]
     pub max_file_bytes: Option<u64>,
+    /// Audit vendored and generated files too. By default they are skipped
+    /// and listed with their reason, as GitHub Linguist decides: its
+    /// well-known paths and names (vendor/, third_party/, node_modules/,
+    /// jquery-*.js, minified bundles, *.pb.go, ...) and the
+    /// linguist-vendored / linguist-generated attributes in .gitattributes.
+    /// Dependency lock files stay skipped even then; a
+    /// `Cargo.lock -linguist-generated` line in .gitattributes audits one.
+    #[arg(long)]
+    pub include_vendored: bool,
     /// The planner.
     #[arg(long, value_enum)]
     pub planner: Option<PlannerKind>,
@@ -156,6 +165,7 @@ pub(crate) struct FileConfig {
     pub exclude: Option<Vec<String>>,
     pub hidden: Option<bool>,
     pub max_file_bytes: Option<u64>,
+    pub include_vendored: Option<bool>,
     pub planner: Option<PlannerKind>,
     pub group_tokens: Option<u64>,
     pub max_groups: Option<usize>,
@@ -193,6 +203,8 @@ pub struct Settings {
     pub exclude: Vec<String>,
     pub hidden: bool,
     pub max_file_bytes: u64,
+    /// Audit vendored and generated files (lock files excepted).
+    pub include_vendored: bool,
     pub planner: PlannerKind,
     pub group_tokens: u64,
     pub max_groups: usize,
@@ -420,6 +432,7 @@ impl Settings {
                 .max_file_bytes
                 .or(file.max_file_bytes)
                 .unwrap_or(1024 * 1024),
+            include_vendored: scan.include_vendored || file.include_vendored.unwrap_or(false),
             planner: scan.planner.or(file.planner).unwrap_or(PlannerKind::Pack),
             group_tokens,
             max_groups: scan.max_groups.or(file.max_groups).unwrap_or(2000),
@@ -577,6 +590,21 @@ mod tests {
         let s = Settings::resolve(dir.path(), &remote, &ScanArgs::default(), None, &env).unwrap();
         assert_eq!(s.api_key.as_ref().map(Secret::expose), Some("sk-test"));
         assert!(!format!("{s:?}").contains("sk-test"));
+    }
+
+    #[test]
+    fn include_vendored_from_the_command_line_or_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!resolve_default(dir.path()).unwrap().include_vendored);
+        let scan = ScanArgs {
+            include_vendored: true,
+            ..ScanArgs::default()
+        };
+        let s =
+            Settings::resolve(dir.path(), &ProviderArgs::default(), &scan, None, &no_env).unwrap();
+        assert!(s.include_vendored);
+        std::fs::write(dir.path().join("fanscan.toml"), "include_vendored = true\n").unwrap();
+        assert!(resolve_default(dir.path()).unwrap().include_vendored);
     }
 
     #[test]

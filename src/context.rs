@@ -177,6 +177,7 @@ impl Context {
                 max_file_bytes: s.max_file_bytes,
                 include: s.include.clone(),
                 exclude: s.exclude.clone(),
+                include_vendored: s.include_vendored,
             },
         )?)
     }

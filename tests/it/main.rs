@@ -11,3 +11,4 @@ mod formats;
 mod pipeline;
 mod resilience;
 mod snapshots;
+mod vendored;
