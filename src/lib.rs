@@ -43,6 +43,7 @@ pub use context::{Context, SetupError, Ui};
 pub use control::RunControl;
 pub use events::{Event, EventSink};
 pub use fanout::FanOutResult;
+pub use findings::{Finding, HowParsed, Origin, Repair, Severity, Unparsed};
 pub use inventory::{Inventory, InventoryOptions, walk};
 pub use plan::render::{json as plan_json, text as plan_text};
 pub use plan::{Plan, pack_plan};

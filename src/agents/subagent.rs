@@ -20,7 +20,10 @@ use crate::conversation::{
     ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
 };
 use crate::events::EventSink;
-use crate::findings::{Finding, Origin, REPORT_FORMAT, Severity, TASK_COMPLETE, parse_report};
+use crate::findings::{
+    Finding, HowParsed, Origin, ParsedReport, REPORT_FORMAT, Severity, TASK_COMPLETE, Unparsed,
+    parse_report, says_complete,
+};
 use crate::providers::{Provider, ProviderError};
 use crate::tools::secrets::Redaction;
 use crate::tools::{ToolContext, ToolError};
@@ -166,6 +169,15 @@ pub struct GroupReport {
     pub summary_parsed: bool,
     /// Entries of the findings block that were not findings.
     pub rejected: Vec<String>,
+    /// How the final report's findings block was read.
+    pub parse: HowParsed,
+    /// Whether the one repair turn was asked (the first final report did
+    /// not parse, or had entries that were not findings).
+    #[serde(default)]
+    pub repair_turn: bool,
+    /// Every claim of the model that did not become a finding, with why.
+    #[serde(default)]
+    pub unparsed: Vec<Unparsed>,
     pub findings: Vec<Finding>,
 }
 
@@ -238,6 +250,9 @@ impl GroupReport {
             summary: String::new(),
             summary_parsed: false,
             rejected: Vec::new(),
+            parse: HowParsed::NoBlock,
+            repair_turn: false,
+            unparsed: Vec::new(),
             findings: Vec::new(),
         }
     }
@@ -325,6 +340,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         .transcript(json!({"type": "message", "message": messages[0]}));
     let mut files_read: BTreeSet<String> = BTreeSet::new();
     let mut last_text: Option<String> = None;
+    let mut final_report: Option<ParsedReport> = None;
     let mut ended: Option<Ended> = None;
 
     while ended.is_none() {
@@ -366,10 +382,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         if let Some(text) = &response.text {
             last_text = Some(text.clone());
         }
-        let says_done = response
-            .text
-            .as_deref()
-            .is_some_and(|t| t.contains(TASK_COMPLETE));
+        let says_done = response.text.as_deref().is_some_and(says_complete);
         let paused = response.finish == FinishReason::Other("pause_turn".into());
         let calls = response.tool_calls.clone();
         let assistant = Message::Assistant {
@@ -447,9 +460,14 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
                 Ok(response) => {
                     run.events
                         .transcript(json!({"type": "summary", "text": response.text}));
-                    if let Some(text) = response.text {
-                        last_text = Some(text);
-                    }
+                    let text = response.text.unwrap_or_default();
+                    let parsed = parse_report(&text);
+                    last_text = None;
+                    final_report = Some(if needs_repair(&parsed) {
+                        repair(&run, request, text, parsed, &mut report).await
+                    } else {
+                        parsed
+                    });
                 }
                 Err(ProviderError::Cancelled) => {
                     report.status = AgentStatus::Interrupted;
@@ -463,11 +481,12 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         }
     }
 
-    if let Some(text) = last_text {
-        let parsed = parse_report(&text);
+    if let Some(parsed) = final_report.or_else(|| last_text.map(|t| parse_report(&t))) {
         report.summary = parsed.text;
         report.summary_parsed = parsed.parsed;
         report.rejected = parsed.rejected;
+        report.parse = parsed.how;
+        report.unparsed = parsed.unparsed;
         report.findings = parsed.findings;
     }
     report.findings.extend(
@@ -479,6 +498,70 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     run.events
         .finished(report.status.as_str(), report.findings.len());
     report
+}
+
+/// Whether a final report gets the repair turn: no block parsed, or some
+/// of its entries were not findings.
+fn needs_repair(parsed: &ParsedReport) -> bool {
+    !parsed.parsed || !parsed.rejected.is_empty()
+}
+
+/// The repair request: the parser's complaint, and the format again.
+fn repair_request(parsed: &ParsedReport) -> String {
+    let problem = match parsed.how.error() {
+        Some(error) => format!("its JSON block does not parse: {error}"),
+        None if !parsed.parsed => "it has no JSON findings block".to_string(),
+        None => format!(
+            "some entries are not findings: {}",
+            parsed.rejected.join("; ")
+        ),
+    };
+    format!(
+        "Your final report could not be read: {problem}. Answer again with the complete report: \
+         ONE fenced JSON block with every finding, valid JSON (escape every double quote inside a \
+         string as \\\"), `evidence` copied exactly from the file without line numbers. Do not call \
+         tools. End with {TASK_COMPLETE}.\n\n{REPORT_FORMAT}"
+    )
+}
+
+/// The one repair turn. Keeps whichever of the two reports gave more
+/// findings (the repaired one on a tie); a failed or cancelled repair keeps
+/// the first, with the claims it could not read.
+async fn repair(
+    run: &AgentRun<'_>,
+    request: ChatRequest,
+    first_text: String,
+    first: ParsedReport,
+    report: &mut GroupReport,
+) -> ParsedReport {
+    let mut messages = request.messages;
+    messages.push(Message::Assistant {
+        text: Some(first_text),
+        tool_calls: Vec::new(),
+    });
+    messages.push(Message::User {
+        text: repair_request(&first),
+    });
+    run.events
+        .transcript(json!({"type": "message", "message": messages.last()}));
+    let request = ChatRequest {
+        messages,
+        ..request
+    };
+    report.rounds += 1;
+    report.repair_turn = true;
+    run.events.round(report.rounds);
+    match call(run, &request, report).await {
+        Ok(response) => {
+            run.events
+                .transcript(json!({"type": "repair", "text": response.text}));
+            let second = parse_report(response.text.as_deref().unwrap_or_default());
+            let better =
+                second.parsed && (second.findings.len() >= first.findings.len() || !first.parsed);
+            if better { second } else { first }
+        }
+        Err(_) => first,
+    }
 }
 
 /// One model call, cancellable, with its usage counted.

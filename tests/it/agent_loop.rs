@@ -200,12 +200,35 @@ async fn the_forced_summary_is_asked_exactly_once_also_after_max_rounds() {
     let mock = MockModel::scripted(looping).await;
     let report = run(&mock, &repo, "narrow", &["src/main.rs"]).await;
     let requests = mock.requests();
-    assert_eq!(requests.len(), 3, "max_rounds 2, then the summary");
+    // This model answers tool calls even to the summary, so its report has
+    // no findings block: it gets the one repair turn, and no more.
+    assert_eq!(
+        requests.len(),
+        4,
+        "max_rounds 2, then the summary, then one repair turn"
+    );
     let choices: Vec<&Value> = requests.iter().map(|r| &r.body["tool_choice"]).collect();
     assert_eq!(
         choices,
-        vec![&json!("auto"), &json!("auto"), &json!("none")]
+        vec![
+            &json!("auto"),
+            &json!("auto"),
+            &json!("none"),
+            &json!("none")
+        ]
     );
+    let repair = requests[3].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap();
+    assert!(
+        repair["content"]
+            .as_str()
+            .unwrap()
+            .contains("could not be read: it has no JSON findings block")
+    );
+    assert!(report.repair_turn);
     let last = requests[2].body["messages"]
         .as_array()
         .unwrap()
@@ -219,7 +242,7 @@ async fn the_forced_summary_is_asked_exactly_once_also_after_max_rounds() {
             .contains("complete summary of every step")
     );
     assert_eq!(report.status, AgentStatus::MaxRounds);
-    assert_eq!(report.rounds, 3);
+    assert_eq!(report.rounds, 4);
 
     let mock = MockModel::scripted(vec![findings_turn(json!([]))]).await;
     run(&mock, &repo, "narrow", &["src/main.rs"]).await;
@@ -338,4 +361,52 @@ async fn an_agents_model_overrides_the_runs() {
     let mock = MockModel::scripted(vec![]).await;
     run(&mock, &repo, "narrow", &["src/main.rs"]).await;
     assert_eq!(mock.requests()[0].body["model"], "mock-model");
+}
+
+#[tokio::test]
+async fn a_final_report_without_a_block_gets_one_repair_turn_that_recovers_it() {
+    let repo = repo();
+    let finding = json!([{"path": "src/main.rs", "line": 2, "severity": "medium",
+        "title": "unwrap on user input", "detail": "d",
+        "evidence": "let v = std::env::args().nth(1).unwrap();"}]);
+    let mock = MockModel::scripted(vec![
+        text_turn("I read it. [TASK_COMPLETE]"),
+        text_turn("42: unwrap on user input at line 2 [TASK_COMPLETE]"),
+        findings_turn(finding),
+    ])
+    .await;
+    let report = run(&mock, &repo, "auditor", &["src/main.rs"]).await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "answer, summary, one repair turn");
+    let repair = requests[2].body["messages"].as_array().unwrap();
+    assert_eq!(
+        repair[repair.len() - 2]["content"],
+        "42: unwrap on user input at line 2 [TASK_COMPLETE]",
+        "the repair turn shows the model its own answer"
+    );
+    assert!(report.repair_turn);
+    assert_eq!(report.findings.len(), 1);
+    assert_eq!(report.findings[0].line, 2);
+    assert!(report.summary_parsed);
+
+    // A model that never gives a block: exactly one repair turn, and its
+    // claims are kept with the reason, not dropped.
+    let mock = MockModel::scripted(vec![
+        text_turn("I read it. [TASK_COMPLETE]"),
+        text_turn("src/main.rs:2: unwrap on user input [TASK_COMPLETE]"),
+        text_turn("src/main.rs:2: unwrap on user input, really [TASK_COMPLETE]"),
+    ])
+    .await;
+    let report = run(&mock, &repo, "auditor", &["src/main.rs"]).await;
+    assert_eq!(mock.requests().len(), 3);
+    assert!(!report.summary_parsed);
+    assert!(report.findings.is_empty());
+    assert!(
+        report
+            .unparsed
+            .iter()
+            .any(|u| u.path.as_deref() == Some("src/main.rs") && u.line == Some(2)),
+        "{:?}",
+        report.unparsed
+    );
 }

@@ -103,7 +103,7 @@ impl MockModel {
         Self { server, log }
     }
 
-    /// A server answering `turns` in order, then a plain final text.
+    /// A server answering `turns` in order, then a valid empty report.
     pub async fn scripted(turns: Vec<Value>) -> Self {
         let queue = Mutex::new(VecDeque::from(turns));
         Self::openai(Box::new(move |_, _| {
@@ -111,7 +111,7 @@ impl MockModel {
                 .lock()
                 .unwrap()
                 .pop_front()
-                .unwrap_or_else(|| text_turn("done [TASK_COMPLETE]"));
+                .unwrap_or_else(|| findings_turn(json!([])));
             ResponseTemplate::new(200).set_body_json(next)
         }))
         .await
