@@ -17,12 +17,15 @@ use crate::agents::{
     AgentDefinition, AgentRun, AgentSet, AgentTask, DefinitionError, GroupReport, TaskFile,
     UnknownAgent, run_subagent,
 };
+use crate::baseline::{Baseline, BaselineError};
 use crate::budget::Spend;
-use crate::config::{ConfigError, PlannerKind, ProviderKind, Settings};
+use crate::config::{ConfigError, DiffSource, PlannerKind, ProviderKind, Settings};
 use crate::control::RunControl;
 use crate::conversation::Usage;
 use crate::events::EventSink;
 use crate::fanout::{FanOut, FanOutResult};
+use crate::findings::{Finding, Origin, Severity};
+use crate::git::{ChangeSet, ConfigOrigin, GitError};
 use crate::inventory::{Inventory, InventoryError, InventoryOptions};
 use crate::plan::{Plan, PlanError};
 use crate::prices::{Price, PriceError, Prices};
@@ -30,7 +33,7 @@ use crate::providers::http::{CallStats, HttpLayer, RetryPolicy};
 use crate::providers::limits::{Concurrency, RateLimits};
 use crate::providers::remote::Remote;
 use crate::providers::{EngineKind, ProviderError, SharedProvider};
-use crate::report::{CallCounts, Manifest, RunInfo};
+use crate::report::{CallCounts, Manifest, RunInfo, Sources};
 use crate::rules::{RuleError, RuleSet};
 use crate::tools::paths::PathError;
 use crate::tools::secrets::Redactor;
@@ -61,6 +64,10 @@ pub enum SetupError {
     TaskFile { path: String, error: PathError },
     #[error("--file {path:?} is not a file")]
     NotAFile { path: String },
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Baseline(#[from] BaselineError),
 }
 
 /// What a run is built from: settings resolved, files loaded, provider made.
@@ -72,6 +79,10 @@ pub struct Context {
     pub(crate) provider: SharedProvider,
     stats: Arc<CallStats>,
     pub(crate) tools: Arc<ToolContext>,
+    /// A diff scan's changed files.
+    pub changes: Option<ChangeSet>,
+    /// The accepted findings (`--baseline`).
+    pub baseline: Option<Baseline>,
 }
 
 impl Context {
@@ -83,11 +94,35 @@ impl Context {
             Ok(_) => return Err(InventoryError::NotADirectory { path: shown }.into()),
             Err(_) => return Err(InventoryError::Missing { path: shown }.into()),
         }
-        let agents = AgentSet::load(&settings.root).map_err(SetupError::Agents)?;
-        let rules = Arc::new(match &settings.rules {
-            Some(path) => RuleSet::load(path)?,
-            None => RuleSet::builtin()?,
+        let agents = AgentSet::load_from(&settings.root, &settings.config_origin)
+            .map_err(SetupError::Agents)?;
+        let rules = Arc::new(match (&settings.rules, &settings.base_rules) {
+            (Some(path), _) => RuleSet::load(path)?,
+            (None, Some(rel)) => {
+                let shown = format!("{}:{rel}", settings.config_origin.describe());
+                let text = settings
+                    .config_origin
+                    .read(&settings.root, rel)?
+                    .ok_or_else(|| {
+                        ConfigError(format!(
+                            "{shown}: the rules file named by fanscan.toml is not there"
+                        ))
+                    })?;
+                RuleSet::parse(&shown, &text)?
+            }
+            (None, None) => RuleSet::builtin()?,
         });
+        let changes = match &settings.diff {
+            Some(DiffSource::Since(reference)) => {
+                Some(crate::git::diff(&settings.root, reference)?)
+            }
+            Some(DiffSource::List(list)) => Some(crate::git::changed_files(&settings.root, list)?),
+            None => None,
+        };
+        let baseline = match &settings.baseline {
+            Some(path) => Some(Baseline::load(path)?),
+            None => None,
+        };
         let prices = match &settings.prices {
             Some(path) => Prices::load(path)?,
             None => Prices::builtin()?,
@@ -124,7 +159,71 @@ impl Context {
             provider,
             stats,
             tools: Arc::new(tools),
+            changes,
+            baseline,
         })
+    }
+
+    /// What a scan plans: the whole inventory, or for a diff scan only its
+    /// changed files (a changed file the inventory skipped stays listed
+    /// as skipped). The agents' tools still reach the whole inventory.
+    pub fn in_scope(&self, inventory: &Inventory) -> Inventory {
+        match &self.changes {
+            None => inventory.clone(),
+            Some(changes) => Inventory {
+                root: inventory.root.clone(),
+                files: inventory
+                    .files
+                    .iter()
+                    .filter(|f| changes.contains(&f.path))
+                    .cloned()
+                    .collect(),
+                skipped: inventory
+                    .skipped
+                    .iter()
+                    .filter(|f| changes.contains(&f.path))
+                    .cloned()
+                    .collect(),
+            },
+        }
+    }
+
+    /// One finding per configuration file a `--since` change touches
+    /// (fanscan.toml, the rules, `.fanscan/agents/*.md`): the change does
+    /// not take effect in its own review, and reviewers should know it
+    /// tried. Nothing when the working tree's configuration is trusted.
+    pub(crate) fn config_change_findings(&self) -> Vec<Finding> {
+        let (Some(changes), ConfigOrigin::BaseRef(base)) =
+            (&self.changes, &self.settings.config_origin)
+        else {
+            return Vec::new();
+        };
+        let mut touched: Vec<&str> = changes
+            .touched()
+            .filter(|p| {
+                *p == "fanscan.toml"
+                    || (p.starts_with(".fanscan/agents/") && p.ends_with(".md"))
+                    || self.settings.base_rules.as_deref() == Some(*p)
+            })
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        touched
+            .into_iter()
+            .map(|path| Finding {
+                path: path.to_string(),
+                line: 1,
+                end_line: None,
+                severity: Severity::Medium,
+                title: "this change edits fanscan's configuration".into(),
+                detail: format!(
+                    "{path} is part of fanscan's configuration. A diff scan reads its configuration from the base ref ({base}), so this edit does not take effect in the review of the change that makes it; review it by hand. Pipelines that trust their changes pass --trust-worktree-config."
+                ),
+                evidence: None,
+                rule: Some("fanscan/config-change".into()),
+                origin: Origin::ToolLayer,
+            })
+            .collect()
     }
 
     /// The definition of agent `name`.
@@ -204,6 +303,21 @@ impl Context {
             }
         };
         plan.check_cap(s.max_groups)?;
+        let mut plan = plan;
+        if let Some(c) = &self.changes {
+            plan.notes.push(format!(
+                "diff scan ({}): {} changed files, {} in the scan, {} deleted{}",
+                c.source,
+                c.changed.len(),
+                inventory.files.len(),
+                c.deleted.len(),
+                if c.renamed.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} renamed", c.renamed.len())
+                }
+            ));
+        }
         Ok((plan, usage))
     }
 
@@ -267,7 +381,36 @@ impl Context {
                 plan_hash: plan.hash(),
                 group_tokens: self.settings.group_tokens,
                 jobs: self.settings.jobs,
+                sources: self.sources(),
             },
+        }
+    }
+
+    /// Where the configuration came from, for the manifest.
+    fn sources(&self) -> Sources {
+        let origin = self.settings.config_origin.describe();
+        Sources {
+            config: self.settings.config_source.clone(),
+            rules: if self.rules.source.starts_with("builtin:") {
+                "built-in".into()
+            } else if self.settings.base_rules.is_some() {
+                // Already named `base ref REF:path`.
+                self.rules.source.clone()
+            } else {
+                format!("file ({})", self.rules.source)
+            },
+            agents: self
+                .agents
+                .iter()
+                .map(|a| {
+                    let from = if a.source.starts_with("builtin:") {
+                        "built-in".to_string()
+                    } else {
+                        format!("{origin} ({})", a.source)
+                    };
+                    (a.name.clone(), from)
+                })
+                .collect(),
         }
     }
 

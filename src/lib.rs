@@ -9,6 +9,7 @@
 //! `config` and `context`, with `scan` on top.
 
 mod agents;
+mod baseline;
 mod budget;
 mod config;
 mod context;
@@ -17,6 +18,8 @@ mod conversation;
 mod events;
 mod fanout;
 mod findings;
+mod gate;
+mod git;
 mod inventory;
 mod language;
 mod plan;
@@ -26,6 +29,7 @@ mod providers;
 mod reduce;
 mod report;
 mod rules;
+mod suppress;
 mod tools;
 mod util;
 mod verify;
@@ -37,19 +41,23 @@ use fanout::FanOut;
 pub use agents::AgentSet;
 pub use agents::definition::{AgentDefinition, DefinitionError};
 pub use agents::subagent::{AgentStatus, AgentTask, FileHash, GroupReport, TaskFile};
+pub use baseline::{Baseline, BaselineEntry, BaselineError};
 pub use budget::AgentUsage;
-pub use config::{PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings};
+pub use config::{GateArgs, PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings};
 pub use context::{Context, SetupError, Ui};
 pub use control::RunControl;
 pub use events::{Event, EventSink};
 pub use fanout::FanOutResult;
 pub use findings::{Finding, HowParsed, Origin, Repair, Severity, Unparsed};
+pub use gate::{Baselined, FailOn, GatePolicy, Outcome, Suppressed, Verdict};
+pub use git::{ChangeSet, ConfigOrigin};
 pub use inventory::{Inventory, InventoryOptions, walk};
 pub use plan::render::{json as plan_json, text as plan_text};
 pub use plan::{Plan, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
 pub use report::{Format, Report, exit};
+pub use suppress::Suppression;
 
 /// A scan that could not produce a report.
 #[derive(Debug, thiserror::Error)]
@@ -72,7 +80,10 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let reducer = ctx.agent("reducer")?;
 
     let inventory = ctx.inventory()?;
-    let (plan, planner_usage) = ctx.plan(&inventory).await?;
+    // A diff scan plans only the changed files; the tools below still
+    // reach the whole inventory, for context.
+    let scope = ctx.in_scope(&inventory);
+    let (plan, planner_usage) = ctx.plan(&scope).await?;
     let spend = Arc::new(ctx.spend(ui.control.clone()));
     if settings.planner == PlannerKind::Llm {
         spend.add("planner", planner_usage, &ctx.model_of("planner"));
@@ -83,7 +94,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         ctx.tools
             .scoped(inventory.files.iter().map(|f| f.path.clone())),
     );
-    let tasks = plan.tasks(&inventory);
+    let tasks = plan.tasks(&scope);
     let (events, progress) = progress::Consumer {
         multi: ui.multi.clone(),
         total_groups: tasks.len() as u64,
@@ -105,14 +116,14 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     .await;
     let consumed = progress.finish().await;
 
-    let (checked, reports, inventory) = tokio::task::spawn_blocking(move || {
-        let checked = verify::verify(&fanned.reports, &inventory, &tools);
-        (checked, fanned.reports, inventory)
+    let (checked, lines, reports) = tokio::task::spawn_blocking(move || {
+        let (checked, lines) = verify::verify_keeping_lines(&fanned.reports, &inventory, &tools);
+        (checked, lines, fanned.reports)
     })
     .await
     .map_err(ScanError::Verify)?;
 
-    let reduced = reduce::Reducer {
+    let mut reduced = reduce::Reducer {
         definition: reducer,
         provider: ctx.provider.as_ref(),
         context_tokens: ctx.reducer_context(reducer),
@@ -124,10 +135,53 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     .await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
 
+    let mut findings: Vec<reduce::Merged> = ctx
+        .config_change_findings()
+        .into_iter()
+        .map(|finding| reduce::Merged {
+            fingerprint: reduce::fingerprint(&finding, 0),
+            finding,
+            agents: vec!["fanscan".into()],
+            groups: Vec::new(),
+            verified: true,
+            note: None,
+        })
+        .collect();
+    findings.append(&mut reduced.findings);
+    let reviewed: std::collections::BTreeSet<String> = reports
+        .iter()
+        .filter(|r| r.status.reviewed())
+        .flat_map(|r| r.files.iter().map(|f| f.path.clone()))
+        .collect();
+    let base = ctx.changes.as_ref().and_then(|c| c.base.clone());
+    let added_by_change = |path: &str, marker: &str| match &base {
+        // Added by the change when the file at the base has no such comment
+        // (or no such file). An unreadable base counts as added: listing
+        // a suppression apart is the safe side.
+        Some(base) => !git::show(&settings.root, base, path)
+            .ok()
+            .flatten()
+            .is_some_and(|text| {
+                text.lines()
+                    .any(|l| suppress::marker_text(l) == Some(marker))
+            }),
+        None => false,
+    };
+    let triage = gate::triage(
+        findings,
+        std::mem::take(&mut reduced.unverified),
+        &gate::TriageInput {
+            lines: &lines,
+            baseline: ctx.baseline.as_ref(),
+            reviewed: &reviewed,
+            added_by_change: &added_by_change,
+        },
+    );
+
     Ok(report::assemble(report::Parts {
         run: ctx.run_info(&plan, &started),
         plan,
-        skipped: inventory.skipped,
+        skipped: scope.skipped,
         reports,
         not_started: fanned.not_started,
         reduced,
@@ -135,5 +189,8 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         run_notes: consumed.transcript_errors,
         calls: ctx.call_counts(),
         spent: spend.ledger(),
+        triage,
+        policy: settings.gate,
+        diff: ctx.changes.clone(),
     }))
 }
