@@ -202,6 +202,7 @@ impl Context {
             .touched()
             .filter(|p| {
                 *p == "fanscan.toml"
+                    || *p == ".fanscan/baseline.json"
                     || (p.starts_with(".fanscan/agents/") && p.ends_with(".md"))
                     || self.settings.base_rules.as_deref() == Some(*p)
             })

@@ -135,7 +135,9 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     .await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
 
-    let mut findings: Vec<reduce::Merged> = ctx
+    // Findings of fanscan's own (a change to its configuration) go after
+    // the ranked ones.
+    let config_changes = ctx
         .config_change_findings()
         .into_iter()
         .map(|finding| reduce::Merged {
@@ -146,8 +148,9 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
             verified: true,
             note: None,
         })
-        .collect();
-    findings.append(&mut reduced.findings);
+        .collect::<Vec<_>>();
+    let mut findings = std::mem::take(&mut reduced.findings);
+    findings.extend(config_changes);
     let reviewed: std::collections::BTreeSet<String> = reports
         .iter()
         .filter(|r| r.status.reviewed())

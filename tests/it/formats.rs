@@ -66,7 +66,7 @@ fn budget_repo() -> (Repo, ScanArgs) {
     (repo, args)
 }
 
-fn schema_errors(log: &str) -> Vec<String> {
+pub fn schema_errors(log: &str) -> Vec<String> {
     let schema: Value = serde_json::from_str(
         &std::fs::read_to_string(SCHEMA).unwrap_or_else(|e| panic!("{SCHEMA}: {e}")),
     )

@@ -8,6 +8,7 @@ mod agent_loop;
 mod cli;
 mod common;
 mod formats;
+mod gate;
 mod pipeline;
 mod resilience;
 mod snapshots;
