@@ -64,9 +64,20 @@ pub struct AgentTask {
     pub instructions: Option<String>,
 }
 
+/// A file of a task as the model is shown it up front: what `read_file`
+/// returns from the top (numbered, redacted, cut at the read limit with the
+/// paging hint), or the error it gave.
+#[derive(Clone, Debug)]
+pub(crate) struct Preloaded {
+    pub(crate) path: String,
+    pub(crate) text: String,
+}
+
 impl AgentTask {
-    /// The task message, the only user message of a fresh context.
-    pub fn render(&self) -> String {
+    /// The task message, the only user message of a fresh context. With
+    /// `preloaded` files, each follows the task text as a
+    /// `<file path="…">` block, in the plan's order.
+    pub(crate) fn render(&self, preloaded: &[Preloaded]) -> String {
         let mut text = format!("TASK: audit-group {}\n\n", self.group);
         text.push_str(self.instructions.as_deref().unwrap_or(
             "Audit the files below for defects, security risks and reliability problems. \
@@ -78,16 +89,30 @@ impl AgentTask {
         }
         if self.files.is_empty() {
             text.push_str("\nNo file list is given: explore the repository with list_dir and read what matters.\n");
-        } else {
+        } else if preloaded.is_empty() {
             text.push_str("\nFiles of this group (read every one with read_file; long files are cut, page on with offset):\n");
-            for f in &self.files {
-                let language = f.language.as_deref().unwrap_or("text");
-                text.push_str(&format!("- {} ({} bytes, {language})\n", f.path, f.bytes));
-            }
+        } else {
+            text.push_str(
+                "\nFiles of this group. Each is below, exactly as read_file returns it from the top \
+                 (numbered lines): do not read them again. A long file is cut: page on with read_file \
+                 at the offset its cut line gives. Use tools only to follow references (callers, \
+                 configuration, related files).\n",
+            );
+        }
+        for f in &self.files {
+            let language = f.language.as_deref().unwrap_or("text");
+            text.push_str(&format!("- {} ({} bytes, {language})\n", f.path, f.bytes));
         }
         text.push_str("\nWhen you are done, give your report.\n");
         text.push_str(REPORT_FORMAT);
         text.push_str(&format!("\nEnd your final answer with {TASK_COMPLETE}.\n"));
+        for file in preloaded {
+            text.push_str(&format!("\n<file path=\"{}\">\n{}", file.path, file.text));
+            if !file.text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str("</file>\n");
+        }
         text
     }
 }
@@ -304,8 +329,22 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     // every secret in the group whatever the model reads.
     let paths: Vec<String> = task.files.iter().map(|f| f.path.clone()).collect();
     let tools = Arc::clone(run.tools);
-    let swept = match tokio::task::spawn_blocking(move || tools.hash_and_sweep(&paths)).await {
-        Ok(swept) => swept,
+    let preload = run.definition.preload;
+    let prepared = tokio::task::spawn_blocking(move || {
+        let swept = tools.hash_and_sweep(&paths);
+        let preloaded: Vec<_> = if preload {
+            paths
+                .iter()
+                .map(|p| (p.clone(), tools.read_from_top(p)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (swept, preloaded)
+    })
+    .await;
+    let (swept, preloads) = match prepared {
+        Ok(prepared) => prepared,
         Err(e) => {
             // Without the sweep, no secret in the group would be reported:
             // the group fails rather than pass as "no secrets".
@@ -327,18 +366,36 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             }
         }
     }
+    let mut files_read: BTreeSet<String> = BTreeSet::new();
+    let mut preloaded = Vec::new();
+    for (path, output) in preloads {
+        let text = match output {
+            Ok(out) => {
+                files_read.extend(out.files_read);
+                out.text
+            }
+            Err(ToolError::Model(message)) => format!("error: {message}\n"),
+            Err(ToolError::Internal(message)) => {
+                report.status = AgentStatus::Failed;
+                report.error = Some(format!("preloading {path} failed: {message}"));
+                run.events
+                    .finished(report.status.as_str(), report.findings.len());
+                return report;
+            }
+        };
+        preloaded.push(Preloaded { path, text });
+    }
 
     let allowed: Vec<String> = run.definition.tools.clone();
     let specs = ToolContext::specs(&allowed);
     let mut messages = vec![Message::User {
-        text: task.render(),
+        text: task.render(&preloaded),
     }];
     run.events.transcript(
         json!({"type": "system", "agent": run.definition.name, "text": run.definition.prompt}),
     );
     run.events
         .transcript(json!({"type": "message", "message": messages[0]}));
-    let mut files_read: BTreeSet<String> = BTreeSet::new();
     let mut last_text: Option<String> = None;
     let mut final_report: Option<ParsedReport> = None;
     let mut ended: Option<Ended> = None;

@@ -82,10 +82,13 @@ impl Offline {
                 listed
             };
             for path in &targets {
-                if !seen
-                    .calls
-                    .iter()
-                    .any(|(n, p, _)| n == "read_file" && p == path)
+                // A preloaded file is already seen: only its later pages
+                // are asked for (below), as a careful model would.
+                if !seen.contents.contains_key(path)
+                    && !seen
+                        .calls
+                        .iter()
+                        .any(|(n, p, _)| n == "read_file" && p == path)
                 {
                     wanted.push(json!({"tool": "read_file", "path": path}));
                 }
@@ -230,6 +233,7 @@ impl Conversation {
         let mut c = Self::default();
         for message in messages {
             match message {
+                Message::User { text } => c.preloaded(text),
                 Message::Assistant { tool_calls, .. } => {
                     for call in tool_calls {
                         let args: Value =
@@ -255,6 +259,28 @@ impl Conversation {
             }
         }
         c
+    }
+
+    /// The `<file path="…">` blocks of a task message: each holds what
+    /// `read_file` returned, so it is read the same way. A line `</file>`
+    /// inside a file is numbered, so the unnumbered one closes the block.
+    fn preloaded(&mut self, text: &str) {
+        let mut rest = text;
+        while let Some(start) = rest.find("\n<file path=\"") {
+            let after = &rest[start + 1..];
+            let Some(open_end) = after.find("\">\n") else {
+                return;
+            };
+            let body = &after[open_end + 3..];
+            let Some(close) = body.find("\n</file>") else {
+                return;
+            };
+            let content = &body[..close + 1];
+            if !content.starts_with("error: ") {
+                self.read_result(content);
+            }
+            rest = &body[close + 1..];
+        }
     }
 
     fn read_result(&mut self, content: &str) {
@@ -368,6 +394,25 @@ mod tests {
                 .iter()
                 .any(|f| f.line == 2 && f.rule.as_deref() == Some("rust/unwrap"))
         );
+    }
+
+    #[test]
+    fn preloaded_files_are_not_read_again_only_their_later_pages() {
+        let engine = Offline::new(Arc::new(RuleSet::builtin().unwrap()));
+        let task = "TASK: audit-group g1\n- src/a.rs (10 bytes, rust)\n- src/b.rs (10 bytes, rust)\n\n\
+            <file path=\"src/a.rs\">\nsrc/a.rs (1 lines)\n1\tlet x = y.unwrap();\n</file>\n\
+            <file path=\"src/b.rs\">\nsrc/b.rs (3 lines)\n1\tfn b() {\n2\t</file>\n\
+            [cut: showing lines 1-2 of 3; call read_file with offset=3 to continue]\n</file>\n";
+        let messages = vec![Message::User { text: task.into() }];
+        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto));
+        let args: Vec<&str> = r.tool_calls.iter().map(|c| c.arguments.as_str()).collect();
+        assert_eq!(args, vec![r#"{"offset":3,"path":"src/b.rs"}"#]);
+        // Answering at once (no tools) uses what was preloaded.
+        let r = engine.answer(&request(messages, ToolChoice::None));
+        let parsed = crate::findings::parse_report(&r.text.unwrap());
+        assert!(parsed.findings.iter().any(|f| f.path == "src/a.rs"
+            && f.line == 1
+            && f.rule.as_deref() == Some("rust/unwrap")));
     }
 
     #[test]
