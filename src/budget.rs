@@ -189,6 +189,7 @@ mod tests {
             input_tokens: n,
             output_tokens: 0,
             cached_tokens: 0,
+            cache_write_tokens: 0,
         }
     }
 

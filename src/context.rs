@@ -289,6 +289,7 @@ impl Context {
             cancel: &control.cancel,
             spend: &Spend::unlimited(),
             max_output_tokens: self.settings.max_output_tokens,
+            cache_scope: "run-agent",
         };
         run_subagent(run, task).await
     }
@@ -311,6 +312,7 @@ impl Context {
             transcripts: false,
             control: control.clone(),
             spend: Arc::new(Spend::unlimited()),
+            cache_scope: Arc::from("fan-out"),
         };
         Ok(fan.run(tasks).await)
     }

@@ -33,6 +33,8 @@ pub(crate) struct FanOut {
     pub control: RunControl,
     /// The run's budget, checked before each group and on each call.
     pub spend: Arc<Spend>,
+    /// The prompt-cache scope of every group (the plan's hash).
+    pub cache_scope: Arc<str>,
 }
 
 /// What the fan-out gives.
@@ -80,6 +82,7 @@ impl FanOut {
             let control = self.control.clone();
             let spend = Arc::clone(&self.spend);
             let max_output_tokens = self.max_output_tokens;
+            let cache_scope = Arc::clone(&self.cache_scope);
             let owned = task.clone();
             let handle = set.spawn(async move {
                 let _permit = permit;
@@ -92,6 +95,7 @@ impl FanOut {
                     cancel: &control.cancel,
                     spend: &spend,
                     max_output_tokens,
+                    cache_scope: &cache_scope,
                 };
                 (index, run_subagent(run, &owned).await)
             });

@@ -100,6 +100,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         transcripts: ui.transcripts.is_some(),
         control: ui.control.clone(),
         spend: Arc::clone(&spend),
+        cache_scope: Arc::from(plan.hash()),
     }
     .run(tasks)
     .await;
@@ -132,7 +133,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         not_started: fanned.not_started,
         reduced,
         stopped: ui.control.reasons(),
-        run_notes: consumed.transcript_errors,
+        run_notes: [ctx.provider.notes(), consumed.transcript_errors].concat(),
         calls: ctx.call_counts(),
         spent: spend.ledger(),
     }))

@@ -127,6 +127,7 @@ mod tests {
             input_tokens: 1_000_000,
             output_tokens: 1_000_000,
             cached_tokens: 0,
+            cache_write_tokens: 0,
         };
         assert!((mini.cost(&usage) - 0.75).abs() < 1e-9);
     }
@@ -142,6 +143,7 @@ mod tests {
             input_tokens: 1_000_000,
             output_tokens: 0,
             cached_tokens: 500_000,
+            cache_write_tokens: 0,
         };
         assert!((p.cost(&u) - 0.55).abs() < 1e-9);
     }

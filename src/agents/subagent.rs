@@ -219,6 +219,9 @@ pub(crate) struct AgentRun<'a> {
     /// The run's budget: every call's usage is counted here at once.
     pub spend: &'a Spend,
     pub max_output_tokens: u32,
+    /// What the provider's prompt-cache key is derived from, with the group
+    /// (the plan's hash in a scan), so a group's turns share one key.
+    pub cache_scope: &'a str,
 }
 
 /// Runs one sub-agent on one task. Never panics and never returns an
@@ -396,6 +399,11 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     );
     run.events
         .transcript(json!({"type": "message", "message": messages[0]}));
+    let cache_key = (!run.cache_scope.is_empty()).then(|| {
+        let hash =
+            crate::util::sha256_hex(format!("{}\n{}", run.cache_scope, task.group).as_bytes());
+        format!("fanscan-{}", &hash[..32])
+    });
     let mut last_text: Option<String> = None;
     let mut final_report: Option<ParsedReport> = None;
     let mut ended: Option<Ended> = None;
@@ -413,6 +421,8 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             tools: specs.clone(),
             tool_choice: ToolChoice::Auto,
             max_output_tokens: run.max_output_tokens,
+            cache_key: cache_key.clone(),
+            structured: false,
         };
         // Stop calling tools when the run winds down (budget, time, Ctrl-C)
         // or when this call would cross the budget: the agent goes straight
@@ -510,6 +520,9 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
                 tools: specs,
                 tool_choice: ToolChoice::None,
                 max_output_tokens: run.max_output_tokens,
+                cache_key,
+                // The report through the provider's structured output.
+                structured: true,
             };
             report.rounds += 1;
             run.events.round(report.rounds);

@@ -21,7 +21,7 @@ use super::{EngineKind, Provider, ProviderError};
 use crate::conversation::{
     ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
 };
-use crate::findings::{Finding, Severity, TASK_COMPLETE, render_block};
+use crate::findings::{Finding, Severity, TASK_COMPLETE, render_block, render_structured};
 use crate::language::language_of;
 use crate::rules::RuleSet;
 
@@ -142,8 +142,8 @@ impl Offline {
             .filter_map(|s| by_severity.get(s).map(|n| format!("{n} {}", s.as_str())))
             .collect::<Vec<_>>()
             .join(", ");
-        let text = format!(
-            "Offline rule engine (not a language model): {} rules applied to {line_count} lines of {} files; {} findings{}.\n\n{}\n\n{TASK_COMPLETE}",
+        let summary = format!(
+            "Offline rule engine (not a language model): {} rules applied to {line_count} lines of {} files; {} findings{}.",
             self.rules.rules.len(),
             seen.contents.len(),
             findings.len(),
@@ -152,8 +152,17 @@ impl Offline {
             } else {
                 format!(" ({counts})")
             },
-            render_block(&findings),
         );
+        // Asked for a structured report, it answers the schema a model's
+        // structured output would; else a JSON block in text.
+        let text = if request.structured {
+            render_structured(&summary, &findings)
+        } else {
+            format!(
+                "{summary}\n\n{}\n\n{TASK_COMPLETE}",
+                render_block(&findings)
+            )
+        };
         reply(Some(text), Vec::new())
     }
 }
@@ -357,6 +366,7 @@ mod tests {
             tools: ToolContext::specs(&["list_dir".into(), "read_file".into(), "grep".into()]),
             tool_choice: choice,
             max_output_tokens: 100,
+            ..ChatRequest::default()
         }
     }
 

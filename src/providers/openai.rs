@@ -11,10 +11,11 @@ use serde_json::{Value, json};
 
 use super::ProviderError;
 use super::http::DecodeError;
-use super::remote::Wire;
+use super::remote::{Features, Optional, Wire};
 use crate::conversation::{
     ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
 };
+use crate::findings::report_schema;
 
 /// The Chat Completions wire format.
 pub(crate) struct OpenAi {
@@ -45,17 +46,27 @@ impl Wire for OpenAi {
         Ok(headers)
     }
 
-    fn encode(&self, model: &str, request: &ChatRequest) -> Value {
-        encode(model, request)
+    fn encode(&self, model: &str, request: &ChatRequest, features: Features) -> Value {
+        encode(model, request, features)
     }
 
     fn decode(&self, body: &[u8]) -> Result<ChatResponse, DecodeError> {
         decode(body)
     }
+
+    fn rejects(&self, message: &str) -> Option<Optional> {
+        if message.contains("prompt_cache_key") {
+            Some(Optional::PromptCacheKey)
+        } else if message.contains("response_format") || message.contains("json_schema") {
+            Some(Optional::ResponseFormat)
+        } else {
+            None
+        }
+    }
 }
 
 /// The request body.
-fn encode(model: &str, request: &ChatRequest) -> Value {
+fn encode(model: &str, request: &ChatRequest, features: Features) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
     for message in &request.messages {
         messages.push(match message {
@@ -96,6 +107,19 @@ fn encode(model: &str, request: &ChatRequest) -> Value {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::None => json!("none"),
         };
+    }
+    // The prefix (system, tools, task with its preloaded files) comes first
+    // and stays the same across a group's turns; servers cache prefixes of
+    // 1,024 tokens or more on their own, and the key routes a group's turns
+    // to the same cache.
+    if let Some(key) = request.cache_key.as_ref().filter(|_| features.cache_key) {
+        body["prompt_cache_key"] = json!(key);
+    }
+    if request.structured && features.response_format {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": {"name": "audit_report", "strict": true, "schema": report_schema()},
+        });
     }
     body
 }
@@ -217,6 +241,8 @@ fn decode(body: &[u8]) -> Result<ChatResponse, DecodeError> {
             .prompt_tokens_details
             .and_then(|d| d.cached_tokens)
             .unwrap_or(0),
+        // OpenAI writes its cache for free.
+        cache_write_tokens: 0,
     });
     Ok(ChatResponse {
         text,
@@ -281,8 +307,16 @@ mod tests {
             }],
             tool_choice: ToolChoice::None,
             max_output_tokens: 100,
+            ..ChatRequest::default()
         };
-        let body = encode("m", &request);
+        let body = encode(
+            "m",
+            &request,
+            Features {
+                cache_key: true,
+                response_format: true,
+            },
+        );
         assert_eq!(body["messages"][0]["role"], "system");
         assert_eq!(body["messages"][3]["tool_call_id"], "c1");
         assert_eq!(body["tool_choice"], "none");

@@ -295,7 +295,13 @@ fn anthropic_behaviour() -> Behaviour {
         let answered = last["content"]
             .as_array()
             .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_result"));
-        let reply = if !answered && body["tool_choice"]["type"] != "none" {
+        let reply = if body["tool_choice"]["type"] == "tool" {
+            // The forced report tool, as the Messages API answers it.
+            json!({"type": "message", "role": "assistant", "stop_reason": "tool_use",
+                   "content": [{"type": "tool_use", "id": "toolu_r", "name": body["tool_choice"]["name"],
+                                "input": {"summary": "Nothing found.", "findings": []}}],
+                   "usage": {"input_tokens": 50, "output_tokens": 5}})
+        } else if !answered && body["tool_choice"]["type"] != "none" {
             let task = messages[0]["content"][0]["text"]
                 .as_str()
                 .unwrap_or_default();
@@ -334,7 +340,12 @@ async fn the_anthropic_loop_answers_every_tool_use_in_one_message() {
     let seen = mock.requests();
     let second = &seen[1].body;
     assert_eq!(
-        second["system"].as_str().unwrap().lines().next().unwrap(),
+        second["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
         "You are a senior code auditor. You review one group of files of a repository"
     );
     let messages = second["messages"].as_array().unwrap();
@@ -350,11 +361,17 @@ async fn the_anthropic_loop_answers_every_tool_use_in_one_message() {
         .collect();
     assert_eq!(ids, vec!["toolu_0", "toolu_1"]);
     assert_eq!(seen[0].body["tool_choice"]["type"], "auto");
-    // The summary turn: tools off, asked once, as a user text.
+    // The summary turn: the forced report tool (structured output), asked
+    // once, as a user text.
     let summaries: Vec<_> = seen
         .iter()
-        .filter(|s| s.body["tool_choice"]["type"] == "none")
+        .filter(|s| s.body["tool_choice"]["type"] == "tool")
         .collect();
+    assert!(
+        summaries
+            .iter()
+            .all(|s| s.body["tool_choice"]["name"] == "report_findings")
+    );
     assert_eq!(
         summaries.len(),
         1,
