@@ -73,6 +73,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
 
     let inventory = ctx.inventory()?;
     let (plan, planner_usage) = ctx.plan(&inventory).await?;
+    ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone()));
     if settings.planner == PlannerKind::Llm {
         spend.add("planner", planner_usage, &ctx.model_of("planner"));

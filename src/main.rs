@@ -375,7 +375,11 @@ async fn plan_command(
         let ctx = context(path, provider, &scan, None)?;
         let inventory = ctx.inventory()?;
         let (plan, _) = ctx.plan(&inventory).await?;
-        let estimate = estimate.then(|| ctx.estimate(&plan));
+        let estimate = if estimate {
+            Some(ctx.estimate(&plan)?)
+        } else {
+            None
+        };
         Ok::<_, SetupError>((inventory, plan, estimate))
     };
     let (inventory, plan, estimate) = match planned.await {

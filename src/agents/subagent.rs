@@ -28,10 +28,6 @@ use crate::providers::{Provider, ProviderError};
 use crate::tools::secrets::Redaction;
 use crate::tools::{ToolContext, ToolError};
 
-/// Tokens of the system prompt, task and tool specs: a group's estimate is
-/// its content plus this.
-pub(crate) const TASK_OVERHEAD_TOKENS: u64 = 1_500;
-
 /// Most tool calls run from one model turn; the rest get an error result.
 const MAX_CALLS_PER_TURN: usize = 16;
 
@@ -429,7 +425,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         // to its summary, or, if it has done nothing yet, ends without one.
         let expected = request.estimated_tokens() - u64::from(request.max_output_tokens)
             + u64::from(request.max_output_tokens.min(512));
-        if stopping || !run.spend.allows(expected) {
+        if stopping || !run.spend.allows(Some(&task.group), expected) {
             if report.rounds == 0 {
                 ended = Some(Ended::Cancelled);
             } else {
@@ -647,7 +643,8 @@ async fn call(
     }?;
     let usage = response.usage_or_estimate(request);
     report.usage.add(usage);
-    run.spend.add(&report.agent, usage, &report.model);
+    run.spend
+        .charge(Some(&report.group), &report.agent, usage, &report.model);
     run.events.usage(usage);
     Ok(response)
 }

@@ -147,3 +147,75 @@ async fn a_server_without_structured_output_falls_back_to_the_text_block_and_say
         report.notes
     );
 }
+
+/// A tree of `dirs` directories of two ~2 KiB files: one group each.
+fn bigger_tree(dirs: usize) -> Repo {
+    let body = format!(
+        "import os\nos.system(cmd)\n{}",
+        "# padding line of the file\n".repeat(70)
+    );
+    let files: Vec<(String, String)> = (0..dirs)
+        .flat_map(|d| (0..2).map(move |i| (format!("d{d:02}/f{i}.py"), String::new())))
+        .collect();
+    let repo = Repo::new(&[]);
+    for (path, _) in &files {
+        repo.write(path, &body);
+    }
+    repo
+}
+
+#[tokio::test]
+async fn a_token_budget_stops_the_run_within_ten_percent_of_it() {
+    let repo = bigger_tree(12);
+    let mock = MockModel::openai(Box::new(|body, _| {
+        ResponseTemplate::new(200).set_body_json(crate::common::metered(
+            crate::common::auditor_reply("os.system", body),
+            body,
+        ))
+    }))
+    .await;
+    let args = ScanArgs {
+        group_tokens: Some(1_500),
+        jobs: Some(4),
+        ..ScanArgs::default()
+    };
+    // What a whole run costs, then a budget of about half of it.
+    let full = scan(&Context::new(mock.settings(repo.path(), &args)).unwrap()).await;
+    assert!(full.complete);
+    assert_eq!(full.groups.len(), 12);
+    let whole = full.stats.input_tokens + full.stats.output_tokens;
+    let budget = whole / 2;
+    let mut settings = mock.settings(repo.path(), &args);
+    settings.max_tokens = Some(budget);
+    let report = scan(&Context::new(settings).unwrap()).await;
+    let spent = report.stats.input_tokens + report.stats.output_tokens;
+    assert!(!report.complete);
+    assert!(
+        spent as f64 <= budget as f64 * 1.10,
+        "spent {spent} of a {budget} budget"
+    );
+    assert!(
+        spent as f64 >= budget as f64 * 0.5,
+        "stopped far too early: {spent} of {budget}"
+    );
+}
+
+#[test]
+fn a_budget_below_the_cheapest_group_is_a_setup_error_with_both_numbers() {
+    let repo = repo();
+    let out = crate::common::fanscan(&[
+        "scan",
+        repo.path().to_str().unwrap(),
+        "--max-tokens",
+        "100",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--max-tokens 100 is less than the cheapest group's estimate"),
+        "{err}"
+    );
+    assert!(err.contains("--group-tokens"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing was scanned");
+}
