@@ -372,7 +372,9 @@ async fn plan_command(
         scan.planner = Some(fanscan::PlannerKind::Pack);
     }
     let planned = async {
-        let ctx = context(path, provider, &scan, None)?;
+        // Planning calls no model, so no API key is needed.
+        let env = |name: &str| std::env::var(name).ok();
+        let ctx = Context::new(Settings::resolve_without_key(path, provider, &scan, &env)?)?;
         let inventory = ctx.inventory()?;
         let (plan, _) = ctx.plan(&inventory).await?;
         let estimate = if estimate {

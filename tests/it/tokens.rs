@@ -219,3 +219,35 @@ fn a_budget_below_the_cheapest_group_is_a_setup_error_with_both_numbers() {
     assert!(err.contains("--group-tokens"), "{err}");
     assert!(out.stdout.is_empty(), "nothing was scanned");
 }
+
+#[test]
+fn plan_estimate_needs_no_api_key_and_counts_preloading_and_caching() {
+    let repo = repo();
+    let out = crate::common::fanscan(&[
+        "plan",
+        repo.path().to_str().unwrap(),
+        "--provider",
+        "anthropic",
+        "--model",
+        "claude-sonnet-4-6",
+        "--estimate",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().last().unwrap();
+    assert!(
+        line.starts_with("estimate for model claude-sonnet-4-6"),
+        "{line}"
+    );
+    assert!(line.contains("read from the prompt cache"), "{line}");
+    assert!(
+        line.contains("files preloaded, two turns a group"),
+        "{line}"
+    );
+    assert!(line.contains('$'), "priced: {line}");
+}
