@@ -125,12 +125,19 @@ pub(crate) struct ChatRequest {
     /// Ask for the final report through the provider's structured-output
     /// mechanism (a JSON schema response format, or a forced report tool).
     pub structured: bool,
+    /// [`ChatRequest::estimated_tokens`], computed once: the budget, the
+    /// rate limiter and a missing usage all ask for it.
+    pub estimate: std::sync::OnceLock<u64>,
 }
 
 impl ChatRequest {
     /// A rough token estimate of the request (bytes / 3), used to reserve
     /// tokens-per-minute capacity before it is sent.
     pub(crate) fn estimated_tokens(&self) -> u64 {
+        *self.estimate.get_or_init(|| self.estimate_tokens())
+    }
+
+    fn estimate_tokens(&self) -> u64 {
         let mut bytes = self.system.len();
         for message in &self.messages {
             bytes += match message {

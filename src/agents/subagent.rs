@@ -386,15 +386,15 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     }
 
     let allowed: Vec<String> = run.definition.tools.clone();
-    let specs = ToolContext::specs(&allowed);
+    let mut specs = ToolContext::specs(&allowed);
     let mut messages = vec![Message::User {
         text: task.render(&preloaded),
     }];
     run.events.transcript(
-        json!({"type": "system", "agent": run.definition.name, "text": run.definition.prompt}),
+        || json!({"type": "system", "agent": run.definition.name, "text": run.definition.prompt}),
     );
     run.events
-        .transcript(json!({"type": "message", "message": messages[0]}));
+        .transcript(|| json!({"type": "message", "message": messages[0]}));
     let cache_key = (!run.cache_scope.is_empty()).then(|| {
         let hash =
             crate::util::sha256_hex(format!("{}\n{}", run.cache_scope, task.group).as_bytes());
@@ -410,32 +410,42 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             report.status = AgentStatus::MaxRounds;
             break;
         }
+        // The conversation moves into the request and back: no copy of it
+        // is made per round.
         let request = ChatRequest {
             model: run.definition.model.clone(),
             system: run.definition.prompt.clone(),
-            messages: messages.clone(),
-            tools: specs.clone(),
+            messages: std::mem::take(&mut messages),
+            tools: std::mem::take(&mut specs),
             tool_choice: ToolChoice::Auto,
             max_output_tokens: run.max_output_tokens,
             cache_key: cache_key.clone(),
             structured: false,
+            ..ChatRequest::default()
         };
         // Stop calling tools when the run winds down (budget, time, Ctrl-C)
         // or when this call would cross the budget: the agent goes straight
         // to its summary, or, if it has done nothing yet, ends without one.
         let expected = request.estimated_tokens() - u64::from(request.max_output_tokens)
             + u64::from(request.max_output_tokens.min(512));
-        if stopping || !run.spend.allows(Some(&task.group), expected) {
+        let go = !stopping && run.spend.allows(Some(&task.group), expected);
+        let outcome = if go {
+            report.rounds += 1;
+            run.events.round(report.rounds);
+            Some(call(&run, &request, &mut report).await)
+        } else {
+            None
+        };
+        (messages, specs) = (request.messages, request.tools);
+        let Some(outcome) = outcome else {
             if report.rounds == 0 {
                 ended = Some(Ended::Cancelled);
             } else {
                 report.status = AgentStatus::WrappedUp;
             }
             break;
-        }
-        report.rounds += 1;
-        run.events.round(report.rounds);
-        let response = match call(&run, &request, &mut report).await {
+        };
+        let response = match outcome {
             Ok(r) => r,
             Err(e) => {
                 ended = Some(Ended::from(e));
@@ -453,7 +463,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             tool_calls: calls.clone(),
         };
         run.events
-            .transcript(json!({"type": "message", "message": assistant}));
+            .transcript(|| json!({"type": "message", "message": assistant}));
         messages.push(assistant);
         if calls.is_empty() {
             if paused {
@@ -480,7 +490,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         };
         for result in results {
             run.events
-                .transcript(json!({"type": "message", "message": result}));
+                .transcript(|| json!({"type": "message", "message": result}));
             messages.push(result);
         }
         if says_done {
@@ -508,7 +518,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
                 text: summary_request(),
             });
             run.events
-                .transcript(json!({"type": "message", "message": messages.last()}));
+                .transcript(|| json!({"type": "message", "message": messages.last()}));
             let request = ChatRequest {
                 model: run.definition.model.clone(),
                 system: run.definition.prompt.clone(),
@@ -519,13 +529,14 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
                 cache_key,
                 // The report through the provider's structured output.
                 structured: true,
+                ..ChatRequest::default()
             };
             report.rounds += 1;
             run.events.round(report.rounds);
             match call(&run, &request, &mut report).await {
                 Ok(response) => {
                     run.events
-                        .transcript(json!({"type": "summary", "text": response.text}));
+                        .transcript(|| json!({"type": "summary", "text": response.text}));
                     let text = response.text.unwrap_or_default();
                     let parsed = parse_report(&text);
                     last_text = None;
@@ -609,7 +620,7 @@ async fn repair(
         text: repair_request(&first),
     });
     run.events
-        .transcript(json!({"type": "message", "message": messages.last()}));
+        .transcript(|| json!({"type": "message", "message": messages.last()}));
     let request = ChatRequest {
         messages,
         ..request
@@ -620,7 +631,7 @@ async fn repair(
     match call(run, &request, report).await {
         Ok(response) => {
             run.events
-                .transcript(json!({"type": "repair", "text": response.text}));
+                .transcript(|| json!({"type": "repair", "text": response.text}));
             let second = parse_report(response.text.as_deref().unwrap_or_default());
             let better =
                 second.parsed && (second.findings.len() >= first.findings.len() || !first.parsed);

@@ -66,7 +66,9 @@ impl Wire for Anthropic {
         Ok(headers)
     }
 
-    fn encode(&self, model: &str, request: &ChatRequest, _features: Features) -> Value {
+    type Body<'a> = Value;
+
+    fn encode<'a>(&'a self, model: &'a str, request: &'a ChatRequest, _: Features) -> Value {
         encode(model, request, self.sampling())
     }
 

@@ -10,7 +10,6 @@ use std::sync::{Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use reqwest::header::HeaderMap;
-use serde_json::Value;
 
 use super::http::{DecodeError, HttpLayer};
 use super::{EngineKind, Provider, ProviderError};
@@ -42,9 +41,18 @@ pub(crate) trait Wire: Send + Sync {
     fn url(&self, base: &str) -> String;
     /// The headers every request carries (the key among them).
     fn headers(&self, api_key: Option<&str>) -> Result<HeaderMap, ProviderError>;
-    /// The request body, strictly in the format's shape, with the optional
-    /// fields `features` allows.
-    fn encode(&self, model: &str, request: &ChatRequest, features: Features) -> Value;
+    /// The request body: strictly in the format's shape, with the optional
+    /// fields `features` allows, serialized as it is.
+    type Body<'a>: serde::Serialize
+    where
+        Self: 'a;
+    /// The request body for `request`.
+    fn encode<'a>(
+        &'a self,
+        model: &'a str,
+        request: &'a ChatRequest,
+        features: Features,
+    ) -> Self::Body<'a>;
     /// The answer, read leniently.
     fn decode(&self, body: &[u8]) -> Result<ChatResponse, DecodeError>;
     /// The optional field a 400 answer's message says the server rejects.
@@ -121,13 +129,14 @@ impl<W: Wire> Remote<W> {
     async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
         let model = request.model.as_deref().unwrap_or(&self.model);
         loop {
-            let body = self.wire.encode(model, request, self.features());
+            let body = serde_json::to_vec(&self.wire.encode(model, request, self.features()))
+                .map_err(ProviderError::Encode)?;
             let answer = self
                 .http
                 .post_json(
                     &self.url,
                     &self.headers,
-                    &body,
+                    body.into(),
                     request.estimated_tokens(),
                     |bytes| self.wire.decode(bytes),
                 )
