@@ -114,10 +114,16 @@ impl AgentTask {
 }
 
 /// The forced final-summary request.
+///
+/// It names the report format of the task rather than repeating it: the
+/// task is in the context, and every repeated token is billed.
 pub(crate) fn summary_request() -> String {
     format!(
-        "Give the complete summary of every step's key findings in the report format: every finding \
-         from every file you read, not only the latest ones. Do not call tools. End with {TASK_COMPLETE}.\n\n{REPORT_FORMAT}"
+        "Give the complete summary of every step's key findings in the report format of the task: \
+         a short prose summary, then ONE fenced JSON block {{\"findings\": [...]}} with every finding \
+         from every file you read, not only the latest ones, each with path, line, severity, title, \
+         detail and evidence copied exactly from the file without line numbers. Do not call tools. \
+         End with {TASK_COMPLETE}."
     )
 }
 
