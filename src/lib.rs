@@ -84,6 +84,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     // reach the whole inventory, for context.
     let scope = ctx.in_scope(&inventory);
     let (plan, planner_usage) = ctx.plan(&scope).await?;
+    ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone()));
     if settings.planner == PlannerKind::Llm {
         spend.add("planner", planner_usage, &ctx.model_of("planner"));
@@ -111,6 +112,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         transcripts: ui.transcripts.is_some(),
         control: ui.control.clone(),
         spend: Arc::clone(&spend),
+        cache_scope: Arc::from(plan.hash()),
     }
     .run(tasks)
     .await;
@@ -189,7 +191,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         not_started: fanned.not_started,
         reduced,
         stopped: ui.control.reasons(),
-        run_notes: consumed.transcript_errors,
+        run_notes: [ctx.provider.notes(), consumed.transcript_errors].concat(),
         calls: ctx.call_counts(),
         spent: spend.ledger(),
         triage,

@@ -604,10 +604,17 @@ async fn plan_command(
         scan.planner = Some(fanscan::PlannerKind::Pack);
     }
     let planned = async {
-        let ctx = context(path, provider, &scan, None)?;
-        let inventory = ctx.inventory()?;
+        // Planning calls no model, so no API key is needed.
+        let env = |name: &str| std::env::var(name).ok();
+        let ctx = Context::new(Settings::resolve_without_key(path, provider, &scan, &env)?)?;
+        // A diff scan's plan holds the changed files only.
+        let inventory = ctx.in_scope(&ctx.inventory()?);
         let (plan, _) = ctx.plan(&inventory).await?;
-        let estimate = estimate.then(|| ctx.estimate(&plan));
+        let estimate = if estimate {
+            Some(ctx.estimate(&plan)?)
+        } else {
+            None
+        };
         Ok::<_, SetupError>((inventory, plan, estimate))
     };
     let (inventory, plan, estimate) = match planned.await {

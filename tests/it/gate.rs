@@ -354,7 +354,7 @@ fn exit_code_incomplete_is_never_a_pass() {
             "--group-tokens",
             "100",
             "--max-tokens",
-            "2000",
+            "4500",
         ],
     );
     assert_eq!(
@@ -375,7 +375,7 @@ fn exit_code_incomplete_is_never_a_pass() {
             "--group-tokens",
             "100",
             "--max-tokens",
-            "2000",
+            "4500",
             "--fail-on",
             "never",
         ],
@@ -518,9 +518,28 @@ fn since_plans_only_the_changed_files_with_renames_and_deletions() {
     );
     assert_eq!(report.gate.failing.len(), 1);
     // The plan command says the same, and the Markdown lists the deletion.
-    let plan = fanscan(&["plan", repo.path().to_str().unwrap(), "--since", "main"]);
-    let text = String::from_utf8(plan.stdout).unwrap();
-    assert!(text.contains("3 changed files"), "{text}");
+    let plan = fanscan(&[
+        "plan",
+        repo.path().to_str().unwrap(),
+        "--since",
+        "main",
+        "--json",
+    ]);
+    let plan: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let files: Vec<&str> = plan["plan"]["groups"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{plan:#}"))
+        .iter()
+        .flat_map(|g| {
+            g["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f.as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(files.len(), 3, "{plan:#}");
+    assert!(plan.to_string().contains("3 changed files"), "{plan:#}");
     let md = fanscan(&[
         "scan",
         repo.path().to_str().unwrap(),

@@ -12,4 +12,5 @@ mod gate;
 mod pipeline;
 mod resilience;
 mod snapshots;
+mod tokens;
 mod vendored;
