@@ -80,6 +80,29 @@ pub(super) fn render(report: &Report) -> String {
         out.push('\n');
     }
 
+    if !report.unparsed.is_empty() {
+        let _ = writeln!(
+            out,
+            "## Claims that could not be read ({}): unverified, not gated on\n\nWhat agents said that did not come as a readable finding, kept with why.\n",
+            report.unparsed.len()
+        );
+        for u in &report.unparsed {
+            let place = match (&u.path, u.line) {
+                (Some(p), Some(l)) => format!(" `{p}:{l}`"),
+                (Some(p), None) => format!(" `{p}`"),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "- group `{}`{place}: {} ({})",
+                u.group,
+                u.text.replace('\n', " "),
+                u.reason
+            );
+        }
+        out.push('\n');
+    }
+
     let c = &report.coverage;
     let _ = writeln!(out, "## Coverage\n");
     let _ = writeln!(
