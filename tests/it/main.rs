@@ -11,4 +11,5 @@ mod formats;
 mod pipeline;
 mod resilience;
 mod snapshots;
+mod store;
 mod vendored;
