@@ -77,9 +77,9 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let auditor = Arc::new(ctx.agent(&settings.agent)?.clone());
     let reducer = ctx.agent("reducer")?;
 
-    let (store, store_warning) = store::open(settings)?;
     let inventory = ctx.inventory()?;
     let (plan, planner_usage) = ctx.plan(&inventory).await?;
+    ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone()));
     if settings.planner == PlannerKind::Llm {
         spend.add("planner", planner_usage, &ctx.model_of("planner"));
@@ -90,13 +90,8 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         ctx.tools
             .scoped(inventory.files.iter().map(|f| f.path.clone())),
     );
-    let run = store::ScanStore::start(
-        store,
-        ctx,
-        &auditor,
-        reducer,
-        &ctx.run_info(&plan, &started),
-    )?;
+    let (run, warned) =
+        store::ScanStore::open(ctx, &auditor, reducer, &ctx.run_info(&plan, &started))?;
     let split = store::split(run.as_ref(), &settings.root, plan.tasks(&inventory)).await;
     let tasks = split.fresh;
     let (events, progress) = progress::Consumer {
@@ -116,6 +111,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         control: ui.control.clone(),
         spend: Arc::clone(&spend),
         journal: run.as_ref().map(store::ScanStore::journal),
+        cache_scope: Arc::from(plan.hash()),
     }
     .run(tasks)
     .await;
@@ -129,25 +125,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     .await
     .map_err(ScanError::Verify)?;
 
-    let stored = run.as_ref().and_then(|r| r.reduced(&reports));
-    let reduced = match stored {
-        Some(reduced) => reduced,
-        None => {
-            reduce::Reducer {
-                definition: reducer,
-                provider: ctx.provider.as_ref(),
-                context_tokens: ctx.reducer_context(reducer),
-                max_output_tokens: settings.max_output_tokens,
-                // A run stopped early (budget, Ctrl-C) spends nothing more.
-                stopped_early: ui.control.stop.is_cancelled(),
-            }
-            .reduce(&checked, &reports)
-            .await
-        }
-    };
-    if let Some(run) = &run {
-        run.keep_reduced(&reports, &reduced);
-    }
+    let reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
 
     let mut report = report::assemble(report::Parts {
@@ -159,10 +137,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         not_started: fanned.not_started,
         reduced,
         stopped: ui.control.reasons(),
-        run_notes: store_warning
-            .into_iter()
-            .chain(consumed.transcript_errors)
-            .collect(),
+        run_notes: [warned, ctx.provider.notes(), consumed.transcript_errors].concat(),
         calls: ctx.call_counts(),
         spent: spend.ledger(),
     });
@@ -170,4 +145,33 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         run.finish(&mut report);
     }
     Ok(report)
+}
+
+/// The reducer's answer for these reports: from the run store when it
+/// reduced exactly them before, else asked (and stored).
+async fn reduce_or_reuse(
+    ctx: &Context,
+    ui: &Ui,
+    reducer: &AgentDefinition,
+    run: Option<&store::ScanStore>,
+    checked: &[verify::Checked],
+    reports: &[GroupReport],
+) -> reduce::Reduced {
+    if let Some(stored) = run.and_then(|r| r.reduced(reports)) {
+        return stored;
+    }
+    let reduced = reduce::Reducer {
+        definition: reducer,
+        provider: ctx.provider.as_ref(),
+        context_tokens: ctx.reducer_context(reducer),
+        max_output_tokens: ctx.settings.max_output_tokens,
+        // A run stopped early (budget, Ctrl-C) spends nothing more.
+        stopped_early: ui.control.stop.is_cancelled(),
+    }
+    .reduce(checked, reports)
+    .await;
+    if let Some(run) = run {
+        run.keep_reduced(reports, &reduced);
+    }
+    reduced
 }

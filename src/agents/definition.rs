@@ -20,6 +20,7 @@ const KEYS: &[&str] = &[
     "max_rounds",
     "model",
     "context_tokens",
+    "preload",
 ];
 
 /// Default rounds when a definition sets none.
@@ -39,6 +40,10 @@ pub struct AgentDefinition {
     /// from the run's `--context-tokens` (the reducer batches its input to
     /// fit it).
     pub context_tokens: Option<u64>,
+    /// Whether the task message carries the group's files (each as
+    /// `read_file` returns it from the top), so that a group costs two
+    /// turns when nothing needs following up. Off: the agent reads them.
+    pub preload: bool,
     /// The system prompt (the Markdown body).
     pub prompt: String,
     /// Where it came from: `builtin:auditor.md` or a file path.
@@ -79,6 +84,8 @@ struct FrontMatter {
     model: Option<String>,
     #[serde(default)]
     context_tokens: Option<i64>,
+    #[serde(default)]
+    preload: Option<bool>,
 }
 
 impl AgentDefinition {
@@ -224,6 +231,7 @@ impl AgentDefinition {
             max_rounds,
             model: parsed.model.filter(|m| !m.trim().is_empty()),
             context_tokens,
+            preload: parsed.preload.unwrap_or(false),
             prompt,
             source: source.to_string(),
             hash: crate::util::sha256_hex(text.as_bytes()),

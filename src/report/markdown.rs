@@ -163,9 +163,10 @@ pub(super) fn render(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "- tokens: {} in ({} cached), {} out",
+        "- tokens: {} in ({} read from the prompt cache, {} written to it), {} out",
         human_count(s.input_tokens),
         human_count(s.cached_tokens),
+        human_count(s.cache_write_tokens),
         human_count(s.output_tokens)
     );
     match s.cost_usd {
@@ -183,8 +184,9 @@ pub(super) fn render(report: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "  - {agent}: {} in, {} out, {cost}",
+            "  - {agent}: {} in ({} cached), {} out, {cost}",
             human_count(a.usage.input_tokens),
+            human_count(a.usage.cached_tokens),
             human_count(a.usage.output_tokens)
         );
     }

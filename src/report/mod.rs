@@ -155,6 +155,9 @@ pub struct Stats {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cached_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     pub retries: u64,
     pub rate_limited: u64,
     /// The lowest number of requests in flight the adaptive limit went
@@ -368,6 +371,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
             cached_tokens: usage.cached_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
             retries: calls.retries,
             rate_limited: calls.rate_limited,
             lowest_concurrency: calls.lowest_concurrency,

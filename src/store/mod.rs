@@ -342,8 +342,21 @@ pub(crate) struct ScanStore {
 }
 
 impl ScanStore {
-    /// Starts the run's row (after planning: the manifest names the plan).
-    pub(crate) fn start(
+    /// Opens the settings' store and starts the run's row (after
+    /// planning: the manifest names the plan). Without a store: none, and
+    /// the warning why, when it could not be written.
+    pub(crate) fn open(
+        ctx: &Context,
+        auditor: &AgentDefinition,
+        reducer: &AgentDefinition,
+        run: &RunInfo,
+    ) -> Result<(Option<Self>, Vec<String>), StoreError> {
+        let (store, warning) = open(&ctx.settings)?;
+        let started = Self::start(store, ctx, auditor, reducer, run)?;
+        Ok((started, warning.into_iter().collect()))
+    }
+
+    fn start(
         store: Option<Arc<Store>>,
         ctx: &Context,
         auditor: &AgentDefinition,

@@ -12,4 +12,5 @@ mod pipeline;
 mod resilience;
 mod snapshots;
 mod store;
+mod tokens;
 mod vendored;

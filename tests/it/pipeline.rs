@@ -41,6 +41,18 @@ fn small_groups(jobs: usize) -> ScanArgs {
     }
 }
 
+/// An auditor that is not given its files up front: it must read them, so
+/// these tests can see what happens when it does not.
+const READING_AUDITOR: &str = "---\nname: auditor\ndescription: Reads its files itself.\ntools: [list_dir, read_file, grep]\npreload: false\n---\nYou audit.\n";
+
+fn without_preload(repo: &Repo) -> ScanArgs {
+    repo.write(".fanscan/agents/auditor.md", READING_AUDITOR);
+    ScanArgs {
+        exclude: vec![".fanscan/**".into()],
+        ..ScanArgs::default()
+    }
+}
+
 async fn scan(
     ctx: &Context,
     control: RunControl,
@@ -132,7 +144,7 @@ async fn findings_that_cite_code_that_is_not_there_are_unverified() {
         ])))
     }))
     .await;
-    let ctx = Context::new(mock.settings(repo.path(), &ScanArgs::default())).unwrap();
+    let ctx = Context::new(mock.settings(repo.path(), &without_preload(&repo))).unwrap();
     let report = scan(&ctx, RunControl::default(), None).await;
     let verified: Vec<(&str, u32)> = report
         .findings
@@ -173,7 +185,7 @@ async fn an_agent_that_read_nothing_is_flagged_and_its_findings_unverified() {
         findings_turn(json!([{"path": "src/a.rs", "line": 2, "severity": "high", "title": "guess", "evidence": "let x = 1;"}])),
     ])
     .await;
-    let ctx = Context::new(mock.settings(repo.path(), &ScanArgs::default())).unwrap();
+    let ctx = Context::new(mock.settings(repo.path(), &without_preload(&repo))).unwrap();
     let report = scan(&ctx, RunControl::default(), None).await;
     assert!(report.findings.is_empty());
     assert_eq!(report.unverified.len(), 1);
