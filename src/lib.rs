@@ -26,6 +26,7 @@ mod providers;
 mod reduce;
 mod report;
 mod rules;
+mod store;
 mod tools;
 mod util;
 mod verify;
@@ -49,7 +50,9 @@ pub use plan::render::{json as plan_json, text as plan_text};
 pub use plan::{Plan, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
+pub use report::since::{FindingRef, SinceLastRun};
 pub use report::{Format, Report, exit};
+pub use store::{StoreError, diff_text, history_text};
 
 /// A scan that could not produce a report.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +63,9 @@ pub enum ScanError {
     /// Verification itself failed: a fanscan bug (exit code 1).
     #[error("verification failed ({0}): a fanscan bug, please report it")]
     Verify(#[source] tokio::task::JoinError),
+    /// The run store is foreign, corrupted or newer (exit code 2).
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// The whole pipeline: inventory → plan → fan-out → verify → reduce →
@@ -84,7 +90,10 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         ctx.tools
             .scoped(inventory.files.iter().map(|f| f.path.clone())),
     );
-    let tasks = plan.tasks(&inventory);
+    let (run, warned) =
+        store::ScanStore::open(ctx, &auditor, reducer, &ctx.run_info(&plan, &started))?;
+    let split = store::split(run.as_ref(), &settings.root, plan.tasks(&inventory)).await;
+    let tasks = split.fresh;
     let (events, progress) = progress::Consumer {
         multi: ui.multi.clone(),
         total_groups: tasks.len() as u64,
@@ -101,41 +110,68 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         transcripts: ui.transcripts.is_some(),
         control: ui.control.clone(),
         spend: Arc::clone(&spend),
+        journal: run.as_ref().map(store::ScanStore::journal),
         cache_scope: Arc::from(plan.hash()),
     }
     .run(tasks)
     .await;
     let consumed = progress.finish().await;
+    let (reports, reused) = store::cache::in_plan_order(&plan, split.reused, fanned.reports);
 
     let (checked, reports, inventory) = tokio::task::spawn_blocking(move || {
-        let checked = verify::verify(&fanned.reports, &inventory, &tools);
-        (checked, fanned.reports, inventory)
+        let checked = verify::verify(&reports, &inventory, &tools);
+        (checked, reports, inventory)
     })
     .await
     .map_err(ScanError::Verify)?;
 
-    let reduced = reduce::Reducer {
-        definition: reducer,
-        provider: ctx.provider.as_ref(),
-        context_tokens: ctx.reducer_context(reducer),
-        max_output_tokens: settings.max_output_tokens,
-        // A run stopped early (budget, Ctrl-C) spends nothing more.
-        stopped_early: ui.control.stop.is_cancelled(),
-    }
-    .reduce(&checked, &reports)
-    .await;
+    let reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
 
-    Ok(report::assemble(report::Parts {
+    let mut report = report::assemble(report::Parts {
         run: ctx.run_info(&plan, &started),
         plan,
         skipped: inventory.skipped,
         reports,
+        reused,
         not_started: fanned.not_started,
         reduced,
         stopped: ui.control.reasons(),
-        run_notes: [ctx.provider.notes(), consumed.transcript_errors].concat(),
+        run_notes: [warned, ctx.provider.notes(), consumed.transcript_errors].concat(),
         calls: ctx.call_counts(),
         spent: spend.ledger(),
-    }))
+    });
+    if let Some(run) = &run {
+        run.finish(&mut report);
+    }
+    Ok(report)
+}
+
+/// The reducer's answer for these reports: from the run store when it
+/// reduced exactly them before, else asked (and stored).
+async fn reduce_or_reuse(
+    ctx: &Context,
+    ui: &Ui,
+    reducer: &AgentDefinition,
+    run: Option<&store::ScanStore>,
+    checked: &[verify::Checked],
+    reports: &[GroupReport],
+) -> reduce::Reduced {
+    if let Some(stored) = run.and_then(|r| r.reduced(reports)) {
+        return stored;
+    }
+    let reduced = reduce::Reducer {
+        definition: reducer,
+        provider: ctx.provider.as_ref(),
+        context_tokens: ctx.reducer_context(reducer),
+        max_output_tokens: ctx.settings.max_output_tokens,
+        // A run stopped early (budget, Ctrl-C) spends nothing more.
+        stopped_early: ui.control.stop.is_cancelled(),
+    }
+    .reduce(checked, reports)
+    .await;
+    if let Some(run) = run {
+        run.keep_reduced(reports, &reduced);
+    }
+    reduced
 }

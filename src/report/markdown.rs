@@ -61,6 +61,8 @@ pub(super) fn render(report: &Report) -> String {
         out.push('\n');
     }
 
+    since_last_run(&mut out, report);
+
     if !report.unverified.is_empty() {
         let _ = writeln!(
             out,
@@ -115,6 +117,15 @@ pub(super) fn render(report: &Report) -> String {
             format!(" ({} never shown to their agent)", c.unread.len())
         }
     );
+    if report.stats.cached_groups > 0 {
+        let _ = writeln!(
+            out,
+            "- from the run store: {} of {} groups ({} resumed from an unfinished run); no model was asked for them",
+            report.stats.cached_groups,
+            report.groups.len(),
+            report.stats.resumed_groups
+        );
+    }
     let _ = writeln!(out, "- skipped: {} files", c.skipped.len());
     let _ = writeln!(out, "- failed: {} files\n", c.failed.len());
     for s in c.skipped.iter().take(50) {
@@ -214,6 +225,73 @@ pub(super) fn render(report: &Report) -> String {
         }
     }
     out
+}
+
+/// New, fixed, unchanged and not-checked findings since the last
+/// complete run in the store.
+fn since_last_run(out: &mut String, report: &Report) {
+    let Some(since) = &report.since_last_run else {
+        if report.run_id.is_some() {
+            let _ = writeln!(
+                out,
+                "## Since the last complete run
+
+No earlier complete run in the store.
+"
+            );
+        }
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "## Since the last complete run
+
+Compared with run {} ({}): {} new, {} fixed, {} unchanged, {} not checked (their file was not reviewed this time).
+",
+        since
+            .previous_run
+            .map_or_else(|| "?".to_string(), |id| id.to_string()),
+        since.previous_started_at,
+        since.new.len(),
+        since.fixed.len(),
+        since.unchanged,
+        since.not_checked.len()
+    );
+    if !since.by_severity.is_empty() {
+        let _ = writeln!(
+            out,
+            "| severity | new | fixed | unchanged | not checked |\n|---|---|---|---|---|"
+        );
+        for severity in Severity::DESCENDING {
+            if let Some(t) = since.by_severity.get(severity.as_str()) {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} |",
+                    severity.as_str(),
+                    t.new,
+                    t.fixed,
+                    t.unchanged,
+                    t.not_checked
+                );
+            }
+        }
+        out.push('\n');
+    }
+    for (label, list) in [("new", &since.new), ("fixed", &since.fixed)] {
+        for f in list {
+            let _ = writeln!(
+                out,
+                "- {label} [{}] {} `{}:{}`",
+                f.severity.as_str(),
+                f.title,
+                f.path,
+                f.line
+            );
+        }
+    }
+    if !since.new.is_empty() || !since.fixed.is_empty() {
+        out.push('\n');
+    }
 }
 
 fn finding(out: &mut String, m: &Merged) {

@@ -11,6 +11,7 @@ mod codeclimate;
 mod github;
 mod markdown;
 mod sarif;
+pub(crate) mod since;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -86,6 +87,23 @@ pub struct GroupOutcome {
     pub usage: Usage,
     pub summary_parsed: bool,
     pub error: Option<String>,
+    /// Reused from the run store: no model was asked this run (its usage
+    /// is what it cost when it ran).
+    #[serde(default)]
+    pub cached: bool,
+    /// Cached, and finished by a run that never completed (killed or
+    /// stopped): this run resumed it.
+    #[serde(default)]
+    pub resumed: bool,
+}
+
+/// How a group's result came from the run store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reused {
+    /// Finished by an earlier complete run.
+    Cached,
+    /// Finished by an earlier run that did not complete.
+    Resumed,
 }
 
 impl From<&GroupReport> for GroupOutcome {
@@ -102,6 +120,8 @@ impl From<&GroupReport> for GroupOutcome {
             usage: r.usage,
             summary_parsed: r.summary_parsed,
             error: r.error.clone(),
+            cached: false,
+            resumed: false,
         }
     }
 }
@@ -161,6 +181,12 @@ pub struct Stats {
     pub cost_usd: Option<f64>,
     /// Tokens and cost per agent (planner, auditors, reducer).
     pub agents: BTreeMap<String, AgentUsage>,
+    /// Groups reused from the run store (resumed ones included).
+    #[serde(default)]
+    pub cached_groups: usize,
+    /// Cached groups finished by an earlier run that did not complete.
+    #[serde(default)]
+    pub resumed_groups: usize,
 }
 
 /// The report of one run.
@@ -195,6 +221,12 @@ pub struct Report {
     pub stats: Stats,
     /// Notes from the planner and reducer.
     pub notes: Vec<String>,
+    /// This run's id in the run store (none without a store).
+    #[serde(default)]
+    pub run_id: Option<i64>,
+    /// What changed since the last complete run in the store.
+    #[serde(default)]
+    pub since_last_run: Option<since::SinceLastRun>,
 }
 
 impl Report {
@@ -269,6 +301,8 @@ pub(crate) struct Parts {
     pub(crate) plan: Plan,
     pub(crate) skipped: Vec<Skipped>,
     pub(crate) reports: Vec<GroupReport>,
+    /// Groups whose result came from the run store.
+    pub(crate) reused: BTreeMap<String, Reused>,
     pub(crate) not_started: Vec<AgentTask>,
     pub(crate) reduced: Reduced,
     /// Why the run was stopped early (the run control's reasons).
@@ -289,6 +323,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         plan,
         skipped,
         reports,
+        reused,
         not_started,
         reduced,
         stopped,
@@ -343,7 +378,15 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         complete: incomplete_reasons.is_empty(),
         incomplete_reasons,
         summary: reduced.summary,
-        groups: reports.iter().map(GroupOutcome::from).collect(),
+        groups: reports
+            .iter()
+            .map(|r| {
+                let mut outcome = GroupOutcome::from(r);
+                outcome.cached = reused.contains_key(&r.group);
+                outcome.resumed = reused.get(&r.group) == Some(&Reused::Resumed);
+                outcome
+            })
+            .collect(),
         plan,
         findings: reduced.findings,
         unverified: reduced.unverified,
@@ -372,8 +415,12 @@ pub(crate) fn assemble(parts: Parts) -> Report {
             lowest_concurrency: calls.lowest_concurrency,
             cost_usd,
             agents,
+            cached_groups: reused.len(),
+            resumed_groups: reused.values().filter(|r| **r == Reused::Resumed).count(),
         },
         notes,
+        run_id: None,
+        since_last_run: None,
     }
 }
 

@@ -573,6 +573,8 @@ pub(crate) mod tests {
             coverage: Coverage::default(),
             stats: Stats::default(),
             notes: Vec::new(),
+            run_id: None,
+            since_last_run: None,
         }
     }
 

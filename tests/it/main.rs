@@ -11,5 +11,6 @@ mod formats;
 mod pipeline;
 mod resilience;
 mod snapshots;
+mod store;
 mod tokens;
 mod vendored;

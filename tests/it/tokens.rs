@@ -187,6 +187,8 @@ async fn a_token_budget_stops_the_run_within_ten_percent_of_it() {
     let budget = whole / 2;
     let mut settings = mock.settings(repo.path(), &args);
     settings.max_tokens = Some(budget);
+    // Fresh calls, not the first run's results from the run store.
+    settings.cache = false;
     let report = scan(&Context::new(settings).unwrap()).await;
     let spent = report.stats.input_tokens + report.stats.output_tokens;
     assert!(!report.complete);
