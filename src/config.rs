@@ -142,6 +142,21 @@ pub struct ScanArgs {
     /// Stop starting groups after this long (e.g. 90s, 20m, 2h).
     #[arg(long, value_name = "DURATION")]
     pub max_duration: Option<String>,
+    /// The run store (cache, resume, history). Default .fanscan/store.db
+    /// under the scanned root.
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Run without the run store: no cache, no resume, no history.
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+    /// Ask the model for every group, even those whose result is stored
+    /// (the fresh results are stored).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Bound the stored results to this many MB, least recently used
+    /// dropped first (0: no bound). Default 1024.
+    #[arg(long, value_name = "MB")]
+    pub store_max_mb: Option<u64>,
     /// A diff scan: plan only the groups holding files changed since the
     /// merge base of REF and HEAD (`git diff --merge-base REF`: commits and
     /// uncommitted edits; renames followed, deletions listed). The agents
@@ -226,6 +241,7 @@ pub(crate) struct FileConfig {
     pub max_tokens: Option<u64>,
     pub max_duration: Option<String>,
     pub format: Option<Format>,
+    pub store_max_mb: Option<u64>,
 }
 
 /// Everything a run needs, validated.
@@ -279,6 +295,12 @@ pub struct Settings {
     pub baseline: Option<PathBuf>,
     pub write_baseline: Option<PathBuf>,
     pub baseline_reason: Option<String>,
+    /// The run store's file; none with --no-store.
+    pub store: Option<PathBuf>,
+    /// Reuse stored results (false with --no-cache).
+    pub cache: bool,
+    /// Bound of the stored results in bytes (0: none).
+    pub store_max_bytes: u64,
 }
 
 /// An API key. Its `Debug` never shows it, so no log or error can.
@@ -587,6 +609,21 @@ impl Settings {
             baseline: None,
             write_baseline: None,
             baseline_reason: None,
+            store: if scan.no_store {
+                None
+            } else {
+                Some(
+                    scan.store
+                        .clone()
+                        .unwrap_or_else(|| root.join(".fanscan").join("store.db")),
+                )
+            },
+            cache: !scan.no_cache,
+            store_max_bytes: scan
+                .store_max_mb
+                .or(file.store_max_mb)
+                .unwrap_or(1024)
+                .saturating_mul(1024 * 1024),
         })
     }
 

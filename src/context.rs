@@ -516,9 +516,15 @@ impl Context {
             transcripts: false,
             control: control.clone(),
             spend: Arc::new(Spend::unlimited()),
+            journal: None,
             cache_scope: Arc::from("fan-out"),
         };
         Ok(fan.run(tasks).await)
+    }
+
+    /// The SHA-256 of the rule set in effect (part of every cache key).
+    pub(crate) fn rules_hash(&self) -> &str {
+        &self.rules.hash
     }
 
     /// HTTP requests sent so far, retries included.

@@ -29,6 +29,7 @@ mod providers;
 mod reduce;
 mod report;
 mod rules;
+mod store;
 mod suppress;
 mod tools;
 mod util;
@@ -56,7 +57,9 @@ pub use plan::render::{json as plan_json, text as plan_text};
 pub use plan::{Plan, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
+pub use report::since::{FindingRef, SinceLastRun};
 pub use report::{Format, Report, exit};
+pub use store::{StoreError, diff_text, history_text};
 pub use suppress::Suppression;
 
 /// A scan that could not produce a report.
@@ -68,6 +71,9 @@ pub enum ScanError {
     /// Verification itself failed: a fanscan bug (exit code 1).
     #[error("verification failed ({0}): a fanscan bug, please report it")]
     Verify(#[source] tokio::task::JoinError),
+    /// The run store is foreign, corrupted or newer (exit code 2).
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// The whole pipeline: inventory → plan → fan-out → verify → reduce →
@@ -95,7 +101,10 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         ctx.tools
             .scoped(inventory.files.iter().map(|f| f.path.clone())),
     );
-    let tasks = plan.tasks(&scope);
+    let (run, warned) =
+        store::ScanStore::open(ctx, &auditor, reducer, &ctx.run_info(&plan, &started))?;
+    let split = store::split(run.as_ref(), &settings.root, plan.tasks(&scope)).await;
+    let tasks = split.fresh;
     let (events, progress) = progress::Consumer {
         multi: ui.multi.clone(),
         total_groups: tasks.len() as u64,
@@ -112,47 +121,70 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         transcripts: ui.transcripts.is_some(),
         control: ui.control.clone(),
         spend: Arc::clone(&spend),
+        journal: run.as_ref().map(store::ScanStore::journal),
         cache_scope: Arc::from(plan.hash()),
     }
     .run(tasks)
     .await;
     let consumed = progress.finish().await;
+    let (reports, reused) = store::cache::in_plan_order(&plan, split.reused, fanned.reports);
 
     let (checked, lines, reports) = tokio::task::spawn_blocking(move || {
-        let (checked, lines) = verify::verify_keeping_lines(&fanned.reports, &inventory, &tools);
-        (checked, lines, fanned.reports)
+        let (checked, lines) = verify::verify_keeping_lines(&reports, &inventory, &tools);
+        (checked, lines, reports)
     })
     .await
     .map_err(ScanError::Verify)?;
 
-    let mut reduced = reduce::Reducer {
-        definition: reducer,
-        provider: ctx.provider.as_ref(),
-        context_tokens: ctx.reducer_context(reducer),
-        max_output_tokens: settings.max_output_tokens,
-        // A run stopped early (budget, Ctrl-C) spends nothing more.
-        stopped_early: ui.control.stop.is_cancelled(),
-    }
-    .reduce(&checked, &reports)
-    .await;
+    let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
+    let triage = triage(ctx, &mut reduced, &reports, &lines);
 
-    // Findings of fanscan's own (a change to its configuration) go after
-    // the ranked ones.
-    let config_changes = ctx
-        .config_change_findings()
-        .into_iter()
-        .map(|finding| reduce::Merged {
-            fingerprint: reduce::fingerprint(&finding, 0),
-            finding,
-            agents: vec!["fanscan".into()],
-            groups: Vec::new(),
-            verified: true,
-            note: None,
-        })
-        .collect::<Vec<_>>();
+    let mut report = report::assemble(report::Parts {
+        run: ctx.run_info(&plan, &started),
+        plan,
+        skipped: scope.skipped,
+        reports,
+        reused,
+        not_started: fanned.not_started,
+        reduced,
+        stopped: ui.control.reasons(),
+        run_notes: [warned, ctx.provider.notes(), consumed.transcript_errors].concat(),
+        calls: ctx.call_counts(),
+        spent: spend.ledger(),
+        triage,
+        policy: settings.gate,
+        diff: ctx.changes.clone(),
+    });
+    if let Some(run) = &run {
+        run.finish(&mut report);
+    }
+    Ok(report)
+}
+
+/// The findings as the gate sorts them: fanscan's own findings on a change
+/// to its configuration added after the ranked ones, then inline
+/// suppressions (found in the lines verification read) and the baseline
+/// taken out, each listed apart.
+fn triage(
+    ctx: &Context,
+    reduced: &mut reduce::Reduced,
+    reports: &[GroupReport],
+    lines: &verify::FileLines,
+) -> gate::Triage {
     let mut findings = std::mem::take(&mut reduced.findings);
-    findings.extend(config_changes);
+    findings.extend(
+        ctx.config_change_findings()
+            .into_iter()
+            .map(|finding| reduce::Merged {
+                fingerprint: reduce::fingerprint(&finding, 0),
+                finding,
+                agents: vec!["fanscan".into()],
+                groups: Vec::new(),
+                verified: true,
+                note: None,
+            }),
+    );
     let reviewed: std::collections::BTreeSet<String> = reports
         .iter()
         .filter(|r| r.status.reviewed())
@@ -163,7 +195,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         // Added by the change when the file at the base has no such comment
         // (or no such file). An unreadable base counts as added: listing
         // a suppression apart is the safe side.
-        Some(base) => !git::show(&settings.root, base, path)
+        Some(base) => !git::show(&ctx.settings.root, base, path)
             .ok()
             .flatten()
             .is_some_and(|text| {
@@ -172,30 +204,43 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
             }),
         None => false,
     };
-    let triage = gate::triage(
+    gate::triage(
         findings,
         std::mem::take(&mut reduced.unverified),
         &gate::TriageInput {
-            lines: &lines,
+            lines,
             baseline: ctx.baseline.as_ref(),
             reviewed: &reviewed,
             added_by_change: &added_by_change,
         },
-    );
+    )
+}
 
-    Ok(report::assemble(report::Parts {
-        run: ctx.run_info(&plan, &started),
-        plan,
-        skipped: scope.skipped,
-        reports,
-        not_started: fanned.not_started,
-        reduced,
-        stopped: ui.control.reasons(),
-        run_notes: [ctx.provider.notes(), consumed.transcript_errors].concat(),
-        calls: ctx.call_counts(),
-        spent: spend.ledger(),
-        triage,
-        policy: settings.gate,
-        diff: ctx.changes.clone(),
-    }))
+/// The reducer's answer for these reports: from the run store when it
+/// reduced exactly them before, else asked (and stored).
+async fn reduce_or_reuse(
+    ctx: &Context,
+    ui: &Ui,
+    reducer: &AgentDefinition,
+    run: Option<&store::ScanStore>,
+    checked: &[verify::Checked],
+    reports: &[GroupReport],
+) -> reduce::Reduced {
+    if let Some(stored) = run.and_then(|r| r.reduced(reports)) {
+        return stored;
+    }
+    let reduced = reduce::Reducer {
+        definition: reducer,
+        provider: ctx.provider.as_ref(),
+        context_tokens: ctx.reducer_context(reducer),
+        max_output_tokens: ctx.settings.max_output_tokens,
+        // A run stopped early (budget, Ctrl-C) spends nothing more.
+        stopped_early: ui.control.stop.is_cancelled(),
+    }
+    .reduce(checked, reports)
+    .await;
+    if let Some(run) = run {
+        run.keep_reduced(reports, &reduced);
+    }
+    reduced
 }

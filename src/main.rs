@@ -118,6 +118,25 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         baseline: Option<PathBuf>,
     },
+    /// List the runs in the run store: date, model, coverage, findings by
+    /// severity, cost.
+    History {
+        /// The repository's root (its store is .fanscan/store.db).
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// The run store, instead of PATH/.fanscan/store.db.
+        #[arg(long, value_name = "PATH")]
+        store: Option<PathBuf>,
+    },
+    /// Print the findings new and fixed from run A to run B: run ids of
+    /// the store (see `fanscan history`) or two JSON report files.
+    Diff {
+        a: String,
+        b: String,
+        /// The run store for run ids (default .fanscan/store.db).
+        #[arg(long, value_name = "PATH")]
+        store: Option<PathBuf>,
+    },
     /// List the agent definitions in effect.
     Agents {
         #[arg(default_value = ".")]
@@ -268,6 +287,14 @@ fn main() -> ExitCode {
                 estimate,
             } => plan_command(&path, &provider, &scan, json, estimate).await,
             Command::Agents { path } => agents_command(&path),
+            Command::History { path, store } => {
+                let store = store.unwrap_or_else(|| path.join(".fanscan").join("store.db"));
+                store_command(fanscan::history_text(&store))
+            }
+            Command::Diff { a, b, store } => {
+                let store = store.unwrap_or_else(|| PathBuf::from(".fanscan/store.db"));
+                store_command(fanscan::diff_text(&a, &b, &store))
+            }
             Command::RunAgent {
                 name,
                 task,
@@ -411,6 +438,10 @@ async fn scan_command(
     let report = match result {
         Ok(r) => r,
         Err(ScanError::Setup(e)) => return setup_failed(&e),
+        Err(ScanError::Store(e)) => {
+            eprintln!("fanscan: {e}");
+            return exit::USAGE;
+        }
         Err(e @ ScanError::Verify(_)) => {
             eprintln!("fanscan: {e}");
             return exit::ERROR;
@@ -629,6 +660,20 @@ async fn plan_command(
     match text.and_then(|t| emit(None, &t)) {
         Ok(()) => exit::OK,
         Err(e) => output_failed(&e),
+    }
+}
+
+/// Prints a store command's text; its errors are usage errors (exit 2).
+fn store_command(text: Result<String, fanscan::StoreError>) -> i32 {
+    match text {
+        Ok(text) => match emit(None, &text) {
+            Ok(()) => exit::OK,
+            Err(e) => output_failed(&e),
+        },
+        Err(e) => {
+            eprintln!("fanscan: {e}");
+            exit::USAGE
+        }
     }
 }
 

@@ -33,7 +33,7 @@ pub struct Merged {
 }
 
 /// What reduce gives.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Reduced {
     /// Verified findings, ranked.
     pub findings: Vec<Merged>,

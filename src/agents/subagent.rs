@@ -140,6 +140,9 @@ pub enum AgentStatus {
     WrappedUp,
     /// A provider error ended it; what was done is kept.
     Failed,
+    /// The model answered without ever seeing its group's files (none
+    /// preloaded, none read, even after one nudge): nothing was reviewed.
+    Unreviewed,
     /// Cancelled before it could finish.
     Interrupted,
 }
@@ -151,6 +154,7 @@ impl AgentStatus {
             Self::MaxRounds => "max_rounds",
             Self::WrappedUp => "wrapped_up",
             Self::Failed => "failed",
+            Self::Unreviewed => "unreviewed",
             Self::Interrupted => "interrupted",
         }
     }
@@ -159,7 +163,7 @@ impl AgentStatus {
     pub fn reviewed(self) -> bool {
         match self {
             Self::Complete | Self::MaxRounds | Self::WrappedUp => true,
-            Self::Failed | Self::Interrupted => false,
+            Self::Failed | Self::Unreviewed | Self::Interrupted => false,
         }
     }
 }
@@ -409,6 +413,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     let mut last_text: Option<String> = None;
     let mut final_report: Option<ParsedReport> = None;
     let mut ended: Option<Ended> = None;
+    let mut nudged = false;
 
     while ended.is_none() {
         let stopping = run.wrap_up.is_cancelled();
@@ -475,6 +480,10 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             if paused {
                 continue;
             }
+            if let Some(nudge) = nudge_once(&mut nudged, task, &files_read, run.wrap_up) {
+                messages.push(nudge);
+                continue;
+            }
             report.status = AgentStatus::Complete;
             break;
         }
@@ -500,6 +509,10 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             messages.push(result);
         }
         if says_done {
+            if let Some(nudge) = nudge_once(&mut nudged, task, &files_read, run.wrap_up) {
+                messages.push(nudge);
+                continue;
+            }
             report.status = AgentStatus::Complete;
             break;
         }
@@ -572,6 +585,16 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         report.unparsed = parsed.unparsed;
         report.findings = parsed.findings;
     }
+    // A model that never saw any of its group's files did not review
+    // them, whatever it answered.
+    let saw_any = task.files.iter().any(|f| files_read.contains(&f.path));
+    if !task.files.is_empty() && !saw_any && report.status.reviewed() {
+        report.status = AgentStatus::Unreviewed;
+        report.error = Some(
+            "the model answered without reading any of its files (even after being asked to): nothing was reviewed"
+                .into(),
+        );
+    }
     report.findings.extend(
         secrets
             .into_iter()
@@ -581,6 +604,36 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     run.events
         .finished(report.status.as_str(), report.findings.len());
     report
+}
+
+/// The one nudge of a model that ends while files of its group were
+/// neither preloaded nor read: it names them. `None` once it was given, or
+/// when nothing is missing, or when the run is winding down.
+fn nudge_once(
+    nudged: &mut bool,
+    task: &AgentTask,
+    files_read: &BTreeSet<String>,
+    wrap_up: &CancellationToken,
+) -> Option<Message> {
+    if *nudged || wrap_up.is_cancelled() {
+        return None;
+    }
+    let unread: Vec<&str> = task
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|p| !files_read.contains(*p))
+        .collect();
+    if unread.is_empty() {
+        return None;
+    }
+    *nudged = true;
+    Some(Message::User {
+        text: format!(
+            "You have not read {}: read them with read_file before you answer. Report only what you saw in them.",
+            unread.join(", ")
+        ),
+    })
 }
 
 /// Whether a final report gets the repair turn: no block parsed, or some

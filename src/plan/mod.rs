@@ -10,6 +10,7 @@
 pub(crate) mod estimate;
 pub(crate) mod llm;
 pub(crate) mod render;
+pub(crate) mod shard;
 
 use std::collections::BTreeMap;
 

@@ -62,7 +62,11 @@ impl Wire for OpenAi {
     }
 
     fn rejects(&self, message: &str) -> Option<Optional> {
-        if message.contains("prompt_cache_key") {
+        // OpenAI's reasoning models: "'max_tokens' is not supported with
+        // this model. Use 'max_completion_tokens' instead."
+        if message.contains("'max_tokens'") || message.contains("max_tokens is not") {
+            Some(Optional::LegacyMaxTokens)
+        } else if message.contains("prompt_cache_key") {
             Some(Optional::PromptCacheKey)
         } else if message.contains("response_format") || message.contains("json_schema") {
             Some(Optional::ResponseFormat)
@@ -79,6 +83,10 @@ pub(crate) struct Body<'a> {
     model: &'a str,
     messages: Vec<OutMessage<'a>>,
     max_completion_tokens: u32,
+    /// Every request sets a maximum output, under both names (see
+    /// [`Optional::LegacyMaxTokens`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<OutTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -188,6 +196,9 @@ fn encode<'a>(model: &'a str, request: &'a ChatRequest, features: Features) -> B
         model,
         messages,
         max_completion_tokens: request.max_output_tokens,
+        max_tokens: features
+            .legacy_max_tokens
+            .then_some(request.max_output_tokens),
         tools,
         tool_choice,
         // The prefix (system, tools, task with its preloaded files) comes
@@ -395,6 +406,7 @@ mod tests {
             Features {
                 cache_key: true,
                 response_format: true,
+                legacy_max_tokens: true,
             },
         ))
         .unwrap();

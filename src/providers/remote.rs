@@ -24,6 +24,10 @@ pub(crate) enum Optional {
     PromptCacheKey,
     /// A JSON-schema response format for the final report.
     ResponseFormat,
+    /// The legacy `max_tokens` beside `max_completion_tokens`: some
+    /// compatible servers only honour the old name (an answer without a
+    /// limit can run for minutes on a small machine).
+    LegacyMaxTokens,
 }
 
 /// Which optional fields a request may carry.
@@ -31,6 +35,7 @@ pub(crate) enum Optional {
 pub(crate) struct Features {
     pub(crate) cache_key: bool,
     pub(crate) response_format: bool,
+    pub(crate) legacy_max_tokens: bool,
 }
 
 /// A wire format: what differs between remote providers.
@@ -70,6 +75,7 @@ pub(crate) struct Remote<W> {
     headers: HeaderMap,
     no_cache_key: AtomicBool,
     no_response_format: AtomicBool,
+    no_legacy_max_tokens: AtomicBool,
     notes: Mutex<Vec<String>>,
 }
 
@@ -91,6 +97,7 @@ impl<W: Wire> Remote<W> {
             model: model.to_string(),
             no_cache_key: AtomicBool::new(false),
             no_response_format: AtomicBool::new(false),
+            no_legacy_max_tokens: AtomicBool::new(false),
             notes: Mutex::new(Vec::new()),
         })
     }
@@ -99,6 +106,7 @@ impl<W: Wire> Remote<W> {
         Features {
             cache_key: !self.no_cache_key.load(Ordering::Relaxed),
             response_format: !self.no_response_format.load(Ordering::Relaxed),
+            legacy_max_tokens: !self.no_legacy_max_tokens.load(Ordering::Relaxed),
         }
     }
 
@@ -113,6 +121,10 @@ impl<W: Wire> Remote<W> {
             Optional::ResponseFormat => (
                 &self.no_response_format,
                 "the server rejected the JSON-schema response format, so final reports were asked for as a JSON block in text for the rest of the run (with one repair turn when a block does not parse)",
+            ),
+            Optional::LegacyMaxTokens => (
+                &self.no_legacy_max_tokens,
+                "the server rejected the legacy `max_tokens` field, so only `max_completion_tokens` limited answers for the rest of the run",
             ),
         };
         if flag.swap(true, Ordering::Relaxed) {

@@ -63,6 +63,8 @@ pub(super) fn render(report: &Report) -> String {
         out.push('\n');
     }
 
+    since_last_run(&mut out, report);
+
     if !report.unverified.is_empty() {
         let _ = writeln!(
             out,
@@ -77,6 +79,29 @@ pub(super) fn render(report: &Report) -> String {
                 m.finding.path,
                 m.finding.line,
                 m.note.as_deref().unwrap_or("unverified")
+            );
+        }
+        out.push('\n');
+    }
+
+    if !report.unparsed.is_empty() {
+        let _ = writeln!(
+            out,
+            "## Claims that could not be read ({}): unverified, not gated on\n\nWhat agents said that did not come as a readable finding, kept with why.\n",
+            report.unparsed.len()
+        );
+        for u in &report.unparsed {
+            let place = match (&u.path, u.line) {
+                (Some(p), Some(l)) => format!(" `{p}:{l}`"),
+                (Some(p), None) => format!(" `{p}`"),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "- group `{}`{place}: {} ({})",
+                u.group,
+                u.text.replace('\n', " "),
+                u.reason
             );
         }
         out.push('\n');
@@ -115,6 +140,15 @@ pub(super) fn render(report: &Report) -> String {
             format!(" ({} never shown to their agent)", c.unread.len())
         }
     );
+    if report.stats.cached_groups > 0 {
+        let _ = writeln!(
+            out,
+            "- from the run store: {} of {} groups ({} resumed from an unfinished run); no model was asked for them",
+            report.stats.cached_groups,
+            report.groups.len(),
+            report.stats.resumed_groups
+        );
+    }
     let _ = writeln!(out, "- skipped: {} files", c.skipped.len());
     let _ = writeln!(out, "- failed: {} files\n", c.failed.len());
     for s in c.skipped.iter().take(50) {
@@ -320,6 +354,73 @@ fn suppressed_and_baselined(out: &mut String, report: &Report) {
         for e in report.baseline_not_found.iter().take(50) {
             let _ = writeln!(out, "  - {} `{}`", e.title, e.path);
         }
+        out.push('\n');
+    }
+}
+
+/// New, fixed, unchanged and not-checked findings since the last
+/// complete run in the store.
+fn since_last_run(out: &mut String, report: &Report) {
+    let Some(since) = &report.since_last_run else {
+        if report.run_id.is_some() {
+            let _ = writeln!(
+                out,
+                "## Since the last complete run
+
+No earlier complete run in the store.
+"
+            );
+        }
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "## Since the last complete run
+
+Compared with run {} ({}): {} new, {} fixed, {} unchanged, {} not checked (their file was not reviewed this time).
+",
+        since
+            .previous_run
+            .map_or_else(|| "?".to_string(), |id| id.to_string()),
+        since.previous_started_at,
+        since.new.len(),
+        since.fixed.len(),
+        since.unchanged,
+        since.not_checked.len()
+    );
+    if !since.by_severity.is_empty() {
+        let _ = writeln!(
+            out,
+            "| severity | new | fixed | unchanged | not checked |\n|---|---|---|---|---|"
+        );
+        for severity in Severity::DESCENDING {
+            if let Some(t) = since.by_severity.get(severity.as_str()) {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} |",
+                    severity.as_str(),
+                    t.new,
+                    t.fixed,
+                    t.unchanged,
+                    t.not_checked
+                );
+            }
+        }
+        out.push('\n');
+    }
+    for (label, list) in [("new", &since.new), ("fixed", &since.fixed)] {
+        for f in list {
+            let _ = writeln!(
+                out,
+                "- {label} [{}] {} `{}:{}`",
+                f.severity.as_str(),
+                f.title,
+                f.path,
+                f.line
+            );
+        }
+    }
+    if !since.new.is_empty() || !since.fixed.is_empty() {
         out.push('\n');
     }
 }

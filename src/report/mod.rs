@@ -11,6 +11,7 @@ mod codeclimate;
 mod github;
 mod markdown;
 mod sarif;
+pub(crate) mod since;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -104,6 +105,23 @@ pub struct GroupOutcome {
     pub usage: Usage,
     pub summary_parsed: bool,
     pub error: Option<String>,
+    /// Reused from the run store: no model was asked this run (its usage
+    /// is what it cost when it ran).
+    #[serde(default)]
+    pub cached: bool,
+    /// Cached, and finished by a run that never completed (killed or
+    /// stopped): this run resumed it.
+    #[serde(default)]
+    pub resumed: bool,
+}
+
+/// How a group's result came from the run store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reused {
+    /// Finished by an earlier complete run.
+    Cached,
+    /// Finished by an earlier run that did not complete.
+    Resumed,
 }
 
 impl From<&GroupReport> for GroupOutcome {
@@ -120,8 +138,23 @@ impl From<&GroupReport> for GroupOutcome {
             usage: r.usage,
             summary_parsed: r.summary_parsed,
             error: r.error.clone(),
+            cached: false,
+            resumed: false,
         }
     }
+}
+
+/// A claim an agent made that could not be read as a finding.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnparsedClaim {
+    pub group: String,
+    pub agent: String,
+    /// Why it is not a finding.
+    pub reason: String,
+    /// The claim as the model wrote it, clipped.
+    pub text: String,
+    pub path: Option<String>,
+    pub line: Option<u32>,
 }
 
 /// A file that was planned but not reviewed.
@@ -135,10 +168,11 @@ pub struct FailedFile {
 /// Where every file ended: reviewed, skipped (with a reason) or failed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Coverage {
-    /// Files of groups whose agent finished.
+    /// Files a model was shown (preloaded or read) in a group whose agent
+    /// finished.
     pub reviewed: Vec<String>,
-    /// Reviewed files whose content the agent was never shown (a model may
-    /// skip a file; this says so instead of passing silently).
+    /// Files of finished groups that no model was shown (a model may skip a
+    /// file): not reviewed, and the run is incomplete.
     pub unread: Vec<String>,
     /// Files the inventory left out, with the reason.
     pub skipped: Vec<Skipped>,
@@ -165,6 +199,12 @@ pub struct Stats {
     pub cost_usd: Option<f64>,
     /// Tokens and cost per agent (planner, auditors, reducer).
     pub agents: BTreeMap<String, AgentUsage>,
+    /// Groups reused from the run store (resumed ones included).
+    #[serde(default)]
+    pub cached_groups: usize,
+    /// Cached groups finished by an earlier run that did not complete.
+    #[serde(default)]
+    pub resumed_groups: usize,
 }
 
 /// The report of one run.
@@ -190,6 +230,11 @@ pub struct Report {
     pub findings: Vec<Merged>,
     /// Findings that failed verification, with the reason; not gated on.
     pub unverified: Vec<Merged>,
+    /// Claims of the agents that did not come as a readable finding (no
+    /// block, bad JSON, an entry without a line...), with the reason: kept
+    /// so nothing a model said disappears; never counted as findings.
+    #[serde(default)]
+    pub unparsed: Vec<UnparsedClaim>,
     pub coverage: Coverage,
     pub stats: Stats,
     /// Notes from the planner and reducer.
@@ -212,6 +257,12 @@ pub struct Report {
     /// A diff scan: the change it covered.
     #[serde(default)]
     pub diff: Option<ChangeSet>,
+    /// This run's id in the run store (none without a store).
+    #[serde(default)]
+    pub run_id: Option<i64>,
+    /// What changed since the last complete run in the store.
+    #[serde(default)]
+    pub since_last_run: Option<since::SinceLastRun>,
 }
 
 impl Report {
@@ -288,6 +339,8 @@ pub(crate) struct Parts {
     pub(crate) plan: Plan,
     pub(crate) skipped: Vec<Skipped>,
     pub(crate) reports: Vec<GroupReport>,
+    /// Groups whose result came from the run store.
+    pub(crate) reused: BTreeMap<String, Reused>,
     pub(crate) not_started: Vec<AgentTask>,
     pub(crate) reduced: Reduced,
     /// Why the run was stopped early (the run control's reasons).
@@ -312,6 +365,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         plan,
         skipped,
         reports,
+        reused,
         not_started,
         reduced,
         stopped,
@@ -330,6 +384,12 @@ pub(crate) fn assemble(parts: Parts) -> Report {
     }
     if !not_started.is_empty() {
         incomplete_reasons.push(format!("{} groups never started.", not_started.len()));
+    }
+    if !coverage.unread.is_empty() {
+        incomplete_reasons.push(format!(
+            "{} planned files were never shown to a model (their agents answered without reading them).",
+            coverage.unread.len()
+        ));
     }
     let mut notes = plan.notes.clone();
     notes.extend(reduced.notes.iter().cloned());
@@ -365,10 +425,31 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         complete,
         incomplete_reasons,
         summary: reduced.summary,
-        groups: reports.iter().map(GroupOutcome::from).collect(),
+        groups: reports
+            .iter()
+            .map(|r| {
+                let mut outcome = GroupOutcome::from(r);
+                outcome.cached = reused.contains_key(&r.group);
+                outcome.resumed = reused.get(&r.group) == Some(&Reused::Resumed);
+                outcome
+            })
+            .collect(),
         plan,
         findings: triage.findings,
         unverified: triage.unverified,
+        unparsed: reports
+            .iter()
+            .flat_map(|r| {
+                r.unparsed.iter().map(|u| UnparsedClaim {
+                    group: r.group.clone(),
+                    agent: r.agent.clone(),
+                    reason: u.reason.clone(),
+                    text: u.text.clone(),
+                    path: u.path.clone(),
+                    line: u.line,
+                })
+            })
+            .collect(),
         coverage,
         stats: Stats {
             requests: calls.requests,
@@ -381,6 +462,8 @@ pub(crate) fn assemble(parts: Parts) -> Report {
             lowest_concurrency: calls.lowest_concurrency,
             cost_usd,
             agents,
+            cached_groups: reused.len(),
+            resumed_groups: reused.values().filter(|r| **r == Reused::Resumed).count(),
         },
         notes,
         gate,
@@ -389,6 +472,8 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         baseline_not_checked: triage.not_checked,
         baseline_not_found: triage.not_found,
         diff,
+        run_id: None,
+        since_last_run: None,
     }
 }
 
@@ -402,8 +487,11 @@ fn coverage(skipped: Vec<Skipped>, reports: &[GroupReport], not_started: &[Agent
         let read: BTreeSet<&str> = r.files_read.iter().map(String::as_str).collect();
         for f in &r.files {
             if r.status.reviewed() {
-                coverage.reviewed.push(f.path.clone());
-                if !read.contains(f.path.as_str()) {
+                // A file no model was shown was not reviewed, whatever its
+                // group's agent said.
+                if read.contains(f.path.as_str()) {
+                    coverage.reviewed.push(f.path.clone());
+                } else {
                     coverage.unread.push(f.path.clone());
                 }
             } else {

@@ -644,6 +644,7 @@ pub(crate) mod tests {
             groups: Vec::new(),
             findings,
             unverified: Vec::new(),
+            unparsed: vec![],
             coverage: Coverage::default(),
             stats: Stats::default(),
             notes: Vec::new(),
@@ -653,6 +654,8 @@ pub(crate) mod tests {
             baseline_not_checked: Vec::new(),
             baseline_not_found: Vec::new(),
             diff: None,
+            run_id: None,
+            since_last_run: None,
         }
     }
 

@@ -76,7 +76,11 @@ async fn tools_offered_are_exactly_the_allow_list() {
     let mock = MockModel::scripted(vec![text_turn("nothing [TASK_COMPLETE]")]).await;
     run(&mock, &repo, "narrow", &["src/main.rs"]).await;
     let requests = mock.requests();
-    assert_eq!(requests.len(), 2, "the answer turn and the forced summary");
+    assert_eq!(
+        requests.len(),
+        3,
+        "the answer turn, the nudge to read src/main.rs, and the forced summary"
+    );
     for seen in requests {
         assert_eq!(tool_names(&seen.body), vec!["read_file"]);
     }

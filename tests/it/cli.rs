@@ -118,6 +118,8 @@ fn offline_scan_is_deterministic() {
             "--quiet",
             "--group-tokens",
             "100",
+            // The engine itself, not the run store's cache (tests/it/store.rs).
+            "--no-store",
         ]);
         let mut report = json_report(&out.stdout);
         report.duration_ms = 0;

@@ -12,5 +12,6 @@ mod gate;
 mod pipeline;
 mod resilience;
 mod snapshots;
+mod store;
 mod tokens;
 mod vendored;

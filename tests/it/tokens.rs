@@ -187,6 +187,8 @@ async fn a_token_budget_stops_the_run_within_ten_percent_of_it() {
     let budget = whole / 2;
     let mut settings = mock.settings(repo.path(), &args);
     settings.max_tokens = Some(budget);
+    // Fresh calls, not the first run's results from the run store.
+    settings.cache = false;
     let report = scan(&Context::new(settings).unwrap()).await;
     let spent = report.stats.input_tokens + report.stats.output_tokens;
     assert!(!report.complete);
@@ -250,4 +252,41 @@ fn plan_estimate_needs_no_api_key_and_counts_preloading_and_caching() {
         "{line}"
     );
     assert!(line.contains('$'), "priced: {line}");
+}
+
+#[tokio::test]
+async fn every_request_limits_its_output_and_a_rejected_legacy_field_is_dropped() {
+    let repo = repo();
+    let inner = auditor_behaviour("os.system");
+    let mock = MockModel::openai(Box::new(move |body, i| {
+        if body.get("max_tokens").is_some() {
+            return ResponseTemplate::new(400).set_body_json(json!({"error": {
+                "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+                "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}}));
+        }
+        inner(body, i)
+    }))
+    .await;
+    let ctx = Context::new(mock.settings(repo.path(), &one_group_per_dir())).unwrap();
+    let report = scan(&ctx).await;
+    assert!(report.complete, "{:?}", report.incomplete_reasons);
+    let requests = mock.requests();
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.body["max_completion_tokens"].as_u64().is_some()),
+        "every request, the reducer's included, sets a maximum output"
+    );
+    assert_eq!(
+        requests
+            .iter()
+            .filter(|r| r.body.get("max_tokens").is_some())
+            .count(),
+        1
+    );
+    assert!(
+        report.notes.iter().any(|n| n.contains("max_tokens")),
+        "{:?}",
+        report.notes
+    );
 }
