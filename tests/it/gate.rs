@@ -952,3 +952,33 @@ fn check_flags(words: &[String]) {
         );
     }
 }
+
+#[test]
+fn secret_fingerprints_survive_lines_inserted_above_so_baselines_hold() {
+    let repo = Repo::new(&[(
+        "config/settings.py",
+        "DEBUG = True\npassword = \"hunter2-prod\"\n",
+    )]);
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("b.json");
+    let b = baseline.to_str().unwrap();
+    let root = repo.path().to_str().unwrap();
+    assert_eq!(
+        code(&fanscan(&["baseline", root, "-o", b, "--quiet"])),
+        exit::OK
+    );
+    let fp = fingerprint_of(&report_of(&scan_json(repo.path(), &[])), "secret/password");
+    repo.write(
+        "config/settings.py",
+        "# settings\nimport os\n\nDEBUG = True\npassword = \"hunter2-prod\"\n",
+    );
+    let report = report_of(&scan_json(repo.path(), &["--fail-on", "never"]));
+    assert_eq!(fingerprint_of(&report, "secret/password"), fp);
+    let out = scan_json(repo.path(), &["--baseline", b]);
+    assert_eq!(
+        code(&out),
+        exit::OK,
+        "the baselined secret moved down 3 lines"
+    );
+    assert_eq!(report_of(&out).baselined.len(), 1);
+}
