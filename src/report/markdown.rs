@@ -36,6 +36,15 @@ pub(super) fn render(report: &Report) -> String {
         let _ = writeln!(out, "(no summary was written)\n");
     } else {
         let _ = writeln!(out, "{}\n", report.summary.trim());
+        // The summary is made before the gate takes findings out: say so,
+        // so that its counts and the gate's agree.
+        let (suppressed, baselined) = (report.suppressed.len(), report.baselined.len());
+        if suppressed + baselined > 0 {
+            let _ = writeln!(
+                out,
+                "_The summary covers every finding the agents reported; {suppressed} of them are suppressed and {baselined} baselined (listed below), and are not gated on._\n"
+            );
+        }
     }
 
     let _ = writeln!(out, "## Findings\n");

@@ -982,3 +982,49 @@ fn secret_fingerprints_survive_lines_inserted_above_so_baselines_hold() {
     );
     assert_eq!(report_of(&out).baselined.len(), 1);
 }
+
+#[test]
+fn snapshot_of_a_diff_scan_with_suppressions_and_a_baseline() {
+    let repo = history();
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("b.json");
+    let b = baseline.to_str().unwrap();
+    let root = repo.path().to_str().unwrap();
+    let out = fanscan(&[
+        "baseline",
+        root,
+        "-o",
+        b,
+        "--reason",
+        "accepted in review",
+        "--no-store",
+        "--quiet",
+    ]);
+    assert_eq!(code(&out), exit::OK);
+    repo.write(
+        "app/keep.py",
+        "def keep(cur, name):\n    # fanscan:ignore[sql/concat] name comes from a fixed list\n    cur.execute(\"SELECT id FROM t WHERE n = '\" + name + \"'\")\n",
+    );
+    commit_all(repo.path(), "suppress");
+    let out = scan_json(
+        repo.path(),
+        &["--since", "main", "--baseline", b, "--no-store"],
+    );
+    assert_eq!(
+        code(&out),
+        exit::OK,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut report = report_of(&out);
+    report.root = "[root]".into();
+    report.started_at = "[started_at]".into();
+    report.duration_ms = 0;
+    assert_eq!(report.baseline_not_checked.len(), 12);
+    assert_eq!(report.baseline_not_found.len(), 1);
+    insta::assert_snapshot!("gate_markdown", report.render(fanscan::Format::Md).unwrap());
+    insta::assert_snapshot!(
+        "gate_github",
+        report.render(fanscan::Format::Github).unwrap()
+    );
+}
