@@ -41,7 +41,10 @@ pub(crate) struct KeyBase {
 pub(crate) fn reusable(status: AgentStatus) -> bool {
     match status {
         AgentStatus::Complete | AgentStatus::MaxRounds => true,
-        AgentStatus::WrappedUp | AgentStatus::Failed | AgentStatus::Interrupted => false,
+        AgentStatus::WrappedUp
+        | AgentStatus::Failed
+        | AgentStatus::Unreviewed
+        | AgentStatus::Interrupted => false,
     }
 }
 
