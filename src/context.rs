@@ -93,6 +93,8 @@ pub struct Context {
     pub changes: Option<ChangeSet>,
     /// The accepted findings (`--baseline`).
     pub baseline: Option<Baseline>,
+    /// Where the baseline was read from, for the manifest.
+    baseline_source: Option<String>,
 }
 
 impl Context {
@@ -129,10 +131,7 @@ impl Context {
             Some(DiffSource::List(list)) => Some(crate::git::changed_files(&settings.root, list)?),
             None => None,
         };
-        let baseline = match &settings.baseline {
-            Some(path) => Some(Baseline::load(path)?),
-            None => None,
-        };
+        let (baseline, baseline_source) = load_baseline(&settings)?;
         let prices = match &settings.prices {
             Some(path) => Prices::load(path)?,
             None => Prices::builtin()?,
@@ -171,6 +170,7 @@ impl Context {
             tools: Arc::new(tools),
             changes,
             baseline,
+            baseline_source,
         })
     }
 
@@ -460,6 +460,7 @@ impl Context {
             } else {
                 format!("file ({})", self.rules.source)
             },
+            baseline: self.baseline_source.clone(),
             agents: self
                 .agents
                 .iter()
@@ -567,6 +568,52 @@ pub struct Ui {
     pub transcripts: Option<std::path::PathBuf>,
     /// Ctrl-C and budgets stop the run through this.
     pub control: RunControl,
+}
+
+/// The `--baseline` file. In a diff scan whose configuration comes from
+/// the base ref, a baseline inside the repository is read from there too:
+/// a change that adds its own findings to it does not pass because of
+/// that (and gets a `fanscan/config-change` finding). One the base does
+/// not have yet is empty for this run.
+fn load_baseline(settings: &Settings) -> Result<(Option<Baseline>, Option<String>), SetupError> {
+    let Some(path) = &settings.baseline else {
+        return Ok((None, None));
+    };
+    let inside = match (
+        &settings.config_origin,
+        path.canonicalize(),
+        settings.root.canonicalize(),
+    ) {
+        (ConfigOrigin::BaseRef(base), Ok(file), Ok(root)) => file
+            .strip_prefix(&root)
+            .ok()
+            .map(|rel| (base.clone(), rel.to_string_lossy().replace('\\', "/"))),
+        _ => None,
+    };
+    match inside {
+        Some((base, rel)) => {
+            let shown = format!("{base}:{rel}");
+            match crate::git::show(&settings.root, &base, &rel)? {
+                Some(text) => Ok((
+                    Some(Baseline::parse(&shown, &text)?),
+                    Some(format!("base ref {shown}")),
+                )),
+                None => Ok((
+                    Some(Baseline {
+                        version: crate::baseline::VERSION,
+                        findings: Vec::new(),
+                    }),
+                    Some(format!(
+                        "none at base ref {base} ({rel} is new in this change): empty"
+                    )),
+                )),
+            }
+        }
+        None => Ok((
+            Some(Baseline::load(path)?),
+            Some(format!("file ({})", path.display())),
+        )),
+    }
 }
 
 /// Builds the provider the settings name, over the one HTTP layer.

@@ -504,7 +504,15 @@ async fn scan_command(
         let written = baseline
             .to_json()
             .context("cannot encode the baseline")
-            .and_then(|t| emit(Some(file), &t));
+            .and_then(|text| {
+                if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).with_context(|| {
+                        format!("{}: cannot create the baseline's directory", dir.display())
+                    })?;
+                }
+                std::fs::write(file, text)
+                    .with_context(|| format!("{}: cannot write the baseline", file.display()))
+            });
         match written {
             Ok(()) => {
                 if !report.complete {

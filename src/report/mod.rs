@@ -87,6 +87,9 @@ pub struct Manifest {
 pub struct Sources {
     pub config: String,
     pub rules: String,
+    /// Where the `--baseline` was read from (a file, or the base ref).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
     /// Agent name to where its definition came from.
     pub agents: BTreeMap<String, String>,
 }

@@ -1028,3 +1028,92 @@ fn snapshot_of_a_diff_scan_with_suppressions_and_a_baseline() {
         report.render(fanscan::Format::Github).unwrap()
     );
 }
+
+#[test]
+fn a_change_that_baselines_its_own_findings_does_not_pass_under_since() {
+    let repo = history();
+    let root = repo.path().to_str().unwrap();
+    let file = repo.path().join(".fanscan/baseline.json");
+    let b = file.to_str().unwrap();
+    let out = fanscan(&[
+        "baseline",
+        root,
+        "--since",
+        "main",
+        "-o",
+        b,
+        "--no-store",
+        "--quiet",
+    ]);
+    assert_eq!(
+        code(&out),
+        exit::OK,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    commit_all(repo.path(), "accept my own findings");
+
+    let out = scan_json(
+        repo.path(),
+        &["--since", "main", "--baseline", b, "--no-store"],
+    );
+    assert_eq!(
+        code(&out),
+        exit::GATE_FAILED,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = report_of(&out);
+    assert!(report.baselined.is_empty());
+    let source = report.manifest.sources.baseline.as_deref().unwrap();
+    assert!(source.starts_with("none at base ref main"), "{source}");
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|m| m.finding.path == ".fanscan/baseline.json"
+                && m.finding.rule.as_deref() == Some("fanscan/config-change"))
+    );
+    // Trusted, the working tree's baseline applies.
+    let out = scan_json(
+        repo.path(),
+        &[
+            "--since",
+            "main",
+            "--baseline",
+            b,
+            "--no-store",
+            "--trust-worktree-config",
+        ],
+    );
+    assert_eq!(
+        code(&out),
+        exit::OK,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = report_of(&out);
+    assert!(
+        report
+            .manifest
+            .sources
+            .baseline
+            .unwrap()
+            .starts_with("file (")
+    );
+
+    // Once on the base, the base's baseline is the one read.
+    git(repo.path(), &["checkout", "-q", "main"]);
+    git(repo.path(), &["merge", "-q", "--ff-only", "pr"]);
+    git(repo.path(), &["checkout", "-q", "-b", "next"]);
+    repo.write("lib/m00.py", "# TODO: new\n");
+    commit_all(repo.path(), "next");
+    let report = report_of(&scan_json(
+        repo.path(),
+        &["--since", "main", "--baseline", b, "--no-store"],
+    ));
+    assert_eq!(
+        report.manifest.sources.baseline.as_deref(),
+        Some("base ref main:.fanscan/baseline.json")
+    );
+}
