@@ -354,7 +354,7 @@ impl Outputs {
         outputs: &[String],
         category: Option<String>,
         step_summary: Option<PathBuf>,
-    ) -> Result<Self, String> {
+    ) -> anyhow::Result<Self> {
         use clap::ValueEnum as _;
         let mut parsed = Self {
             category,
@@ -367,15 +367,13 @@ impl Outputs {
                 .and_then(|(name, file)| Some((Format::from_str(name, true).ok()?, file)));
             match split {
                 Some((_, "")) => {
-                    return Err(format!(
-                        "--output {o}: no file after '='; write FORMAT=FILE"
-                    ));
+                    anyhow::bail!("--output {o}: no file after '='; write FORMAT=FILE");
                 }
                 Some((format, file)) => parsed.extra.push((format, PathBuf::from(file))),
                 None if parsed.plain.is_some() => {
-                    return Err(format!(
+                    anyhow::bail!(
                         "--output {o}: only one --output may omit its format; write FORMAT=FILE (md, json, sarif, github, codeclimate)"
-                    ));
+                    );
                 }
                 None => parsed.plain = Some(PathBuf::from(o)),
             }
