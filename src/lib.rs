@@ -6,9 +6,10 @@
 //! imports from one above it: `util` and `conversation` at the bottom, then
 //! `control`, `findings`, `prices`, `rules`, `budget`, `events`, `tools`
 //! and `providers`, then `agents`, then the stages, then `report`,
-//! `config` and `context`, with `scan` on top.
+//! `config` and `context`, with `scan` and `ask` on top.
 
 mod agents;
+mod ask;
 mod budget;
 mod config;
 mod context;
@@ -37,6 +38,7 @@ use fanout::FanOut;
 pub use agents::AgentSet;
 pub use agents::definition::{AgentDefinition, DefinitionError};
 pub use agents::subagent::{AgentStatus, AgentTask, FileHash, GroupReport, TaskFile};
+pub use ask::{Answer, AskError, Citation, CitationStatus, LeadSummary, TaskSummary, Totals, ask};
 pub use budget::AgentUsage;
 pub use config::{PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings};
 pub use context::{Context, SetupError, Ui};

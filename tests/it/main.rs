@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
 mod agent_loop;
+mod ask;
 mod cli;
 mod common;
 mod formats;
