@@ -33,6 +33,9 @@ pub(crate) struct FanOut {
     pub control: RunControl,
     /// The run's budget, checked before each group and on each call.
     pub spend: Arc<Spend>,
+    /// The agent of each group the plan names one for, by group id; the
+    /// others get `definition`.
+    pub specialists: HashMap<String, Arc<AgentDefinition>>,
 }
 
 /// What the fan-out gives.
@@ -73,7 +76,7 @@ impl FanOut {
             while let Some(joined) = set.try_join_next_with_id() {
                 done.push(self.settle(joined, &mut started));
             }
-            let definition = Arc::clone(&self.definition);
+            let definition = Arc::clone(self.definition_of(&task.group));
             let provider = Arc::clone(&self.provider);
             let tools = Arc::clone(&self.tools);
             let sink = EventSink::new(&task.group, self.events.clone(), self.transcripts);
@@ -105,6 +108,11 @@ impl FanOut {
             reports: done.into_iter().map(|(_, r)| r).collect(),
             not_started,
         }
+    }
+
+    /// The agent that audits `group`.
+    fn definition_of(&self, group: &str) -> &Arc<AgentDefinition> {
+        self.specialists.get(group).unwrap_or(&self.definition)
     }
 
     /// A finished task's report; a panicked one becomes a failed report.
@@ -139,7 +147,12 @@ impl FanOut {
                     .finished(AgentStatus::Failed.as_str(), 0);
                 (
                     index,
-                    failed_report(&task, &self.definition, self.provider.as_ref(), reason),
+                    failed_report(
+                        &task,
+                        self.definition_of(&task.group),
+                        self.provider.as_ref(),
+                        reason,
+                    ),
                 )
             }
         }

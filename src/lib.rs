@@ -86,6 +86,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
             .scoped(inventory.files.iter().map(|f| f.path.clone())),
     );
     let tasks = plan.tasks(&inventory);
+    let specialists = ctx.specialists(&plan)?;
     let (events, progress) = progress::Consumer {
         multi: ui.multi.clone(),
         total_groups: tasks.len() as u64,
@@ -102,6 +103,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         transcripts: ui.transcripts.is_some(),
         control: ui.control.clone(),
         spend: Arc::clone(&spend),
+        specialists,
     }
     .run(tasks)
     .await;

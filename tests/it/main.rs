@@ -12,4 +12,5 @@ mod formats;
 mod pipeline;
 mod resilience;
 mod snapshots;
+mod specialists;
 mod vendored;
