@@ -111,6 +111,9 @@ fn main() {
     if wants(&["rate_limit"]) {
         results.extend(rate_limiting(&scale));
     }
+    if wants(&["tokens"]) {
+        results.extend(tokens_per_group(&scale));
+    }
     c.final_summary();
     println!("\n== results ==");
     for line in results {
@@ -742,4 +745,180 @@ fn rate_limiting(scale: &Scale) -> Vec<String> {
         assert_eq!(report.groups.len(), groups);
     }
     vec![line]
+}
+
+// ---------------------------------------------------------------------------
+// d. tokens: what a group costs, today's turn structure vs preloading
+
+/// A model as cautious ones are: it reads two files a turn, the ones it
+/// has not seen yet (neither in a tool result nor preloaded in the task),
+/// and answers once it has seen them all; usage as the request's size.
+fn cautious_answer(body: &Value) -> Value {
+    let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
+    let task = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let reply = if task.starts_with("TASK: reduce") {
+        text_turn("```json\n{\"summary\": \"Synthetic run.\", \"ranking\": []}\n```")
+    } else {
+        let listed: Vec<&str> = task
+            .lines()
+            .filter_map(|l| l.strip_prefix("- "))
+            .filter_map(|l| l.rsplit_once(" (").map(|(p, _)| p))
+            .collect();
+        let seen = |p: &str| {
+            task.contains(&format!("<file path=\"{p}\">"))
+                || messages.iter().any(|m| {
+                    m["role"] == "tool"
+                        && m["content"]
+                            .as_str()
+                            .is_some_and(|c| c.starts_with(&format!("{p} (")))
+                })
+        };
+        let unread: Vec<&str> = listed.into_iter().filter(|p| !seen(p)).take(2).collect();
+        if body["tool_choice"] == "none" || unread.is_empty() {
+            text_turn("Reviewed.\n```json\n{\"findings\": []}\n```\n[TASK_COMPLETE]")
+        } else {
+            let calls: Vec<Value> = unread
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    json!({"id": format!("c{}_{i}", messages.len()), "type": "function",
+                           "function": {"name": "read_file", "arguments": json!({"path": p}).to_string()}})
+                })
+                .collect();
+            turn(
+                json!({"role": "assistant", "content": null, "tool_calls": calls}),
+                "tool_calls",
+            )
+        }
+    };
+    let prompt = text_tokens(body);
+    let mut reply = reply;
+    reply["usage"] =
+        json!({"prompt_tokens": prompt, "completion_tokens": 50, "total_tokens": prompt + 50});
+    reply
+}
+
+/// The text a model reads of a request (what tokenizers count: message
+/// contents and tool-call arguments as text, not JSON-escaped, plus the
+/// tool and response schemas), in tokens at 4 characters a token.
+fn text_tokens(body: &Value) -> u64 {
+    let mut chars = 0;
+    for m in body["messages"].as_array().map_or(&[][..], Vec::as_slice) {
+        chars += m["content"].as_str().map_or(0, str::len);
+        for call in m["tool_calls"].as_array().map_or(&[][..], Vec::as_slice) {
+            chars += call["function"]["arguments"].as_str().map_or(0, str::len) + 16;
+        }
+        chars += 4; // role and separators
+    }
+    chars += body.get("tools").map_or(0, |t| t.to_string().len());
+    chars += body
+        .get("response_format")
+        .map_or(0, |t| t.to_string().len());
+    chars as u64 / 4
+}
+
+/// Each request's input tokens, by group (its prompt-cache key).
+struct Metered(Arc<Mutex<Vec<(String, u64)>>>);
+
+impl Respond for Metered {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let key = body["prompt_cache_key"]
+            .as_str()
+            .unwrap_or("reducer")
+            .to_string();
+        self.0.lock().unwrap().push((key, text_tokens(&body)));
+        ResponseTemplate::new(200).set_body_json(cautious_answer(&body))
+    }
+}
+
+/// A realistic source file: about 3 KB.
+fn long_source(dir: usize, file: usize) -> String {
+    let mut text = format!("// module {dir}, file {file}\n");
+    for f in 0..12 {
+        text.push_str(&format!(
+            "pub fn handler_{f}(input: &str) -> Result<usize, Error> {{\n    let parsed = parse(input)?;\n    let total = parsed.iter().map(|x| x * {f}).sum::<usize>();\n    Ok(total + {file})\n}}\n\n"
+        ));
+    }
+    text
+}
+
+fn tokens_per_group(scale: &Scale) -> Vec<String> {
+    let files = if scale.bench { 300 } else { 40 };
+    let dir = tempfile::tempdir().unwrap();
+    let mut source_bytes = 0u64;
+    for f in 0..files {
+        let path = dir.path().join(format!("src/m{:02}/f{f:03}.rs", f / 10));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let text = long_source(f / 10, f);
+        source_bytes += text.len() as u64;
+        std::fs::write(path, text).unwrap();
+    }
+    let source = source_bytes / 4;
+    let rt = runtime();
+    let mut lines = Vec::new();
+    for preload in [false, true] {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let server = rt.block_on(async {
+            let server = MockServer::builder()
+                .disable_request_recording()
+                .start()
+                .await;
+            Mock::given(method("POST"))
+                .and(path("/v1/chat/completions"))
+                .respond_with(Metered(Arc::clone(&log)))
+                .mount(&server)
+                .await;
+            server
+        });
+        let agents = dir.path().join(".fanscan/agents");
+        std::fs::create_dir_all(&agents).unwrap();
+        let auditor = fanscan::AgentSet::load(Path::new("/nonexistent"))
+            .map(|set| set.get("auditor").unwrap().prompt.clone())
+            .unwrap();
+        std::fs::write(
+            agents.join("auditor.md"),
+            format!(
+                "---\nname: auditor\ndescription: d\ntools: [list_dir, read_file, grep]\npreload: {preload}\n---\n{auditor}\n"
+            ),
+        )
+        .unwrap();
+        let mut settings = settings(dir.path(), &server, 8, 0);
+        settings.group_tokens = 24_000;
+        settings.exclude = vec![".fanscan/**".into()];
+        let ctx = Context::new(settings).unwrap();
+        let report = rt
+            .block_on(fanscan::scan(&ctx, &hidden_ui(RunControl::default())))
+            .unwrap();
+        assert!(report.complete, "{:?}", report.incomplete_reasons);
+        let log = log.lock().unwrap().clone();
+        let agent_calls: Vec<&(String, u64)> = log.iter().filter(|(k, _)| k != "reducer").collect();
+        let input: u64 = agent_calls.iter().map(|(_, t)| t).sum();
+        // Anthropic's multipliers with fanscan's breakpoints: each request
+        // reads the previous request's prefix from the cache (0.1x) and
+        // writes what is new (1.25x).
+        let mut billed = 0.0;
+        let mut previous: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+        for (key, tokens) in &agent_calls {
+            let prefix = previous
+                .insert(key.as_str(), *tokens)
+                .unwrap_or(0)
+                .min(*tokens);
+            billed += prefix as f64 * 0.1 + (tokens - prefix) as f64 * 1.25;
+        }
+        let groups = report.groups.len() as f64;
+        lines.push(format!(
+            "tokens ({}): {files} files, {} groups: {:.2} calls a group, input {:.2}x the source tokens, billed with Anthropic caching {:.2}x",
+            if preload { "preloaded" } else { "read 2 files a turn, as before" },
+            report.groups.len(),
+            agent_calls.len() as f64 / groups,
+            input as f64 / source as f64,
+            billed / source as f64,
+        ));
+    }
+    lines
 }

@@ -250,6 +250,12 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str) -> Result<Answer, AskEr
     );
     let spend = ctx.spend(ui.control.clone());
     let offline = ctx.provider.engine() == EngineKind::RuleEngine;
+    // One prompt-cache scope per question: the lead's turns share a key,
+    // and each task's turns theirs.
+    let cache_scope = format!(
+        "ask-{}",
+        &crate::util::sha256_hex(question.as_bytes())[..16]
+    );
     let lead_definition = ctx.agent("lead")?;
     let auditor = ctx.agent(&settings.agent)?;
 
@@ -278,6 +284,7 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str) -> Result<Answer, AskEr
             control: &ui.control,
             spend: &spend,
             task_sinks: &task_sinks,
+            cache_scope: &cache_scope,
         }
         .run()
         .await
@@ -294,6 +301,7 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str) -> Result<Answer, AskEr
             spend: &spend,
             max_output_tokens: settings.max_output_tokens,
             jobs: settings.jobs,
+            cache_scope: &cache_scope,
         }
         .run(question)
         .await
@@ -469,6 +477,7 @@ struct OfflineLead<'a> {
     control: &'a crate::control::RunControl,
     spend: &'a Spend,
     task_sinks: crate::agents::lead::TaskSinks<'a>,
+    cache_scope: &'a str,
 }
 
 impl OfflineLead<'_> {
@@ -516,6 +525,7 @@ impl OfflineLead<'_> {
                             cancel: &self.control.cancel,
                             spend: self.spend,
                             max_output_tokens: self.ctx.settings.max_output_tokens,
+                            cache_scope: self.cache_scope,
                         },
                         &task,
                     )

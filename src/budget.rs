@@ -7,7 +7,7 @@
 //! auditors, reducer) spent, in tokens and dollars, is read from here for
 //! the report: usage and cost are accounted where the budget lives.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::control::RunControl;
@@ -41,6 +41,22 @@ struct Spent {
     /// Dollars of the calls whose model is priced.
     cost: f64,
     by_agent: BTreeMap<String, AgentUsage>,
+    /// Groups in flight: (tokens reserved when it started, tokens it has
+    /// used since). What they are still expected to spend counts before
+    /// more work starts, so a run stops near its budget, not past it.
+    open: HashMap<String, (u64, u64)>,
+}
+
+impl Spent {
+    /// Tokens the groups in flight (but `except`) are still expected to
+    /// spend.
+    fn outstanding(&self, except: Option<&str>) -> u64 {
+        self.open
+            .iter()
+            .filter(|(g, _)| Some(g.as_str()) != except)
+            .map(|(_, (reserved, used))| reserved.saturating_sub(*used))
+            .sum()
+    }
 }
 
 /// Token and cost limits and what was spent.
@@ -102,11 +118,24 @@ impl Spend {
     /// Counts one call of `agent`, priced by `model`, without checking the
     /// budget (work after the fan-out: the reducer).
     pub(crate) fn account(&self, agent: &str, usage: Usage, model: &str) -> Option<(Usage, f64)> {
+        self.account_for(None, agent, usage, model)
+    }
+
+    fn account_for(
+        &self,
+        group: Option<&str>,
+        agent: &str,
+        usage: Usage,
+        model: &str,
+    ) -> Option<(Usage, f64)> {
         let price = match &self.pricer {
             Some(pricer) => pricer(model),
             None => self.price,
         };
         let mut spent = self.spent()?;
+        if let Some(open) = group.and_then(|g| spent.open.get_mut(g)) {
+            open.1 = open.1.saturating_add(usage.total());
+        }
         spent.total.add(usage);
         let cost = price.map(|p| p.cost(&usage));
         spent.cost += cost.unwrap_or(0.0);
@@ -119,25 +148,59 @@ impl Spend {
     /// Counts one call's usage, priced by `model`; winds the run down when
     /// a budget is reached.
     pub(crate) fn add(&self, agent: &str, usage: Usage, model: &str) {
-        if let Some((total, cost)) = self.account(agent, usage, model)
+        self.charge(None, agent, usage, model);
+    }
+
+    /// Counts one call of a group's agent (against its reservation too).
+    pub(crate) fn charge(&self, group: Option<&str>, agent: &str, usage: Usage, model: &str) {
+        if let Some((total, cost)) = self.account_for(group, agent, usage, model)
             && let Some(reason) = self.exceeded(&total, cost, 0)
         {
             self.control.wind_down(&reason);
         }
     }
 
-    /// Whether work estimated at `tokens` more may start. A refusal winds
-    /// the run down too, with the reason.
-    pub(crate) fn allows(&self, tokens: u64) -> bool {
-        let Some((used, cost)) = self.spent().map(|s| (s.total, s.cost)) else {
+    /// Whether a call of `group` estimated at `tokens` may be sent: what was
+    /// spent, what the other groups in flight are still expected to spend,
+    /// and this call must fit. A refusal winds the run down, with the reason.
+    pub(crate) fn allows(&self, group: Option<&str>, tokens: u64) -> bool {
+        let Some((used, cost, outstanding)) = self
+            .spent()
+            .map(|s| (s.total, s.cost, s.outstanding(group)))
+        else {
             return false;
         };
-        match self.exceeded(&used, cost, tokens) {
+        match self.exceeded(&used, cost, outstanding.saturating_add(tokens)) {
             Some(reason) => {
                 self.control.wind_down(&reason);
                 false
             }
             None => true,
+        }
+    }
+
+    /// Starts `group` with `tokens` reserved, if it fits beside what was
+    /// spent and what the groups in flight are still expected to spend.
+    /// A refusal winds the run down, with the reason.
+    pub(crate) fn reserve(&self, group: &str, tokens: u64) -> bool {
+        let Some(mut spent) = self.spent() else {
+            return false;
+        };
+        let more = spent.outstanding(None).saturating_add(tokens);
+        if let Some(reason) = self.exceeded(&spent.total, spent.cost, more) {
+            drop(spent);
+            self.control.wind_down(&reason);
+            return false;
+        }
+        spent.open.insert(group.to_string(), (tokens, 0));
+        true
+    }
+
+    /// Ends `group`'s reservation: what it spent is counted, the rest is
+    /// free again.
+    pub(crate) fn release(&self, group: &str) {
+        if let Some(mut spent) = self.spent() {
+            spent.open.remove(group);
         }
     }
 
@@ -189,6 +252,7 @@ mod tests {
             input_tokens: n,
             output_tokens: 0,
             cached_tokens: 0,
+            cache_write_tokens: 0,
         }
     }
 
@@ -198,7 +262,7 @@ mod tests {
         let spend = Spend::new(Some(100), None, None, control.clone());
         spend.add("a", usage(60), "m");
         assert!(!control.wrap_up.is_cancelled());
-        assert!(!spend.allows(50), "60 + 50 would cross 100");
+        assert!(!spend.allows(None, 50), "60 + 50 would cross 100");
         assert!(control.stop.is_cancelled());
         let control = RunControl::default();
         let spend = Spend::new(Some(100), None, None, control.clone());
@@ -213,9 +277,10 @@ mod tests {
             input: 1.0,
             output: 1.0,
             cached: None,
+            cache_write: None,
         };
         let spend = Spend::new(None, Some(0.5), Some(price), control.clone());
-        assert!(spend.allows(400_000));
+        assert!(spend.allows(None, 400_000));
         spend.add("a", usage(500_000), "m");
         assert!(control.wrap_up.is_cancelled());
         assert!(control.reasons()[0].contains("--max-cost 0.5"));
@@ -228,11 +293,13 @@ mod tests {
             input: 0.1,
             output: 0.1,
             cached: None,
+            cache_write: None,
         };
         let dear = Price {
             input: 10.0,
             output: 10.0,
             cached: None,
+            cache_write: None,
         };
         let spend = Spend::new(None, Some(1.0), Some(cheap), control.clone()).with_pricer(
             Box::new(move |m| Some(if m == "dear" { dear } else { cheap })),
@@ -247,7 +314,7 @@ mod tests {
     fn no_budget_never_stops() {
         let spend = Spend::unlimited();
         spend.add("a", usage(u64::MAX / 4), "m");
-        assert!(spend.allows(u64::MAX / 4));
+        assert!(spend.allows(None, u64::MAX / 4));
     }
 
     #[test]
@@ -256,6 +323,7 @@ mod tests {
             input: 1.0,
             output: 1.0,
             cached: None,
+            cache_write: None,
         };
         let spend =
             Spend::unlimited().with_pricer(Box::new(move |m| (m == "priced").then_some(price)));
@@ -287,8 +355,32 @@ mod tests {
         })
         .join();
         assert!(joined.is_err());
-        assert!(!spend.allows(1), "nothing more may start");
+        assert!(!spend.allows(None, 1), "nothing more may start");
         assert!(control.cancel.is_cancelled());
         assert!(control.reasons()[0].contains("poisoned"));
+    }
+
+    #[test]
+    fn groups_in_flight_keep_their_reservation_until_they_end() {
+        let control = RunControl::default();
+        let spend = Spend::new(Some(1_000), None, None, control.clone());
+        assert!(spend.reserve("a", 400));
+        assert!(spend.reserve("b", 400));
+        // 800 are expected from a and b: a third group of 400 would cross.
+        assert!(!spend.reserve("c", 400));
+        assert!(control.stop.is_cancelled());
+        // a's own calls fit in its reservation; they are not counted twice.
+        let control = RunControl::default();
+        let spend = Spend::new(Some(1_000), None, None, control.clone());
+        assert!(spend.reserve("a", 400));
+        assert!(spend.reserve("b", 400));
+        assert!(spend.allows(Some("a"), 150));
+        spend.charge(Some("a"), "auditor", usage(300), "m");
+        // a has 100 left expected, b 400: 300 used + 500 + 150 < 1000.
+        assert!(spend.allows(Some("a"), 150));
+        spend.release("a");
+        spend.release("b");
+        assert!(spend.reserve("c", 600), "released reservations are free");
+        assert!(!control.stop.is_cancelled());
     }
 }

@@ -256,6 +256,28 @@ impl Settings {
         format: Option<Format>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
+        Self::resolve_with(root, provider, scan, format, env, true)
+    }
+
+    /// As [`Settings::resolve`], for work that calls no model (`fanscan plan
+    /// --estimate`): a remote provider needs no API key.
+    pub fn resolve_without_key(
+        root: &Path,
+        provider: &ProviderArgs,
+        scan: &ScanArgs,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        Self::resolve_with(root, provider, scan, None, env, false)
+    }
+
+    fn resolve_with(
+        root: &Path,
+        provider: &ProviderArgs,
+        scan: &ScanArgs,
+        format: Option<Format>,
+        env: &dyn Fn(&str) -> Option<String>,
+        need_key: bool,
+    ) -> Result<Self, ConfigError> {
         let (file, from_repo) = load_file(root, provider.config.as_deref())?;
         if from_repo {
             for (key, set) in [
@@ -340,7 +362,7 @@ impl Settings {
         let local = base_url.contains("://127.0.0.1")
             || base_url.contains("://localhost")
             || base_url.contains("://[::1]");
-        if kind != ProviderKind::Offline && api_key.is_none() && !local {
+        if need_key && kind != ProviderKind::Offline && api_key.is_none() && !local {
             return Err(ConfigError(format!(
                 "no API key for --provider {}: set ${api_key_env} (or name another variable with --api-key-env), or use --provider offline",
                 match kind {

@@ -61,6 +61,16 @@ pub enum SetupError {
     TaskFile { path: String, error: PathError },
     #[error("--file {path:?} is not a file")]
     NotAFile { path: String },
+    #[error(
+        "{budget} is less than the cheapest group's estimate ({need} for group {group}), so no group could start. \
+         Raise it to at least {need}, or make groups smaller with --group-tokens (now {group_tokens}); `fanscan plan --estimate` shows the whole range"
+    )]
+    BudgetTooSmall {
+        budget: String,
+        need: String,
+        group: String,
+        group_tokens: u64,
+    },
 }
 
 /// What a run is built from: settings resolved, files loaded, provider made.
@@ -239,15 +249,65 @@ impl Context {
         Ok((plan, usage))
     }
 
-    /// A token and cost range for a scan of `plan`; calls nothing.
-    pub fn estimate(&self, plan: &Plan) -> crate::plan::estimate::Estimate {
-        let model = self.provider.model();
-        crate::plan::estimate::estimate(
+    /// A token and cost range for a scan of `plan` by the run's agent;
+    /// calls nothing.
+    pub fn estimate(&self, plan: &Plan) -> Result<crate::plan::estimate::Estimate, SetupError> {
+        let agent = self.agent(&self.settings.agent)?;
+        let model = agent.model.as_deref().unwrap_or(self.provider.model());
+        Ok(crate::plan::estimate::estimate(
             plan,
             model,
             self.pricer()(model),
             self.settings.max_output_tokens,
-        )
+            agent.preload,
+        ))
+    }
+
+    /// Refuses a budget that cannot pay for even the cheapest group: such a
+    /// run would start nothing and call itself stopped by its budget.
+    pub(crate) fn check_budget(
+        &self,
+        plan: &Plan,
+        agent: &AgentDefinition,
+    ) -> Result<(), SetupError> {
+        let s = &self.settings;
+        let output = s.max_output_tokens;
+        let cheapest = plan
+            .groups
+            .iter()
+            .map(|g| {
+                let e = crate::plan::estimate::group(g.tokens, agent.preload, output);
+                (e.reserve(), e.low, g.id.as_str())
+            })
+            .min_by_key(|(reserve, _, _)| *reserve);
+        let Some((reserve, low, group)) = cheapest else {
+            return Ok(());
+        };
+        let too_small = |budget: String, need: String| SetupError::BudgetTooSmall {
+            budget,
+            need,
+            group: group.to_string(),
+            group_tokens: s.group_tokens,
+        };
+        if let Some(max) = s.max_tokens
+            && max < reserve
+        {
+            return Err(too_small(
+                format!("--max-tokens {max}"),
+                format!("{reserve} tokens"),
+            ));
+        }
+        let model = agent.model.as_deref().unwrap_or(self.provider.model());
+        if let (Some(max), Some(price)) = (s.max_cost, self.pricer()(model)) {
+            let need = price.cost(&low);
+            if max < need {
+                return Err(too_small(
+                    format!("--max-cost {max}"),
+                    format!("${need:.4}"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// A file of a `run-agent` task, confined to the root.
@@ -321,6 +381,7 @@ impl Context {
             cancel: &control.cancel,
             spend: &Spend::unlimited(),
             max_output_tokens: self.settings.max_output_tokens,
+            cache_scope: "run-agent",
         };
         run_subagent(run, task).await
     }
@@ -344,6 +405,7 @@ impl Context {
             control: control.clone(),
             spend: Arc::new(Spend::unlimited()),
             specialists: Default::default(),
+            cache_scope: Arc::from("fan-out"),
         };
         Ok(fan.run(tasks).await)
     }

@@ -52,10 +52,11 @@ pub(crate) struct ToolSpec {
 }
 
 /// Whether the model may call tools in this turn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum ToolChoice {
     /// The model decides.
+    #[default]
     Auto,
     /// Tools are switched off: the answer must be text (the forced summary).
     None,
@@ -70,6 +71,10 @@ pub struct Usage {
     /// in `input_tokens`).
     #[serde(default)]
     pub cached_tokens: u64,
+    /// Input tokens written to the provider's prompt cache (already counted
+    /// in `input_tokens`; Anthropic bills them above the input price).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl Usage {
@@ -79,6 +84,9 @@ impl Usage {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.cached_tokens = self.cached_tokens.saturating_add(other.cached_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
     }
 
     /// Input plus output tokens.
@@ -101,7 +109,7 @@ pub(crate) enum FinishReason {
 }
 
 /// One request to a model.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct ChatRequest {
     /// A model that overrides the provider's for this request (an agent
     /// definition's `model`).
@@ -111,12 +119,25 @@ pub(crate) struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     pub tool_choice: ToolChoice,
     pub max_output_tokens: u32,
+    /// Groups requests that share a prefix for the provider's prompt cache
+    /// (OpenAI's `prompt_cache_key`); stable across a group's turns.
+    pub cache_key: Option<String>,
+    /// Ask for the final report through the provider's structured-output
+    /// mechanism (a JSON schema response format, or a forced report tool).
+    pub structured: bool,
+    /// [`ChatRequest::estimated_tokens`], computed once: the budget, the
+    /// rate limiter and a missing usage all ask for it.
+    pub estimate: std::sync::OnceLock<u64>,
 }
 
 impl ChatRequest {
     /// A rough token estimate of the request (bytes / 3), used to reserve
     /// tokens-per-minute capacity before it is sent.
     pub(crate) fn estimated_tokens(&self) -> u64 {
+        *self.estimate.get_or_init(|| self.estimate_tokens())
+    }
+
+    fn estimate_tokens(&self) -> u64 {
         let mut bytes = self.system.len();
         for message in &self.messages {
             bytes += match message {
@@ -166,6 +187,7 @@ impl ChatResponse {
                         .sum::<u64>(),
             ),
             cached_tokens: 0,
+            cache_write_tokens: 0,
         })
     }
 }

@@ -111,11 +111,13 @@ impl EventSink {
         });
     }
 
-    pub fn transcript(&self, entry: Value) {
+    /// One transcript entry, built only when transcripts are wanted: the
+    /// agent loop must not pay for copies nobody reads.
+    pub fn transcript(&self, entry: impl FnOnce() -> Value) {
         if self.wants_transcript() {
             self.send(Event::Transcript {
                 group: self.group.clone(),
-                entry,
+                entry: entry(),
             });
         }
     }

@@ -36,6 +36,8 @@ pub(crate) struct FanOut {
     /// The agent of each group the plan names one for, by group id; the
     /// others get `definition`.
     pub specialists: HashMap<String, Arc<AgentDefinition>>,
+    /// The prompt-cache scope of every group (the plan's hash).
+    pub cache_scope: Arc<str>,
 }
 
 /// What the fan-out gives.
@@ -62,20 +64,27 @@ impl FanOut {
                 _ = self.control.stop.cancelled() => None,
                 p = Arc::clone(&semaphore).acquire_owned() => p.ok(),
             };
-            // A group whose estimate would cross the budget does not start.
-            let estimate = crate::util::estimate_tokens(task.files.iter().map(|f| f.bytes).sum())
-                + crate::agents::subagent::TASK_OVERHEAD_TOKENS;
-            let permit = permit.filter(|_| self.spend.allows(estimate));
-            let Some(permit) = permit else {
-                not_started.push(task);
-                not_started.extend(pending.by_ref().map(|(_, t)| t));
-                break;
-            };
             // Collect what finished meanwhile, so memory follows the
             // agents in flight, not the plan's size.
             while let Some(joined) = set.try_join_next_with_id() {
                 done.push(self.settle(joined, &mut started));
             }
+            // A group whose estimate would cross the budget, beside what
+            // the groups in flight are still expected to spend, does not
+            // start; one that starts reserves its estimate until it ends.
+            let content = crate::util::estimate_tokens(task.files.iter().map(|f| f.bytes).sum());
+            let reserve = crate::plan::estimate::group(
+                content,
+                self.definition_of(&task.group).preload,
+                self.max_output_tokens,
+            )
+            .reserve();
+            let permit = permit.filter(|_| self.spend.reserve(&task.group, reserve));
+            let Some(permit) = permit else {
+                not_started.push(task);
+                not_started.extend(pending.by_ref().map(|(_, t)| t));
+                break;
+            };
             let definition = Arc::clone(self.definition_of(&task.group));
             let provider = Arc::clone(&self.provider);
             let tools = Arc::clone(&self.tools);
@@ -83,6 +92,7 @@ impl FanOut {
             let control = self.control.clone();
             let spend = Arc::clone(&self.spend);
             let max_output_tokens = self.max_output_tokens;
+            let cache_scope = Arc::clone(&self.cache_scope);
             let owned = task.clone();
             let handle = set.spawn(async move {
                 let _permit = permit;
@@ -95,8 +105,11 @@ impl FanOut {
                     cancel: &control.cancel,
                     spend: &spend,
                     max_output_tokens,
+                    cache_scope: &cache_scope,
                 };
-                (index, run_subagent(run, &owned).await)
+                let report = run_subagent(run, &owned).await;
+                spend.release(&owned.group);
+                (index, report)
             });
             started.insert(handle.id(), (index, task));
         }
@@ -138,6 +151,7 @@ impl FanOut {
                         },
                     )
                 });
+                self.spend.release(&task.group);
                 let reason = if error.is_panic() {
                     "the agent task panicked (a fanscan bug: please report it)"
                 } else {

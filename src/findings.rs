@@ -106,6 +106,60 @@ pub(crate) const REPORT_FORMAT: &str = r#"Answer with a short prose summary, the
 
 severity is one of critical, high, medium, low, info. path is relative to the repository root. evidence must be copied from the file as read_file showed it (without the line numbers); findings whose evidence is not in the file are dropped. Use an empty list when there is nothing to report."#;
 
+/// The JSON schema of a final report, for structured output (OpenAI's
+/// `response_format`, Anthropic's forced report tool). Strict: every key is
+/// required, optional ones are nullable, and the quote is `code`, described
+/// so that it leaves no room for prose.
+pub(crate) fn report_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "summary": {"type": "string", "description": "A short prose summary of what you reviewed and found."},
+            "findings": {
+                "type": "array",
+                "description": "Every finding from every file you read; an empty list when there is nothing to report.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "The file's path relative to the repository root, exactly as listed."},
+                        "line": {"type": "integer", "description": "The first line of the code the finding is about (1-based)."},
+                        "end_line": {"type": ["integer", "null"], "description": "The last line, when it spans several; else null."},
+                        "severity": {"type": "string", "enum": ["critical", "high", "medium", "low", "info"]},
+                        "title": {"type": "string", "description": "A short title."},
+                        "detail": {"type": "string", "description": "Why it matters and how to fix it."},
+                        "code": {"type": "string", "description": "The exact source line(s) at `line`, copied character for character from the file, without line numbers. Code only, never a description."},
+                        "rule": {"type": ["string", "null"], "description": "An optional category such as sql-injection; else null."}
+                    },
+                    "required": ["path", "line", "end_line", "severity", "title", "detail", "code", "rule"],
+                    "additionalProperties": false
+                }
+            }
+        },
+        "required": ["summary", "findings"],
+        "additionalProperties": false
+    })
+}
+
+/// A structured final report (the offline engine answers the same schema
+/// as a model asked through structured output).
+pub(crate) fn render_structured(summary: &str, findings: &[Finding]) -> String {
+    let items: Vec<Value> = findings
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "path": f.path, "line": f.line, "end_line": f.end_line,
+                "severity": f.severity.as_str(), "title": f.title, "detail": f.detail,
+                "code": f.evidence.clone().unwrap_or_default(), "rule": f.rule,
+            })
+        })
+        .collect();
+    serde_json::json!({"summary": summary, "findings": items}).to_string()
+}
+
+/// The name of the forced tool that carries a structured report where a
+/// wire format has no response schema (Anthropic). No real tool has it.
+pub(crate) const REPORT_TOOL: &str = "report_findings";
+
 /// The parsed final answer of an agent.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ParsedReport {
@@ -396,7 +450,15 @@ pub(crate) fn parse_report(text: &str) -> ParsedReport {
             continue;
         };
         match entries_of(&value) {
-            Some((entries, true)) => return report(clean, entries, HowParsed::Clean),
+            Some((entries, true)) => {
+                // A structured answer is the JSON alone: its `summary` is
+                // the prose.
+                let text = match value.get("summary").and_then(Value::as_str) {
+                    Some(summary) if block.trim() == clean => summary.trim().to_string(),
+                    _ => clean,
+                };
+                return report(text, entries, HowParsed::Clean);
+            }
             Some((entries, false))
                 if fallback.is_none() && (!entries.findings.is_empty() || entries.total == 0) =>
             {
@@ -1286,7 +1348,7 @@ fn finding_from(item: &Value) -> Result<Finding, String> {
         severity,
         title,
         detail: as_text(get("detail").or(get("description"))).unwrap_or_default(),
-        evidence: as_text(get("evidence").or(get("snippet"))),
+        evidence: as_text(get("code").or(get("evidence")).or(get("snippet"))),
         rule: as_text(get("rule").or(get("category"))),
         origin: Origin::Agent,
     })

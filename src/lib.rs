@@ -75,6 +75,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
 
     let inventory = ctx.inventory()?;
     let (plan, planner_usage) = ctx.plan(&inventory).await?;
+    ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone()));
     if settings.planner == PlannerKind::Llm {
         spend.add("planner", planner_usage, &ctx.model_of("planner"));
@@ -104,6 +105,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         control: ui.control.clone(),
         spend: Arc::clone(&spend),
         specialists,
+        cache_scope: Arc::from(plan.hash()),
     }
     .run(tasks)
     .await;
@@ -136,7 +138,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         not_started: fanned.not_started,
         reduced,
         stopped: ui.control.reasons(),
-        run_notes: consumed.transcript_errors,
+        run_notes: [ctx.provider.notes(), consumed.transcript_errors].concat(),
         calls: ctx.call_counts(),
         spent: spend.ledger(),
     }))

@@ -476,10 +476,16 @@ async fn plan_command(
         scan.planner = Some(fanscan::PlannerKind::Pack);
     }
     let planned = async {
-        let ctx = context(path, provider, &scan, None)?;
+        // Planning calls no model, so no API key is needed.
+        let env = |name: &str| std::env::var(name).ok();
+        let ctx = Context::new(Settings::resolve_without_key(path, provider, &scan, &env)?)?;
         let inventory = ctx.inventory()?;
         let (plan, _) = ctx.plan(&inventory).await?;
-        let estimate = estimate.then(|| ctx.estimate(&plan));
+        let estimate = if estimate {
+            Some(ctx.estimate(&plan)?)
+        } else {
+            None
+        };
         Ok::<_, SetupError>((inventory, plan, estimate))
     };
     let (inventory, plan, estimate) = match planned.await {

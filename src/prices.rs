@@ -19,17 +19,24 @@ pub(crate) const BUILTIN_PRICES: &str = include_str!("../configs/prices.toml");
 pub(crate) struct Price {
     pub input: f64,
     pub output: f64,
+    /// Input tokens read from the prompt cache.
     #[serde(default)]
     pub cached: Option<f64>,
+    /// Input tokens written to the prompt cache (absent: the input price).
+    #[serde(default)]
+    pub cache_write: Option<f64>,
 }
 
 impl Price {
-    /// The cost of `usage` in US dollars.
+    /// The cost of `usage` in US dollars: fresh input, cache reads and
+    /// cache writes each at their own price.
     pub(crate) fn cost(&self, usage: &Usage) -> f64 {
         let cached = usage.cached_tokens.min(usage.input_tokens);
-        let fresh = usage.input_tokens - cached;
+        let written = usage.cache_write_tokens.min(usage.input_tokens - cached);
+        let fresh = usage.input_tokens - cached - written;
         (fresh as f64 * self.input
             + cached as f64 * self.cached.unwrap_or(self.input)
+            + written as f64 * self.cache_write.unwrap_or(self.input)
             + usage.output_tokens as f64 * self.output)
             / 1_000_000.0
     }
@@ -69,9 +76,14 @@ impl Prices {
             detail: crate::util::toml_error(text, &e),
         })?;
         for (name, p) in &table.models {
-            if [p.input, p.output, p.cached.unwrap_or(0.0)]
-                .iter()
-                .any(|v| !v.is_finite() || *v < 0.0)
+            if [
+                p.input,
+                p.output,
+                p.cached.unwrap_or(0.0),
+                p.cache_write.unwrap_or(0.0),
+            ]
+            .iter()
+            .any(|v| !v.is_finite() || *v < 0.0)
             {
                 return Err(PriceError::Negative {
                     source_name: source.to_string(),
@@ -127,6 +139,7 @@ mod tests {
             input_tokens: 1_000_000,
             output_tokens: 1_000_000,
             cached_tokens: 0,
+            cache_write_tokens: 0,
         };
         assert!((mini.cost(&usage) - 0.75).abs() < 1e-9);
     }
@@ -137,12 +150,31 @@ mod tests {
             input: 1.0,
             output: 0.0,
             cached: Some(0.1),
+            cache_write: None,
         };
         let u = Usage {
             input_tokens: 1_000_000,
             output_tokens: 0,
             cached_tokens: 500_000,
+            cache_write_tokens: 0,
         };
         assert!((p.cost(&u) - 0.55).abs() < 1e-9);
+    }
+
+    #[test]
+    fn anthropic_cache_writes_and_reads_are_priced_at_their_multipliers() {
+        let prices = Prices::builtin().unwrap();
+        let sonnet = prices.get("claude-sonnet-4-6").unwrap();
+        assert_eq!(sonnet.cache_write, Some(3.75), "1.25x the input price");
+        assert_eq!(sonnet.cached, Some(0.30), "0.1x the input price");
+        // 1M input of which 400k written and 500k read, no output.
+        let u = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 0,
+            cached_tokens: 500_000,
+            cache_write_tokens: 400_000,
+        };
+        let expected = (100_000.0 * 3.0 + 500_000.0 * 0.30 + 400_000.0 * 3.75) / 1e6;
+        assert!((sonnet.cost(&u) - expected).abs() < 1e-9);
     }
 }

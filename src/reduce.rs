@@ -347,6 +347,7 @@ impl Reducer<'_> {
             tools: Vec::new(),
             tool_choice: ToolChoice::None,
             max_output_tokens: self.max_output_tokens,
+            ..ChatRequest::default()
         };
         match self.provider.chat(&request).await {
             Ok(response) => {

@@ -21,6 +21,7 @@ const KEYS: &[&str] = &[
     "model",
     "context_tokens",
     "delegable",
+    "preload",
 ];
 
 /// The lead's delegation tool. It is not in the read-only registry: the
@@ -48,6 +49,10 @@ pub struct AgentDefinition {
     /// Whether the lead of `fanscan ask` may delegate to this agent, and
     /// the scan's planner may pick it for a group.
     pub delegable: bool,
+    /// Whether the task message carries the group's files (each as
+    /// `read_file` returns it from the top), so that a group costs two
+    /// turns when nothing needs following up. Off: the agent reads them.
+    pub preload: bool,
     /// The system prompt (the Markdown body).
     pub prompt: String,
     /// Where it came from: `builtin:auditor.md` or a file path.
@@ -90,6 +95,7 @@ struct FrontMatter {
     context_tokens: Option<i64>,
     #[serde(default)]
     delegable: Option<bool>,
+    preload: Option<bool>,
 }
 
 impl AgentDefinition {
@@ -254,6 +260,7 @@ impl AgentDefinition {
             model: parsed.model.filter(|m| !m.trim().is_empty()),
             context_tokens,
             delegable,
+            preload: parsed.preload.unwrap_or(false),
             prompt,
             source: source.to_string(),
             hash: crate::util::sha256_hex(text.as_bytes()),

@@ -81,6 +81,8 @@ pub(crate) struct Lead<'a> {
     pub max_output_tokens: u32,
     /// Sub-agents in flight at once.
     pub jobs: usize,
+    /// What prompt-cache keys derive from (the lead's and its tasks').
+    pub cache_scope: &'a str,
 }
 
 /// The arguments of a `task` call.
@@ -151,11 +153,10 @@ impl Lead<'_> {
         let mut messages = vec![Message::User {
             text: question.to_string(),
         }];
-        self.events.transcript(
-            json!({"type": "system", "agent": self.definition.name, "text": self.definition.prompt}),
+        self.events.transcript(|| json!({"type": "system", "agent": self.definition.name, "text": self.definition.prompt}),
         );
         self.events
-            .transcript(json!({"type": "message", "message": messages[0]}));
+            .transcript(|| json!({"type": "message", "message": messages[0]}));
         let mut last_text: Option<String> = None;
         let mut stopped_early: Option<&'static str> = None;
         loop {
@@ -168,7 +169,7 @@ impl Lead<'_> {
             let request = self.request(messages.clone(), specs.clone(), ToolChoice::Auto);
             let expected = request.estimated_tokens() - u64::from(request.max_output_tokens)
                 + u64::from(request.max_output_tokens.min(512));
-            if stopping || !self.spend.allows(expected) {
+            if stopping || !self.spend.allows(None, expected) {
                 if outcome.rounds == 0 {
                     outcome.status = AgentStatus::Interrupted;
                     outcome.error = Some(
@@ -206,7 +207,7 @@ impl Lead<'_> {
                 tool_calls: calls.clone(),
             };
             self.events
-                .transcript(json!({"type": "message", "message": assistant}));
+                .transcript(|| json!({"type": "message", "message": assistant}));
             messages.push(assistant);
             if calls.is_empty() {
                 if paused {
@@ -217,7 +218,7 @@ impl Lead<'_> {
             }
             for result in self.run_calls(&calls, &mut outcome).await {
                 self.events
-                    .transcript(json!({"type": "message", "message": result}));
+                    .transcript(|| json!({"type": "message", "message": result}));
                 messages.push(result);
             }
         }
@@ -228,7 +229,7 @@ impl Lead<'_> {
                 text: final_request(why),
             });
             self.events
-                .transcript(json!({"type": "message", "message": messages.last()}));
+                .transcript(|| json!({"type": "message", "message": messages.last()}));
             let request = self.request(messages, specs, ToolChoice::None);
             outcome.rounds += 1;
             self.events.round(outcome.rounds);
@@ -252,7 +253,7 @@ impl Lead<'_> {
             outcome.error = Some("the lead gave no answer text".into());
         }
         self.events.transcript(
-            json!({"type": "answer", "status": outcome.status.as_str(), "text": outcome.answer}),
+            || json!({"type": "answer", "status": outcome.status.as_str(), "text": outcome.answer}),
         );
         self.events.finished(outcome.status.as_str(), 0);
         outcome
@@ -271,6 +272,10 @@ impl Lead<'_> {
             tools,
             tool_choice: choice,
             max_output_tokens: self.max_output_tokens,
+            // The lead's turns resend one growing prefix: one cache key.
+            cache_key: Some(format!("{}-lead", self.cache_scope)),
+            structured: false,
+            ..ChatRequest::default()
         }
     }
 
@@ -441,6 +446,7 @@ impl Lead<'_> {
                 cancel: &self.control.cancel,
                 spend: self.spend,
                 max_output_tokens: self.max_output_tokens,
+                cache_scope: self.cache_scope,
             },
             &task,
         )
@@ -495,7 +501,7 @@ fn task_result(run: &TaskRun) -> (String, bool) {
             ),
             false,
         ),
-        AgentStatus::Failed | AgentStatus::Interrupted => {
+        AgentStatus::Failed | AgentStatus::Interrupted | AgentStatus::Unreviewed => {
             let mut text = format!(
                 "error: the {} sub-agent {}: {}",
                 run.agent,
@@ -594,6 +600,7 @@ mod tests {
                         cancel: &token,
                         spend: &Spend::unlimited(),
                         max_output_tokens: 100,
+                        cache_scope: "",
                     },
                     &task(),
                 )
@@ -666,6 +673,7 @@ mod tests {
                     cancel: &control.cancel,
                     spend: &Spend::unlimited(),
                     max_output_tokens: 100,
+                    cache_scope: "",
                 },
                 &task(),
             )

@@ -28,10 +28,6 @@ use crate::providers::{Provider, ProviderError};
 use crate::tools::secrets::Redaction;
 use crate::tools::{ToolContext, ToolError};
 
-/// Tokens of the system prompt, task and tool specs: a group's estimate is
-/// its content plus this.
-pub(crate) const TASK_OVERHEAD_TOKENS: u64 = 1_500;
-
 /// Most tool calls run from one model turn; the rest get an error result.
 const MAX_CALLS_PER_TURN: usize = 16;
 
@@ -64,9 +60,20 @@ pub struct AgentTask {
     pub instructions: Option<String>,
 }
 
+/// A file of a task as the model is shown it up front: what `read_file`
+/// returns from the top (numbered, redacted, cut at the read limit with the
+/// paging hint), or the error it gave.
+#[derive(Clone, Debug)]
+pub(crate) struct Preloaded {
+    pub(crate) path: String,
+    pub(crate) text: String,
+}
+
 impl AgentTask {
-    /// The task message, the only user message of a fresh context.
-    pub fn render(&self) -> String {
+    /// The task message, the only user message of a fresh context. With
+    /// `preloaded` files, each follows the task text as a
+    /// `<file path="…">` block, in the plan's order.
+    pub(crate) fn render(&self, preloaded: &[Preloaded]) -> String {
         let mut text = format!("TASK: audit-group {}\n\n", self.group);
         text.push_str(self.instructions.as_deref().unwrap_or(
             "Audit the files below for defects, security risks and reliability problems. \
@@ -78,25 +85,45 @@ impl AgentTask {
         }
         if self.files.is_empty() {
             text.push_str("\nNo file list is given: explore the repository with list_dir and read what matters.\n");
-        } else {
+        } else if preloaded.is_empty() {
             text.push_str("\nFiles of this group (read every one with read_file; long files are cut, page on with offset):\n");
-            for f in &self.files {
-                let language = f.language.as_deref().unwrap_or("text");
-                text.push_str(&format!("- {} ({} bytes, {language})\n", f.path, f.bytes));
-            }
+        } else {
+            text.push_str(
+                "\nFiles of this group. Each is below, exactly as read_file returns it from the top \
+                 (numbered lines): do not read them again. A long file is cut: page on with read_file \
+                 at the offset its cut line gives. Use tools only to follow references (callers, \
+                 configuration, related files).\n",
+            );
+        }
+        for f in &self.files {
+            let language = f.language.as_deref().unwrap_or("text");
+            text.push_str(&format!("- {} ({} bytes, {language})\n", f.path, f.bytes));
         }
         text.push_str("\nWhen you are done, give your report.\n");
         text.push_str(REPORT_FORMAT);
         text.push_str(&format!("\nEnd your final answer with {TASK_COMPLETE}.\n"));
+        for file in preloaded {
+            text.push_str(&format!("\n<file path=\"{}\">\n{}", file.path, file.text));
+            if !file.text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str("</file>\n");
+        }
         text
     }
 }
 
 /// The forced final-summary request.
+///
+/// It names the report format of the task rather than repeating it: the
+/// task is in the context, and every repeated token is billed.
 pub(crate) fn summary_request() -> String {
     format!(
-        "Give the complete summary of every step's key findings in the report format: every finding \
-         from every file you read, not only the latest ones. Do not call tools. End with {TASK_COMPLETE}.\n\n{REPORT_FORMAT}"
+        "Give the complete summary of every step's key findings in the report format of the task: \
+         a short prose summary, then ONE fenced JSON block {{\"findings\": [...]}} with every finding \
+         from every file you read, not only the latest ones, each with path, line, severity, title, \
+         detail and evidence copied exactly from the file without line numbers. Do not call tools. \
+         End with {TASK_COMPLETE}."
     )
 }
 
@@ -113,6 +140,9 @@ pub enum AgentStatus {
     WrappedUp,
     /// A provider error ended it; what was done is kept.
     Failed,
+    /// The model answered without ever seeing its group's files (none
+    /// preloaded, none read, even after one nudge): nothing was reviewed.
+    Unreviewed,
     /// Cancelled before it could finish.
     Interrupted,
 }
@@ -124,6 +154,7 @@ impl AgentStatus {
             Self::MaxRounds => "max_rounds",
             Self::WrappedUp => "wrapped_up",
             Self::Failed => "failed",
+            Self::Unreviewed => "unreviewed",
             Self::Interrupted => "interrupted",
         }
     }
@@ -132,7 +163,7 @@ impl AgentStatus {
     pub fn reviewed(self) -> bool {
         match self {
             Self::Complete | Self::MaxRounds | Self::WrappedUp => true,
-            Self::Failed | Self::Interrupted => false,
+            Self::Failed | Self::Unreviewed | Self::Interrupted => false,
         }
     }
 }
@@ -194,6 +225,9 @@ pub(crate) struct AgentRun<'a> {
     /// The run's budget: every call's usage is counted here at once.
     pub spend: &'a Spend,
     pub max_output_tokens: u32,
+    /// What the provider's prompt-cache key is derived from, with the group
+    /// (the plan's hash in a scan), so a group's turns share one key.
+    pub cache_scope: &'a str,
 }
 
 /// Runs one sub-agent on one task. Never panics and never returns an
@@ -304,8 +338,22 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     // every secret in the group whatever the model reads.
     let paths: Vec<String> = task.files.iter().map(|f| f.path.clone()).collect();
     let tools = Arc::clone(run.tools);
-    let swept = match tokio::task::spawn_blocking(move || tools.hash_and_sweep(&paths)).await {
-        Ok(swept) => swept,
+    let preload = run.definition.preload;
+    let prepared = tokio::task::spawn_blocking(move || {
+        let swept = tools.hash_and_sweep(&paths);
+        let preloaded: Vec<_> = if preload {
+            paths
+                .iter()
+                .map(|p| (p.clone(), tools.read_from_top(p)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (swept, preloaded)
+    })
+    .await;
+    let (swept, preloads) = match prepared {
+        Ok(prepared) => prepared,
         Err(e) => {
             // Without the sweep, no secret in the group would be reported:
             // the group fails rather than pass as "no secrets".
@@ -327,21 +375,45 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             }
         }
     }
+    let mut files_read: BTreeSet<String> = BTreeSet::new();
+    let mut preloaded = Vec::new();
+    for (path, output) in preloads {
+        let text = match output {
+            Ok(out) => {
+                files_read.extend(out.files_read);
+                out.text
+            }
+            Err(ToolError::Model(message)) => format!("error: {message}\n"),
+            Err(ToolError::Internal(message)) => {
+                report.status = AgentStatus::Failed;
+                report.error = Some(format!("preloading {path} failed: {message}"));
+                run.events
+                    .finished(report.status.as_str(), report.findings.len());
+                return report;
+            }
+        };
+        preloaded.push(Preloaded { path, text });
+    }
 
     let allowed: Vec<String> = run.definition.tools.clone();
-    let specs = ToolContext::specs(&allowed);
+    let mut specs = ToolContext::specs(&allowed);
     let mut messages = vec![Message::User {
-        text: task.render(),
+        text: task.render(&preloaded),
     }];
     run.events.transcript(
-        json!({"type": "system", "agent": run.definition.name, "text": run.definition.prompt}),
+        || json!({"type": "system", "agent": run.definition.name, "text": run.definition.prompt}),
     );
     run.events
-        .transcript(json!({"type": "message", "message": messages[0]}));
-    let mut files_read: BTreeSet<String> = BTreeSet::new();
+        .transcript(|| json!({"type": "message", "message": messages[0]}));
+    let cache_key = (!run.cache_scope.is_empty()).then(|| {
+        let hash =
+            crate::util::sha256_hex(format!("{}\n{}", run.cache_scope, task.group).as_bytes());
+        format!("fanscan-{}", &hash[..32])
+    });
     let mut last_text: Option<String> = None;
     let mut final_report: Option<ParsedReport> = None;
     let mut ended: Option<Ended> = None;
+    let mut nudged = false;
 
     while ended.is_none() {
         let stopping = run.wrap_up.is_cancelled();
@@ -349,30 +421,42 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             report.status = AgentStatus::MaxRounds;
             break;
         }
+        // The conversation moves into the request and back: no copy of it
+        // is made per round.
         let request = ChatRequest {
             model: run.definition.model.clone(),
             system: run.definition.prompt.clone(),
-            messages: messages.clone(),
-            tools: specs.clone(),
+            messages: std::mem::take(&mut messages),
+            tools: std::mem::take(&mut specs),
             tool_choice: ToolChoice::Auto,
             max_output_tokens: run.max_output_tokens,
+            cache_key: cache_key.clone(),
+            structured: false,
+            ..ChatRequest::default()
         };
         // Stop calling tools when the run winds down (budget, time, Ctrl-C)
         // or when this call would cross the budget: the agent goes straight
         // to its summary, or, if it has done nothing yet, ends without one.
         let expected = request.estimated_tokens() - u64::from(request.max_output_tokens)
             + u64::from(request.max_output_tokens.min(512));
-        if stopping || !run.spend.allows(expected) {
+        let go = !stopping && run.spend.allows(Some(&task.group), expected);
+        let outcome = if go {
+            report.rounds += 1;
+            run.events.round(report.rounds);
+            Some(call(&run, &request, &mut report).await)
+        } else {
+            None
+        };
+        (messages, specs) = (request.messages, request.tools);
+        let Some(outcome) = outcome else {
             if report.rounds == 0 {
                 ended = Some(Ended::Cancelled);
             } else {
                 report.status = AgentStatus::WrappedUp;
             }
             break;
-        }
-        report.rounds += 1;
-        run.events.round(report.rounds);
-        let response = match call(&run, &request, &mut report).await {
+        };
+        let response = match outcome {
             Ok(r) => r,
             Err(e) => {
                 ended = Some(Ended::from(e));
@@ -390,10 +474,14 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             tool_calls: calls.clone(),
         };
         run.events
-            .transcript(json!({"type": "message", "message": assistant}));
+            .transcript(|| json!({"type": "message", "message": assistant}));
         messages.push(assistant);
         if calls.is_empty() {
             if paused {
+                continue;
+            }
+            if let Some(nudge) = nudge_once(&mut nudged, task, &files_read, run.wrap_up) {
+                messages.push(nudge);
                 continue;
             }
             report.status = AgentStatus::Complete;
@@ -417,10 +505,14 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         };
         for result in results {
             run.events
-                .transcript(json!({"type": "message", "message": result}));
+                .transcript(|| json!({"type": "message", "message": result}));
             messages.push(result);
         }
         if says_done {
+            if let Some(nudge) = nudge_once(&mut nudged, task, &files_read, run.wrap_up) {
+                messages.push(nudge);
+                continue;
+            }
             report.status = AgentStatus::Complete;
             break;
         }
@@ -445,7 +537,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
                 text: summary_request(),
             });
             run.events
-                .transcript(json!({"type": "message", "message": messages.last()}));
+                .transcript(|| json!({"type": "message", "message": messages.last()}));
             let request = ChatRequest {
                 model: run.definition.model.clone(),
                 system: run.definition.prompt.clone(),
@@ -453,13 +545,17 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
                 tools: specs,
                 tool_choice: ToolChoice::None,
                 max_output_tokens: run.max_output_tokens,
+                cache_key,
+                // The report through the provider's structured output.
+                structured: true,
+                ..ChatRequest::default()
             };
             report.rounds += 1;
             run.events.round(report.rounds);
             match call(&run, &request, &mut report).await {
                 Ok(response) => {
                     run.events
-                        .transcript(json!({"type": "summary", "text": response.text}));
+                        .transcript(|| json!({"type": "summary", "text": response.text}));
                     let text = response.text.unwrap_or_default();
                     let parsed = parse_report(&text);
                     last_text = None;
@@ -489,6 +585,16 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         report.unparsed = parsed.unparsed;
         report.findings = parsed.findings;
     }
+    // A model that never saw any of its group's files did not review
+    // them, whatever it answered.
+    let saw_any = task.files.iter().any(|f| files_read.contains(&f.path));
+    if !task.files.is_empty() && !saw_any && report.status.reviewed() {
+        report.status = AgentStatus::Unreviewed;
+        report.error = Some(
+            "the model answered without reading any of its files (even after being asked to): nothing was reviewed"
+                .into(),
+        );
+    }
     report.findings.extend(
         secrets
             .into_iter()
@@ -498,6 +604,36 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     run.events
         .finished(report.status.as_str(), report.findings.len());
     report
+}
+
+/// The one nudge of a model that ends while files of its group were
+/// neither preloaded nor read: it names them. `None` once it was given, or
+/// when nothing is missing, or when the run is winding down.
+fn nudge_once(
+    nudged: &mut bool,
+    task: &AgentTask,
+    files_read: &BTreeSet<String>,
+    wrap_up: &CancellationToken,
+) -> Option<Message> {
+    if *nudged || wrap_up.is_cancelled() {
+        return None;
+    }
+    let unread: Vec<&str> = task
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|p| !files_read.contains(*p))
+        .collect();
+    if unread.is_empty() {
+        return None;
+    }
+    *nudged = true;
+    Some(Message::User {
+        text: format!(
+            "You have not read {}: read them with read_file before you answer. Report only what you saw in them.",
+            unread.join(", ")
+        ),
+    })
 }
 
 /// Whether a final report gets the repair turn: no block parsed, or some
@@ -543,7 +679,7 @@ async fn repair(
         text: repair_request(&first),
     });
     run.events
-        .transcript(json!({"type": "message", "message": messages.last()}));
+        .transcript(|| json!({"type": "message", "message": messages.last()}));
     let request = ChatRequest {
         messages,
         ..request
@@ -554,7 +690,7 @@ async fn repair(
     match call(run, &request, report).await {
         Ok(response) => {
             run.events
-                .transcript(json!({"type": "repair", "text": response.text}));
+                .transcript(|| json!({"type": "repair", "text": response.text}));
             let second = parse_report(response.text.as_deref().unwrap_or_default());
             let better =
                 second.parsed && (second.findings.len() >= first.findings.len() || !first.parsed);
@@ -577,7 +713,8 @@ async fn call(
     }?;
     let usage = response.usage_or_estimate(request);
     report.usage.add(usage);
-    run.spend.add(&report.agent, usage, &report.model);
+    run.spend
+        .charge(Some(&report.group), &report.agent, usage, &report.model);
     run.events.usage(usage);
     Ok(response)
 }

@@ -1,11 +1,16 @@
-//! `fanscan plan --estimate`: a token and cost range for a scan, before any
-//! model is called.
+//! Estimates: what a group and a whole scan will cost, before any model is
+//! called. `fanscan plan --estimate` prints them; the budget reserves them
+//! for groups in flight; a budget below the cheapest group is refused.
 //!
-//! Takes the plan, the model's name and price and the output limit; gives
-//! low and high estimates. Each
-//! sub-agent re-sends its conversation every round, so input grows with the
-//! rounds its reads are spread over: the low end assumes every file is read
-//! in one round, the high end over four, plus the forced summary turn.
+//! Takes a group's content tokens, whether its agent preloads its files and
+//! the output limit (and for a scan, the plan, the model and its price);
+//! gives token ranges with their cache reads and writes, and costs.
+//!
+//! A preloading agent's group costs two turns when nothing needs following
+//! up (the answer and the forced summary), both carrying the files; with a
+//! prompt cache the second reads the first's prefix. The high end allows a
+//! follow-up turn and a repair turn. An agent that reads its files itself
+//! re-sends what it read every round: three calls at best, six at worst.
 
 use serde::Serialize;
 
@@ -13,8 +18,72 @@ use super::Plan;
 use crate::conversation::Usage;
 use crate::prices::Price;
 
-/// Tokens of the system prompt, task and tool specs sent every round.
-const OVERHEAD: u64 = 1_500;
+/// Tokens of the system prompt, task text and tool specs sent every round.
+pub(crate) const OVERHEAD: u64 = 1_500;
+
+/// Numbered lines (`12\t`) make a file as sent larger than its source.
+const NUMBERING: f64 = 1.1;
+
+/// Output of a turn that answers at once, in the low estimate.
+const TYPICAL_OUTPUT: u64 = 600;
+
+/// One group's estimated usage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct GroupEstimate {
+    pub(crate) low: Usage,
+    pub(crate) high: Usage,
+}
+
+impl GroupEstimate {
+    /// What the budget reserves for the group while it runs (the low end:
+    /// what it costs when nothing needs following up), so that a run stops
+    /// near its budget rather than far past it.
+    pub(crate) fn reserve(&self) -> u64 {
+        self.low.total()
+    }
+}
+
+/// The estimate for a group of `content_tokens` (estimated from bytes).
+pub(crate) fn group(content_tokens: u64, preload: bool, max_output_tokens: u32) -> GroupEstimate {
+    let files = (content_tokens as f64 * NUMBERING).ceil() as u64;
+    let prefix = OVERHEAD + files;
+    let output = u64::from(max_output_tokens);
+    if preload {
+        GroupEstimate {
+            // The answer and the summary; the summary reads the answer's
+            // prefix from the cache, which the answer wrote.
+            low: Usage {
+                input_tokens: 2 * prefix,
+                output_tokens: 2 * TYPICAL_OUTPUT,
+                cached_tokens: prefix,
+                cache_write_tokens: prefix,
+            },
+            // A follow-up turn and a repair turn on top, each reading the
+            // growing prefix.
+            high: Usage {
+                input_tokens: 4 * prefix + 3 * output,
+                output_tokens: 2 * output,
+                cached_tokens: 3 * prefix,
+                cache_write_tokens: prefix,
+            },
+        }
+    } else {
+        GroupEstimate {
+            // Read everything in one round, then summarise: 3 calls.
+            low: Usage {
+                input_tokens: 3 * OVERHEAD + 2 * files,
+                output_tokens: TYPICAL_OUTPUT,
+                ..Usage::default()
+            },
+            // Reads spread over four rounds, then summarise: 6 calls.
+            high: Usage {
+                input_tokens: 6 * OVERHEAD + 4 * files,
+                output_tokens: 2 * output,
+                ..Usage::default()
+            },
+        }
+    }
+}
 
 /// An estimate of a scan's size.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -23,9 +92,13 @@ pub struct Estimate {
     pub content_tokens: u64,
     pub low_tokens: u64,
     pub high_tokens: u64,
+    /// Input tokens the low end reads from the prompt cache.
+    pub low_cached_tokens: u64,
     pub low_cost_usd: Option<f64>,
     pub high_cost_usd: Option<f64>,
     pub model: String,
+    /// Whether the agent's files are preloaded (two turns a group).
+    pub preload: bool,
 }
 
 impl Estimate {
@@ -36,12 +109,18 @@ impl Estimate {
             _ => "unknown cost (model not in the price table)".to_string(),
         };
         format!(
-            "estimate for model {}: {} groups, {} content tokens; {} to {} tokens in all, {cost}",
+            "estimate for model {}: {} groups, {} content tokens; {} to {} tokens in all ({} of the low end read from the prompt cache{}), {cost}",
             self.model,
             self.groups,
             crate::util::human_count(self.content_tokens),
             crate::util::human_count(self.low_tokens),
-            crate::util::human_count(self.high_tokens)
+            crate::util::human_count(self.high_tokens),
+            crate::util::human_count(self.low_cached_tokens),
+            if self.preload {
+                "; files preloaded, two turns a group"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -52,27 +131,56 @@ pub(crate) fn estimate(
     model: &str,
     price: Option<Price>,
     max_output_tokens: u32,
+    preload: bool,
 ) -> Estimate {
-    let output = u64::from(max_output_tokens);
     let mut low = Usage::default();
     let mut high = Usage::default();
     let mut content_tokens = 0;
     for g in &plan.groups {
         content_tokens += g.tokens;
-        // Low: read everything in one round, then summarise (3 calls).
-        low.input_tokens += 3 * OVERHEAD + 2 * g.tokens;
-        low.output_tokens += 600;
-        // High: reads spread over four rounds, then summarise (6 calls).
-        high.input_tokens += 6 * OVERHEAD + 4 * g.tokens;
-        high.output_tokens += 2 * output;
+        let e = group(g.tokens, preload, max_output_tokens);
+        low.add(e.low);
+        high.add(e.high);
     }
     Estimate {
         groups: plan.groups.len(),
         content_tokens,
         low_tokens: low.total(),
         high_tokens: high.total(),
+        low_cached_tokens: low.cached_tokens,
         low_cost_usd: price.map(|p| p.cost(&low)),
         high_cost_usd: price.map(|p| p.cost(&high)),
         model: model.to_string(),
+        preload,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_preloaded_group_costs_two_turns_of_its_prefix_at_the_low_end() {
+        let e = group(10_000, true, 4096);
+        let prefix = OVERHEAD + 11_000;
+        assert_eq!(e.low.input_tokens, 2 * prefix);
+        assert_eq!(e.low.cached_tokens, prefix, "the summary reads the cache");
+        assert!(e.high.total() > e.low.total());
+        let reading = group(10_000, false, 4096);
+        assert!(reading.low.input_tokens < reading.high.input_tokens);
+        // Caching makes the preloaded group cheaper than its raw tokens at
+        // Anthropic's multipliers: at most 1.7x the files billed.
+        let sonnet = Price {
+            input: 3.0,
+            output: 0.0,
+            cached: Some(0.3),
+            cache_write: Some(3.75),
+        };
+        let billed = sonnet.cost(&Usage {
+            output_tokens: 0,
+            ..e.low
+        }) / 3.0
+            * 1e6;
+        assert!(billed / (prefix as f64) < 1.4, "{billed}");
     }
 }

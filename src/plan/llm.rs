@@ -91,6 +91,7 @@ pub(crate) async fn plan(
         tools: Vec::new(),
         tool_choice: ToolChoice::None,
         max_output_tokens,
+        ..ChatRequest::default()
     };
     match provider.chat(&request).await {
         Ok(response) => {

@@ -11,10 +11,11 @@ use serde_json::{Value, json};
 
 use super::ProviderError;
 use super::http::DecodeError;
-use super::remote::Wire;
+use super::remote::{Features, Wire};
 use crate::conversation::{
     ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
 };
+use crate::findings::{REPORT_TOOL, report_schema};
 
 /// The API version sent by default.
 pub(crate) const DEFAULT_VERSION: &str = "2023-06-01";
@@ -65,7 +66,9 @@ impl Wire for Anthropic {
         Ok(headers)
     }
 
-    fn encode(&self, model: &str, request: &ChatRequest) -> Value {
+    type Body<'a> = Value;
+
+    fn encode<'a>(&'a self, model: &'a str, request: &'a ChatRequest, _: Features) -> Value {
         encode(model, request, self.sampling())
     }
 
@@ -133,27 +136,74 @@ fn encode(model: &str, request: &ChatRequest, sampling: bool) -> Value {
             }
         }
     }
+    mark_cache_breakpoints(&mut messages);
+    // The last system block caches tools and system (tools come first in
+    // the prefix); the newest user turns cache the conversation so far, so
+    // each turn reads the previous turn's prefix from the cache.
+    let system = if request.system.is_empty() {
+        json!([])
+    } else {
+        json!([{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}])
+    };
     let mut body = json!({
         "model": model,
         "max_tokens": request.max_output_tokens,
-        "system": request.system,
+        "system": system,
         "messages": messages,
     });
     if sampling {
         body["temperature"] = json!(0);
     }
-    if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect();
+    let mut tools: Vec<Value> = request
+        .tools
+        .iter()
+        .map(
+            |t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}),
+        )
+        .collect();
+    if request.structured {
+        // The Messages API's structured output: one forced tool whose input
+        // is the report.
+        tools.push(json!({
+            "name": REPORT_TOOL,
+            "description": "Report the audit's summary and every finding. Call it exactly once.",
+            "input_schema": report_schema(),
+        }));
+        body["tool_choice"] = json!({"type": "tool", "name": REPORT_TOOL});
+    } else if !tools.is_empty() {
         body["tool_choice"] = match request.tool_choice {
             ToolChoice::Auto => json!({"type": "auto"}),
             ToolChoice::None => json!({"type": "none"}),
         };
     }
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
+    }
     body
+}
+
+/// Most cache breakpoints one request may carry, the system's included.
+const MAX_BREAKPOINTS: usize = 4;
+
+/// Marks the last content block of the newest user turns, at most
+/// [`MAX_BREAKPOINTS`] less the system's, the oldest dropped first.
+fn mark_cache_breakpoints(messages: &mut [Value]) {
+    let mut left = MAX_BREAKPOINTS - 1;
+    for message in messages.iter_mut().rev() {
+        if left == 0 {
+            break;
+        }
+        if message["role"] != "user" {
+            continue;
+        }
+        if let Some(last) = message["content"]
+            .as_array_mut()
+            .and_then(|blocks| blocks.last_mut())
+        {
+            last["cache_control"] = json!({"type": "ephemeral"});
+            left -= 1;
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -199,6 +249,12 @@ fn decode(body: &[u8]) -> Result<ChatResponse, DecodeError> {
                     texts.push(t.to_string());
                 }
             }
+            // The forced report tool carries a structured final report: it
+            // is the answer's text, not a call to run.
+            Some("tool_use") if block.get("name").and_then(Value::as_str) == Some(REPORT_TOOL) => {
+                let input = block.get("input").cloned().unwrap_or(Value::Null);
+                texts.push(input.to_string());
+            }
             Some("tool_use") => tool_calls.push(ToolCall {
                 id: block
                     .get("id")
@@ -237,6 +293,7 @@ fn decode(body: &[u8]) -> Result<ChatResponse, DecodeError> {
             input_tokens: u.input_tokens + u.cache_creation_input_tokens.unwrap_or(0) + cache_read,
             output_tokens: u.output_tokens,
             cached_tokens: cache_read,
+            cache_write_tokens: u.cache_creation_input_tokens.unwrap_or(0),
         }
     });
     let text = texts.join("\n");
@@ -291,6 +348,7 @@ mod tests {
             tools: vec![],
             tool_choice: ToolChoice::None,
             max_output_tokens: 10,
+            ..ChatRequest::default()
         };
         let body = encode("m", &request, false);
         let messages = body["messages"].as_array().unwrap();
@@ -319,9 +377,87 @@ mod tests {
             Some(Usage {
                 input_tokens: 15,
                 output_tokens: 5,
-                cached_tokens: 3
+                cached_tokens: 3,
+                cache_write_tokens: 2,
             })
         );
         assert!(decode(br#"{"type":"error","error":{"type":"overloaded_error"}}"#).is_err());
+    }
+
+    fn turns(n: usize) -> Vec<Message> {
+        let mut messages = vec![Message::User {
+            text: "task".into(),
+        }];
+        for i in 0..n {
+            let id = format!("c{i}");
+            messages.push(Message::Assistant {
+                text: None,
+                tool_calls: vec![call(&id)],
+            });
+            messages.push(result(&id));
+        }
+        messages
+    }
+
+    fn breakpoints(body: &Value) -> usize {
+        body.to_string().matches("cache_control").count()
+    }
+
+    #[test]
+    fn prompt_cache_breakpoints_mark_the_system_and_the_newest_user_turns_at_most_four() {
+        for n in [0, 1, 2, 5, 12] {
+            let request = ChatRequest {
+                system: "sys".into(),
+                messages: turns(n),
+                max_output_tokens: 100,
+                ..ChatRequest::default()
+            };
+            let body = encode("m", &request, false);
+            assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+            let messages = body["messages"].as_array().unwrap();
+            let newest = messages.last().unwrap()["content"].as_array().unwrap();
+            assert_eq!(
+                newest.last().unwrap()["cache_control"]["type"],
+                "ephemeral",
+                "the newest user turn is marked"
+            );
+            assert!(breakpoints(&body) <= 4, "{n} turns: {}", breakpoints(&body));
+            assert_eq!(breakpoints(&body), (n + 1).min(3) + 1);
+        }
+    }
+
+    #[test]
+    fn a_structured_report_is_one_forced_tool_read_back_as_text() {
+        let request = ChatRequest {
+            system: "sys".into(),
+            messages: turns(1),
+            tools: crate::tools::ToolContext::specs(&["read_file".into()]),
+            tool_choice: ToolChoice::None,
+            max_output_tokens: 100,
+            structured: true,
+            ..ChatRequest::default()
+        };
+        let body = encode("m", &request, false);
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "tool", "name": REPORT_TOOL})
+        );
+        let names: Vec<&str> = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, vec!["read_file", REPORT_TOOL]);
+        assert_eq!(body["tools"][1]["input_schema"]["required"][1], "findings");
+        let answer = br#"{"type":"message","content":[{"type":"tool_use","id":"r","name":"report_findings",
+            "input":{"summary":"s","findings":[{"path":"a.py","line":3,"end_line":null,"severity":"high",
+            "title":"t","detail":"d","code":"eval(x)","rule":null}]}}],"stop_reason":"tool_use"}"#;
+        let r = decode(answer).unwrap();
+        assert!(r.tool_calls.is_empty(), "the report is not a call to run");
+        let parsed = crate::findings::parse_report(r.text.as_deref().unwrap());
+        assert_eq!(parsed.text, "s");
+        assert_eq!(parsed.findings.len(), 1);
+        assert_eq!(parsed.findings[0].evidence.as_deref(), Some("eval(x)"));
     }
 }

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
-use serde::Serialize;
 
 use super::ProviderError;
 use super::limits::{Concurrency, RateLimits, secs_f64};
@@ -178,19 +177,17 @@ impl HttpLayer {
     /// what is worth retrying. `tokens` is the request's estimate, reserved
     /// against the tokens-per-minute limit before each attempt. A 200 whose
     /// body `parse` rejects is retried like a 5xx.
-    pub(crate) async fn post_json<B, T, F>(
+    pub(crate) async fn post_json<T, F>(
         &self,
         url: &str,
         headers: &HeaderMap,
-        body: &B,
+        body: bytes::Bytes,
         tokens: u64,
         parse: F,
     ) -> Result<T, ProviderError>
     where
-        B: Serialize + ?Sized,
         F: Fn(&[u8]) -> Result<T, DecodeError>,
     {
-        let body = serde_json::to_vec(body).map_err(ProviderError::Encode)?;
         let mut attempt: u32 = 0;
         let mut rate_waits: u32 = 0;
         loop {
@@ -248,7 +245,7 @@ impl HttpLayer {
         &self,
         url: &str,
         headers: &HeaderMap,
-        body: &[u8],
+        body: &bytes::Bytes,
         parse: &F,
     ) -> Result<T, (ProviderError, Option<Duration>, bool)>
     where
@@ -259,7 +256,7 @@ impl HttpLayer {
             .post(url)
             .headers(headers.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_vec())
+            .body(body.clone())
             .send()
             .await;
         let response = match response {

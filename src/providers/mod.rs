@@ -117,6 +117,11 @@ pub(crate) trait Provider: Send + Sync {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+    /// What the report should say about how this provider was used (a
+    /// request field the server rejected and that was dropped).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Whether a language model or the offline rule engine answers.

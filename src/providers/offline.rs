@@ -21,7 +21,7 @@ use super::{EngineKind, Provider, ProviderError};
 use crate::conversation::{
     ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
 };
-use crate::findings::{Finding, Severity, TASK_COMPLETE, render_block};
+use crate::findings::{Finding, Severity, TASK_COMPLETE, render_block, render_structured};
 use crate::language::language_of;
 use crate::rules::RuleSet;
 
@@ -82,10 +82,13 @@ impl Offline {
                 listed
             };
             for path in &targets {
-                if !seen
-                    .calls
-                    .iter()
-                    .any(|(n, p, _)| n == "read_file" && p == path)
+                // A preloaded file is already seen: only its later pages
+                // are asked for (below), as a careful model would.
+                if !seen.contents.contains_key(path)
+                    && !seen
+                        .calls
+                        .iter()
+                        .any(|(n, p, _)| n == "read_file" && p == path)
                 {
                     wanted.push(json!({"tool": "read_file", "path": path}));
                 }
@@ -139,8 +142,8 @@ impl Offline {
             .filter_map(|s| by_severity.get(s).map(|n| format!("{n} {}", s.as_str())))
             .collect::<Vec<_>>()
             .join(", ");
-        let text = format!(
-            "Offline rule engine (not a language model): {} rules applied to {line_count} lines of {} files; {} findings{}.\n\n{}\n\n{TASK_COMPLETE}",
+        let summary = format!(
+            "Offline rule engine (not a language model): {} rules applied to {line_count} lines of {} files; {} findings{}.",
             self.rules.rules.len(),
             seen.contents.len(),
             findings.len(),
@@ -149,8 +152,17 @@ impl Offline {
             } else {
                 format!(" ({counts})")
             },
-            render_block(&findings),
         );
+        // Asked for a structured report, it answers the schema a model's
+        // structured output would; else a JSON block in text.
+        let text = if request.structured {
+            render_structured(&summary, &findings)
+        } else {
+            format!(
+                "{summary}\n\n{}\n\n{TASK_COMPLETE}",
+                render_block(&findings)
+            )
+        };
         reply(Some(text), Vec::new())
     }
 }
@@ -230,6 +242,7 @@ impl Conversation {
         let mut c = Self::default();
         for message in messages {
             match message {
+                Message::User { text } => c.preloaded(text),
                 Message::Assistant { tool_calls, .. } => {
                     for call in tool_calls {
                         let args: Value =
@@ -255,6 +268,28 @@ impl Conversation {
             }
         }
         c
+    }
+
+    /// The `<file path="…">` blocks of a task message: each holds what
+    /// `read_file` returned, so it is read the same way. A line `</file>`
+    /// inside a file is numbered, so the unnumbered one closes the block.
+    fn preloaded(&mut self, text: &str) {
+        let mut rest = text;
+        while let Some(start) = rest.find("\n<file path=\"") {
+            let after = &rest[start + 1..];
+            let Some(open_end) = after.find("\">\n") else {
+                return;
+            };
+            let body = &after[open_end + 3..];
+            let Some(close) = body.find("\n</file>") else {
+                return;
+            };
+            let content = &body[..close + 1];
+            if !content.starts_with("error: ") {
+                self.read_result(content);
+            }
+            rest = &body[close + 1..];
+        }
     }
 
     fn read_result(&mut self, content: &str) {
@@ -331,6 +366,7 @@ mod tests {
             tools: ToolContext::specs(&["list_dir".into(), "read_file".into(), "grep".into()]),
             tool_choice: choice,
             max_output_tokens: 100,
+            ..ChatRequest::default()
         }
     }
 
@@ -368,6 +404,25 @@ mod tests {
                 .iter()
                 .any(|f| f.line == 2 && f.rule.as_deref() == Some("rust/unwrap"))
         );
+    }
+
+    #[test]
+    fn preloaded_files_are_not_read_again_only_their_later_pages() {
+        let engine = Offline::new(Arc::new(RuleSet::builtin().unwrap()));
+        let task = "TASK: audit-group g1\n- src/a.rs (10 bytes, rust)\n- src/b.rs (10 bytes, rust)\n\n\
+            <file path=\"src/a.rs\">\nsrc/a.rs (1 lines)\n1\tlet x = y.unwrap();\n</file>\n\
+            <file path=\"src/b.rs\">\nsrc/b.rs (3 lines)\n1\tfn b() {\n2\t</file>\n\
+            [cut: showing lines 1-2 of 3; call read_file with offset=3 to continue]\n</file>\n";
+        let messages = vec![Message::User { text: task.into() }];
+        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto));
+        let args: Vec<&str> = r.tool_calls.iter().map(|c| c.arguments.as_str()).collect();
+        assert_eq!(args, vec![r#"{"offset":3,"path":"src/b.rs"}"#]);
+        // Answering at once (no tools) uses what was preloaded.
+        let r = engine.answer(&request(messages, ToolChoice::None));
+        let parsed = crate::findings::parse_report(&r.text.unwrap());
+        assert!(parsed.findings.iter().any(|f| f.path == "src/a.rs"
+            && f.line == 1
+            && f.rule.as_deref() == Some("rust/unwrap")));
     }
 
     #[test]

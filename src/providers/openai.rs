@@ -6,15 +6,16 @@
 //! a string or parts, `usage` optional.
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::ProviderError;
 use super::http::DecodeError;
-use super::remote::Wire;
+use super::remote::{Features, Optional, Wire};
 use crate::conversation::{
     ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
 };
+use crate::findings::report_schema;
 
 /// The Chat Completions wire format.
 pub(crate) struct OpenAi {
@@ -45,59 +46,173 @@ impl Wire for OpenAi {
         Ok(headers)
     }
 
-    fn encode(&self, model: &str, request: &ChatRequest) -> Value {
-        encode(model, request)
+    type Body<'a> = Body<'a>;
+
+    fn encode<'a>(
+        &'a self,
+        model: &'a str,
+        request: &'a ChatRequest,
+        features: Features,
+    ) -> Body<'a> {
+        encode(model, request, features)
     }
 
     fn decode(&self, body: &[u8]) -> Result<ChatResponse, DecodeError> {
         decode(body)
     }
+
+    fn rejects(&self, message: &str) -> Option<Optional> {
+        // OpenAI's reasoning models: "'max_tokens' is not supported with
+        // this model. Use 'max_completion_tokens' instead."
+        if message.contains("'max_tokens'") || message.contains("max_tokens is not") {
+            Some(Optional::LegacyMaxTokens)
+        } else if message.contains("prompt_cache_key") {
+            Some(Optional::PromptCacheKey)
+        } else if message.contains("response_format") || message.contains("json_schema") {
+            Some(Optional::ResponseFormat)
+        } else {
+            None
+        }
+    }
+}
+
+/// The request body, borrowed from the request and serialized straight
+/// to bytes: no JSON tree is built for it.
+#[derive(Serialize)]
+pub(crate) struct Body<'a> {
+    model: &'a str,
+    messages: Vec<OutMessage<'a>>,
+    max_completion_tokens: u32,
+    /// Every request sets a maximum output, under both names (see
+    /// [`Optional::LegacyMaxTokens`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<OutTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Value>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum OutMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<OutCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+struct OutCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: OutCallFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct OutCallFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct OutTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: OutToolFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct OutToolFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
 }
 
 /// The request body.
-fn encode(model: &str, request: &ChatRequest) -> Value {
-    let mut messages = vec![json!({"role": "system", "content": request.system})];
+fn encode<'a>(model: &'a str, request: &'a ChatRequest, features: Features) -> Body<'a> {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    messages.push(OutMessage::System {
+        content: &request.system,
+    });
     for message in &request.messages {
         messages.push(match message {
-            Message::User { text } => json!({"role": "user", "content": text}),
-            Message::Assistant { text, tool_calls } => {
-                let mut m = json!({"role": "assistant", "content": text});
-                if !tool_calls.is_empty() {
-                    m["tool_calls"] = tool_calls
-                        .iter()
-                        .map(|c| {
-                            json!({"id": c.id, "type": "function",
-                                   "function": {"name": c.name, "arguments": c.arguments}})
-                        })
-                        .collect();
-                }
-                m
-            }
+            Message::User { text } => OutMessage::User { content: text },
+            Message::Assistant { text, tool_calls } => OutMessage::Assistant {
+                content: text.as_deref(),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|c| OutCall {
+                        id: &c.id,
+                        kind: "function",
+                        function: OutCallFunction {
+                            name: &c.name,
+                            arguments: &c.arguments,
+                        },
+                    })
+                    .collect(),
+            },
             Message::ToolResult {
                 call_id, content, ..
-            } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+            } => OutMessage::Tool {
+                tool_call_id: call_id,
+                content,
+            },
         });
     }
-    let mut body = json!({
-        "model": model,
-        "messages": messages,
-        "max_completion_tokens": request.max_output_tokens,
+    let tools: Vec<OutTool<'a>> = request
+        .tools
+        .iter()
+        .map(|t| OutTool {
+            kind: "function",
+            function: OutToolFunction {
+                name: &t.name,
+                description: &t.description,
+                parameters: &t.parameters,
+            },
+        })
+        .collect();
+    let tool_choice = (!tools.is_empty()).then_some(match request.tool_choice {
+        ToolChoice::Auto => "auto",
+        ToolChoice::None => "none",
     });
-    if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters}})
+    Body {
+        model,
+        messages,
+        max_completion_tokens: request.max_output_tokens,
+        max_tokens: features
+            .legacy_max_tokens
+            .then_some(request.max_output_tokens),
+        tools,
+        tool_choice,
+        // The prefix (system, tools, task with its preloaded files) comes
+        // first and stays the same across a group's turns; servers cache
+        // prefixes of 1,024 tokens or more on their own, and the key routes
+        // a group's turns to the same cache.
+        prompt_cache_key: request.cache_key.as_deref().filter(|_| features.cache_key),
+        response_format: (request.structured && features.response_format).then(|| {
+            json!({
+                "type": "json_schema",
+                "json_schema": {"name": "audit_report", "strict": true, "schema": report_schema()},
             })
-            .collect();
-        body["tool_choice"] = match request.tool_choice {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::None => json!("none"),
-        };
+        }),
     }
-    body
 }
 
 #[derive(Deserialize)]
@@ -217,6 +332,8 @@ fn decode(body: &[u8]) -> Result<ChatResponse, DecodeError> {
             .prompt_tokens_details
             .and_then(|d| d.cached_tokens)
             .unwrap_or(0),
+        // OpenAI writes its cache for free.
+        cache_write_tokens: 0,
     });
     Ok(ChatResponse {
         text,
@@ -281,8 +398,18 @@ mod tests {
             }],
             tool_choice: ToolChoice::None,
             max_output_tokens: 100,
+            ..ChatRequest::default()
         };
-        let body = encode("m", &request);
+        let body = serde_json::to_value(encode(
+            "m",
+            &request,
+            Features {
+                cache_key: true,
+                response_format: true,
+                legacy_max_tokens: true,
+            },
+        ))
+        .unwrap();
         assert_eq!(body["messages"][0]["role"], "system");
         assert_eq!(body["messages"][3]["tool_call_id"], "c1");
         assert_eq!(body["tool_choice"], "none");

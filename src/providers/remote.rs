@@ -5,13 +5,38 @@
 //! differ only in their [`Wire`]; sending, retrying, rate limiting and
 //! error classification are the HTTP layer's, shared by both.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+
 use futures::future::BoxFuture;
 use reqwest::header::HeaderMap;
-use serde_json::Value;
 
 use super::http::{DecodeError, HttpLayer};
 use super::{EngineKind, Provider, ProviderError};
 use crate::conversation::{ChatRequest, ChatResponse};
+
+/// Request fields a server may not know. Some OpenAI-compatible servers
+/// reject unknown fields: after a 400 that names one, it is dropped for the
+/// rest of the run, and the report says so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Optional {
+    /// OpenAI's `prompt_cache_key`.
+    PromptCacheKey,
+    /// A JSON-schema response format for the final report.
+    ResponseFormat,
+    /// The legacy `max_tokens` beside `max_completion_tokens`: some
+    /// compatible servers only honour the old name (an answer without a
+    /// limit can run for minutes on a small machine).
+    LegacyMaxTokens,
+}
+
+/// Which optional fields a request may carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Features {
+    pub(crate) cache_key: bool,
+    pub(crate) response_format: bool,
+    pub(crate) legacy_max_tokens: bool,
+}
 
 /// A wire format: what differs between remote providers.
 pub(crate) trait Wire: Send + Sync {
@@ -21,10 +46,24 @@ pub(crate) trait Wire: Send + Sync {
     fn url(&self, base: &str) -> String;
     /// The headers every request carries (the key among them).
     fn headers(&self, api_key: Option<&str>) -> Result<HeaderMap, ProviderError>;
-    /// The request body, strictly in the format's shape.
-    fn encode(&self, model: &str, request: &ChatRequest) -> Value;
+    /// The request body: strictly in the format's shape, with the optional
+    /// fields `features` allows, serialized as it is.
+    type Body<'a>: serde::Serialize
+    where
+        Self: 'a;
+    /// The request body for `request`.
+    fn encode<'a>(
+        &'a self,
+        model: &'a str,
+        request: &'a ChatRequest,
+        features: Features,
+    ) -> Self::Body<'a>;
     /// The answer, read leniently.
     fn decode(&self, body: &[u8]) -> Result<ChatResponse, DecodeError>;
+    /// The optional field a 400 answer's message says the server rejects.
+    fn rejects(&self, _message: &str) -> Option<Optional> {
+        None
+    }
 }
 
 /// A remote provider: a wire format, an endpoint, a model.
@@ -34,6 +73,10 @@ pub(crate) struct Remote<W> {
     url: String,
     model: String,
     headers: HeaderMap,
+    no_cache_key: AtomicBool,
+    no_response_format: AtomicBool,
+    no_legacy_max_tokens: AtomicBool,
+    notes: Mutex<Vec<String>>,
 }
 
 impl<W: Wire> Remote<W> {
@@ -52,23 +95,76 @@ impl<W: Wire> Remote<W> {
             wire,
             http,
             model: model.to_string(),
+            no_cache_key: AtomicBool::new(false),
+            no_response_format: AtomicBool::new(false),
+            no_legacy_max_tokens: AtomicBool::new(false),
+            notes: Mutex::new(Vec::new()),
         })
+    }
+
+    fn features(&self) -> Features {
+        Features {
+            cache_key: !self.no_cache_key.load(Ordering::Relaxed),
+            response_format: !self.no_response_format.load(Ordering::Relaxed),
+            legacy_max_tokens: !self.no_legacy_max_tokens.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Drops an optional field for the rest of the run; false when it was
+    /// already dropped (the 400 was about something else).
+    fn drop_field(&self, field: Optional, message: &str) -> bool {
+        let (flag, note) = match field {
+            Optional::PromptCacheKey => (
+                &self.no_cache_key,
+                "the server rejected `prompt_cache_key`, so it was dropped for the rest of the run (prompt caching still works where the server caches prefixes on its own)",
+            ),
+            Optional::ResponseFormat => (
+                &self.no_response_format,
+                "the server rejected the JSON-schema response format, so final reports were asked for as a JSON block in text for the rest of the run (with one repair turn when a block does not parse)",
+            ),
+            Optional::LegacyMaxTokens => (
+                &self.no_legacy_max_tokens,
+                "the server rejected the legacy `max_tokens` field, so only `max_completion_tokens` limited answers for the rest of the run",
+            ),
+        };
+        if flag.swap(true, Ordering::Relaxed) {
+            return false;
+        }
+        tracing::info!(%message, "{note}");
+        self.notes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(note.to_string());
+        true
     }
 
     async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
         let model = request.model.as_deref().unwrap_or(&self.model);
-        let body = self.wire.encode(model, request);
-        let answer = self
-            .http
-            .post_json(
-                &self.url,
-                &self.headers,
-                &body,
-                request.estimated_tokens(),
-                |bytes| self.wire.decode(bytes),
-            )
-            .await?;
-        Ok(answer)
+        loop {
+            let body = serde_json::to_vec(&self.wire.encode(model, request, self.features()))
+                .map_err(ProviderError::Encode)?;
+            let answer = self
+                .http
+                .post_json(
+                    &self.url,
+                    &self.headers,
+                    body.into(),
+                    request.estimated_tokens(),
+                    |bytes| self.wire.decode(bytes),
+                )
+                .await;
+            match answer {
+                Err(ProviderError::Http {
+                    status: 400 | 422,
+                    ref message,
+                    ..
+                }) if self
+                    .wire
+                    .rejects(message)
+                    .is_some_and(|field| self.drop_field(field, message)) => {}
+                other => return other,
+            }
+        }
     }
 }
 
@@ -90,5 +186,12 @@ impl<W: Wire> Provider for Remote<W> {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(self.call(request))
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }

@@ -80,6 +80,29 @@ pub(super) fn render(report: &Report) -> String {
         out.push('\n');
     }
 
+    if !report.unparsed.is_empty() {
+        let _ = writeln!(
+            out,
+            "## Claims that could not be read ({}): unverified, not gated on\n\nWhat agents said that did not come as a readable finding, kept with why.\n",
+            report.unparsed.len()
+        );
+        for u in &report.unparsed {
+            let place = match (&u.path, u.line) {
+                (Some(p), Some(l)) => format!(" `{p}:{l}`"),
+                (Some(p), None) => format!(" `{p}`"),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "- group `{}`{place}: {} ({})",
+                u.group,
+                u.text.replace('\n', " "),
+                u.reason
+            );
+        }
+        out.push('\n');
+    }
+
     let c = &report.coverage;
     let _ = writeln!(out, "## Coverage\n");
     let _ = writeln!(
@@ -152,9 +175,10 @@ pub(super) fn render(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "- tokens: {} in ({} cached), {} out",
+        "- tokens: {} in ({} read from the prompt cache, {} written to it), {} out",
         human_count(s.input_tokens),
         human_count(s.cached_tokens),
+        human_count(s.cache_write_tokens),
         human_count(s.output_tokens)
     );
     match s.cost_usd {
@@ -172,8 +196,9 @@ pub(super) fn render(report: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "  - {agent}: {} in, {} out, {cost}",
+            "  - {agent}: {} in ({} cached), {} out, {cost}",
             human_count(a.usage.input_tokens),
+            human_count(a.usage.cached_tokens),
             human_count(a.usage.output_tokens)
         );
     }

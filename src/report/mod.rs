@@ -106,6 +106,19 @@ impl From<&GroupReport> for GroupOutcome {
     }
 }
 
+/// A claim an agent made that could not be read as a finding.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnparsedClaim {
+    pub group: String,
+    pub agent: String,
+    /// Why it is not a finding.
+    pub reason: String,
+    /// The claim as the model wrote it, clipped.
+    pub text: String,
+    pub path: Option<String>,
+    pub line: Option<u32>,
+}
+
 /// A file that was planned but not reviewed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailedFile {
@@ -117,10 +130,11 @@ pub struct FailedFile {
 /// Where every file ended: reviewed, skipped (with a reason) or failed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Coverage {
-    /// Files of groups whose agent finished.
+    /// Files a model was shown (preloaded or read) in a group whose agent
+    /// finished.
     pub reviewed: Vec<String>,
-    /// Reviewed files whose content the agent was never shown (a model may
-    /// skip a file; this says so instead of passing silently).
+    /// Files of finished groups that no model was shown (a model may skip a
+    /// file): not reviewed, and the run is incomplete.
     pub unread: Vec<String>,
     /// Files the inventory left out, with the reason.
     pub skipped: Vec<Skipped>,
@@ -135,6 +149,9 @@ pub struct Stats {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cached_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     pub retries: u64,
     pub rate_limited: u64,
     /// The lowest number of requests in flight the adaptive limit went
@@ -169,6 +186,11 @@ pub struct Report {
     pub findings: Vec<Merged>,
     /// Findings that failed verification, with the reason; not gated on.
     pub unverified: Vec<Merged>,
+    /// Claims of the agents that did not come as a readable finding (no
+    /// block, bad JSON, an entry without a line...), with the reason: kept
+    /// so nothing a model said disappears; never counted as findings.
+    #[serde(default)]
+    pub unparsed: Vec<UnparsedClaim>,
     pub coverage: Coverage,
     pub stats: Stats,
     /// Notes from the planner and reducer.
@@ -283,6 +305,12 @@ pub(crate) fn assemble(parts: Parts) -> Report {
     if !not_started.is_empty() {
         incomplete_reasons.push(format!("{} groups never started.", not_started.len()));
     }
+    if !coverage.unread.is_empty() {
+        incomplete_reasons.push(format!(
+            "{} planned files were never shown to a model (their agents answered without reading them).",
+            coverage.unread.len()
+        ));
+    }
     let mut notes = plan.notes.clone();
     notes.extend(reduced.notes.iter().cloned());
     notes.extend(run_notes);
@@ -319,12 +347,26 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         plan,
         findings: reduced.findings,
         unverified: reduced.unverified,
+        unparsed: reports
+            .iter()
+            .flat_map(|r| {
+                r.unparsed.iter().map(|u| UnparsedClaim {
+                    group: r.group.clone(),
+                    agent: r.agent.clone(),
+                    reason: u.reason.clone(),
+                    text: u.text.clone(),
+                    path: u.path.clone(),
+                    line: u.line,
+                })
+            })
+            .collect(),
         coverage,
         stats: Stats {
             requests: calls.requests,
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
             cached_tokens: usage.cached_tokens,
+            cache_write_tokens: usage.cache_write_tokens,
             retries: calls.retries,
             rate_limited: calls.rate_limited,
             lowest_concurrency: calls.lowest_concurrency,
@@ -345,8 +387,11 @@ fn coverage(skipped: Vec<Skipped>, reports: &[GroupReport], not_started: &[Agent
         let read: BTreeSet<&str> = r.files_read.iter().map(String::as_str).collect();
         for f in &r.files {
             if r.status.reviewed() {
-                coverage.reviewed.push(f.path.clone());
-                if !read.contains(f.path.as_str()) {
+                // A file no model was shown was not reviewed, whatever its
+                // group's agent said.
+                if read.contains(f.path.as_str()) {
+                    coverage.reviewed.push(f.path.clone());
+                } else {
                     coverage.unread.push(f.path.clone());
                 }
             } else {

@@ -569,6 +569,7 @@ pub(crate) mod tests {
             groups: Vec::new(),
             findings,
             unverified: Vec::new(),
+            unparsed: vec![],
             coverage: Coverage::default(),
             stats: Stats::default(),
             notes: Vec::new(),

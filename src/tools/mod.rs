@@ -166,6 +166,12 @@ impl ToolContext {
         }
     }
 
+    /// What `read_file` returns for `path` from the top, with default
+    /// limits: the text a preloading agent is shown up front.
+    pub(crate) fn read_from_top(&self, path: &str) -> Result<ToolOutput, ToolError> {
+        ReadFile.run(self, json!({ "path": path }))
+    }
+
     /// For each path: the SHA-256 of its bytes (empty when unreadable) and
     /// the secrets in it. Used to pin what a group audited and to report
     /// every secret whatever the model reads.
@@ -453,7 +459,7 @@ impl Tool for ReadFile {
             if out.len() + line.len() + 8 > budget && end > start {
                 break;
             }
-            let _ = writeln!(out, "{:>6}\t{line}", end + 1);
+            let _ = writeln!(out, "{}\t{line}", end + 1);
             end += 1;
         }
         if end < total {
@@ -627,7 +633,7 @@ mod tests {
             .call("read_file", r#"{"path":"a.txt","offset":3,"limit":2}"#)
             .unwrap();
         assert!(
-            out.text.contains("     3\tline 3\n     4\tline 4\n"),
+            out.text.contains("\n3\tline 3\n4\tline 4\n"),
             "{}",
             out.text
         );

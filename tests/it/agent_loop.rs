@@ -76,7 +76,11 @@ async fn tools_offered_are_exactly_the_allow_list() {
     let mock = MockModel::scripted(vec![text_turn("nothing [TASK_COMPLETE]")]).await;
     run(&mock, &repo, "narrow", &["src/main.rs"]).await;
     let requests = mock.requests();
-    assert_eq!(requests.len(), 2, "the answer turn and the forced summary");
+    assert_eq!(
+        requests.len(),
+        3,
+        "the answer turn, the nudge to read src/main.rs, and the forced summary"
+    );
     for seen in requests {
         assert_eq!(tool_names(&seen.body), vec!["read_file"]);
     }
@@ -138,7 +142,7 @@ async fn forbidden_and_unknown_tools_execute_nothing_and_every_id_is_answered() 
         content(0)
     );
     assert!(content(1).contains("not available to this agent"));
-    assert!(content(2).contains("     1\tfn main() {"));
+    assert!(content(2).contains("\n1\tfn main() {"));
     assert!(!repo.path().join("pwned.txt").exists());
     assert_eq!(report.tool_calls, 3);
     assert_eq!(report.tool_errors, 2);
@@ -409,4 +413,34 @@ async fn a_final_report_without_a_block_gets_one_repair_turn_that_recovers_it() 
         "{:?}",
         report.unparsed
     );
+}
+
+#[tokio::test]
+async fn a_preloading_agent_gets_its_files_in_the_task_redacted_and_costs_two_turns() {
+    let repo = repo();
+    let mock = MockModel::scripted(vec![text_turn("Read both. [TASK_COMPLETE]")]).await;
+    let report = run(&mock, &repo, "auditor", &["src/keys.py", "src/main.rs"]).await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "the answer and the forced summary");
+    let messages = requests[0].body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "system and task, nothing else");
+    assert_eq!(messages[0]["role"], "system");
+    let task = messages[1]["content"].as_str().unwrap();
+    // Each file as read_file returns it from the top, in the plan's order.
+    let keys = task
+        .find("<file path=\"src/keys.py\">\nsrc/keys.py (2 lines)\n1\t")
+        .unwrap();
+    let main = task
+        .find("<file path=\"src/main.rs\">\nsrc/main.rs (4 lines)\n1\tfn main() {")
+        .unwrap();
+    assert!(keys < main);
+    assert!(task.contains("[REDACTED:aws-access-key]"));
+    for seen in &requests {
+        assert!(
+            !seen.raw.contains("AKIAIOSFODNN7EXAMPLQ"),
+            "the key was sent"
+        );
+    }
+    assert_eq!(report.files_read, vec!["src/keys.py", "src/main.rs"]);
+    assert_eq!(report.tool_calls, 0);
 }

@@ -60,7 +60,7 @@ fn budget_repo() -> (Repo, ScanArgs) {
     let args = ScanArgs {
         jobs: Some(1),
         group_tokens: Some(100),
-        max_tokens: Some(2_000),
+        max_tokens: Some(4_500),
         ..ScanArgs::default()
     };
     (repo, args)

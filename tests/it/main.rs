@@ -13,4 +13,5 @@ mod pipeline;
 mod resilience;
 mod snapshots;
 mod specialists;
+mod tokens;
 mod vendored;

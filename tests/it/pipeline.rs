@@ -41,6 +41,18 @@ fn small_groups(jobs: usize) -> ScanArgs {
     }
 }
 
+/// An auditor that is not given its files up front: it must read them, so
+/// these tests can see what happens when it does not.
+const READING_AUDITOR: &str = "---\nname: auditor\ndescription: Reads its files itself.\ntools: [list_dir, read_file, grep]\npreload: false\n---\nYou audit.\n";
+
+fn without_preload(repo: &Repo) -> ScanArgs {
+    repo.write(".fanscan/agents/auditor.md", READING_AUDITOR);
+    ScanArgs {
+        exclude: vec![".fanscan/**".into()],
+        ..ScanArgs::default()
+    }
+}
+
 async fn scan(
     ctx: &Context,
     control: RunControl,
@@ -132,7 +144,7 @@ async fn findings_that_cite_code_that_is_not_there_are_unverified() {
         ])))
     }))
     .await;
-    let ctx = Context::new(mock.settings(repo.path(), &ScanArgs::default())).unwrap();
+    let ctx = Context::new(mock.settings(repo.path(), &without_preload(&repo))).unwrap();
     let report = scan(&ctx, RunControl::default(), None).await;
     let verified: Vec<(&str, u32)> = report
         .findings
@@ -168,13 +180,24 @@ async fn findings_that_cite_code_that_is_not_there_are_unverified() {
 #[tokio::test]
 async fn an_agent_that_read_nothing_is_flagged_and_its_findings_unverified() {
     let repo = Repo::new(&[("src/a.rs", "fn a() {\n    let x = 1;\n}\n")]);
-    let mock = MockModel::scripted(vec![
-        findings_turn(json!([{"path": "src/a.rs", "line": 2, "severity": "high", "title": "guess", "evidence": "let x = 1;"}])),
-        findings_turn(json!([{"path": "src/a.rs", "line": 2, "severity": "high", "title": "guess", "evidence": "let x = 1;"}])),
-    ])
-    .await;
-    let ctx = Context::new(mock.settings(repo.path(), &ScanArgs::default())).unwrap();
+    let guess = || {
+        findings_turn(
+            json!([{"path": "src/a.rs", "line": 2, "severity": "high", "title": "guess", "evidence": "let x = 1;"}]),
+        )
+    };
+    // The answer, the answer to the nudge, the summary: all guesses.
+    let mock = MockModel::scripted(vec![guess(), guess(), guess()]).await;
+    let ctx = Context::new(mock.settings(repo.path(), &without_preload(&repo))).unwrap();
     let report = scan(&ctx, RunControl::default(), None).await;
+    // It was nudged once, by name, and still read nothing.
+    let nudges = mock
+        .requests()
+        .iter()
+        .filter(|r| r.raw.contains("You have not read src/a.rs"))
+        .count();
+    assert!(nudges >= 1, "the model was asked to read its file");
+    assert_eq!(report.groups[0].status, fanscan::AgentStatus::Unreviewed);
+    // Nothing it invented is a finding, and nothing is lost either.
     assert!(report.findings.is_empty());
     assert_eq!(report.unverified.len(), 1);
     assert!(
@@ -184,7 +207,53 @@ async fn an_agent_that_read_nothing_is_flagged_and_its_findings_unverified() {
             .unwrap()
             .contains("read none")
     );
-    assert_eq!(report.coverage.unread, vec!["src/a.rs"]);
+    // Its file is not "reviewed": the run is incomplete and never exits 0.
+    assert!(report.coverage.reviewed.is_empty());
+    assert_eq!(report.coverage.failed[0].path, "src/a.rs");
+    assert!(!report.complete);
+    assert_eq!(report.exit_code(), 3);
+}
+
+#[tokio::test]
+async fn a_model_that_reads_after_the_nudge_completes_its_review() {
+    let repo = Repo::new(&[("src/a.rs", "fn a() {\n    let x = 1;\n}\n")]);
+    let mock = MockModel::scripted(vec![
+        crate::common::text_turn("Looks fine. [TASK_COMPLETE]"),
+        tool_turn(&[("r", "read_file", r#"{"path":"src/a.rs"}"#)]),
+        findings_turn(json!([])),
+    ])
+    .await;
+    let ctx = Context::new(mock.settings(repo.path(), &without_preload(&repo))).unwrap();
+    let report = scan(&ctx, RunControl::default(), None).await;
+    assert!(report.complete, "{:?}", report.incomplete_reasons);
+    assert_eq!(report.coverage.reviewed, vec!["src/a.rs"]);
+    assert_eq!(report.exit_code(), 0);
+}
+
+#[tokio::test]
+async fn claims_that_cannot_be_read_are_listed_with_why_never_dropped() {
+    let repo = Repo::new(&[("app.py", "import os\nos.system(cmd)\n")]);
+    // A small model's answers: no block at all, twice (the repair turn).
+    let mock = MockModel::scripted(vec![
+        crate::common::text_turn("app.py:2: os.system with user input [TASK_COMPLETE]"),
+        crate::common::text_turn("app.py:2: os.system with user input [TASK_COMPLETE]"),
+        crate::common::text_turn("line 2: command injection via os.system [TASK_COMPLETE]"),
+    ])
+    .await;
+    let ctx = Context::new(mock.settings(repo.path(), &ScanArgs::default())).unwrap();
+    let report = scan(&ctx, RunControl::default(), None).await;
+    assert!(report.findings.is_empty(), "never counted as findings");
+    assert!(!report.unparsed.is_empty(), "{report:#?}");
+    assert!(
+        report
+            .unparsed
+            .iter()
+            .all(|u| u.reason.contains("no findings block")),
+        "{:?}",
+        report.unparsed
+    );
+    let md = report.render(fanscan::Format::Md).unwrap();
+    assert!(md.contains("## Claims that could not be read"), "{md}");
 }
 
 #[tokio::test]

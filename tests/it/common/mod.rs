@@ -191,8 +191,8 @@ pub fn task_files(body: &Value) -> Vec<String> {
 /// A model that behaves like a careful auditor over real HTTP: it reads
 /// every listed file in one turn, then reports one finding per file whose
 /// content contains `needle`, quoting the line.
-pub fn auditor_behaviour(needle: &'static str) -> Behaviour {
-    Box::new(move |body, _| {
+pub fn auditor_reply(needle: &str, body: &Value) -> Value {
+    {
         let messages = body["messages"].as_array().cloned().unwrap_or_default();
         let tool_results: Vec<&Value> = messages.iter().filter(|m| m["role"] == "tool").collect();
         if body["tool_choice"] == "none" || !tool_results.is_empty() {
@@ -216,7 +216,7 @@ pub fn auditor_behaviour(needle: &'static str) -> Behaviour {
                     }
                 }
             }
-            return ResponseTemplate::new(200).set_body_json(findings_turn(Value::Array(findings)));
+            return findings_turn(Value::Array(findings));
         }
         let files = task_files(body);
         let calls: Vec<(String, String)> = files
@@ -228,8 +228,23 @@ pub fn auditor_behaviour(needle: &'static str) -> Behaviour {
             .iter()
             .map(|(id, a)| (id.as_str(), "read_file", a.as_str()))
             .collect();
-        ResponseTemplate::new(200).set_body_json(tool_turn(&refs))
-    })
+        tool_turn(&refs)
+    }
+}
+
+/// A model that reads every listed file with `read_file`, then reports
+/// each line holding `needle`.
+pub fn auditor_behaviour(needle: &'static str) -> Behaviour {
+    Box::new(move |body, _| ResponseTemplate::new(200).set_body_json(auditor_reply(needle, body)))
+}
+
+/// Usage as a real server would report it: prompt tokens from the
+/// request's size (bytes / 4), a modest answer.
+pub fn metered(mut reply: Value, body: &Value) -> Value {
+    let prompt = body.to_string().len() as u64 / 4;
+    reply["usage"] =
+        json!({"prompt_tokens": prompt, "completion_tokens": 60, "total_tokens": prompt + 60});
+    reply
 }
 
 /// Runs the `fanscan` binary.
