@@ -12,6 +12,7 @@
 //! against them and against the files.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +31,7 @@ use crate::events::{Event, EventSink};
 use crate::findings::{Finding, Severity};
 use crate::inventory::Inventory;
 use crate::providers::EngineKind;
+use crate::providers::stream::{OnText, Shown};
 use crate::tools::ToolContext;
 use crate::verify::Checked;
 
@@ -68,6 +70,9 @@ pub struct Answer {
     pub totals: Totals,
     /// Tokens and cost by agent name.
     pub by_agent: BTreeMap<String, AgentUsage>,
+    /// The lead's text was already shown on stdout as it arrived.
+    #[serde(skip)]
+    pub streamed: bool,
 }
 
 /// The lead's own work.
@@ -157,6 +162,15 @@ impl Answer {
     pub fn render_text(&self) -> String {
         let mut out = self.answer.trim_end().to_string();
         out.push('\n');
+        out.push_str(&self.render_after_answer());
+        out
+    }
+
+    /// What follows the answer on stdout: whether the lead finished, and
+    /// the citations as checked. All that is printed at the end when the
+    /// answer itself was streamed.
+    pub fn render_after_answer(&self) -> String {
+        let mut out = String::new();
         if let Some(error) = &self.error {
             out.push_str(&format!(
                 "\n(the lead did not finish: {}: {error})\n",
@@ -232,7 +246,9 @@ fn cost_text(cost: Option<f64>) -> String {
 }
 
 /// Answers `question` about the settings' root.
-pub async fn ask(ctx: &Context, ui: &Ui, question: &str) -> Result<Answer, AskError> {
+/// With `stream`, the lead's text is written to stdout as it arrives (the
+/// answer is then [`Answer::streamed`]).
+pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result<Answer, AskError> {
     let question = question.trim();
     if question.is_empty() {
         return Err(SetupError::from(ConfigError(
@@ -274,6 +290,27 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str) -> Result<Answer, AskEr
     };
     let task_sinks = |id: &str, agent: &str, description: &str| lines.sink(id, agent, description);
 
+    let multi = ui.multi.clone();
+    let print = move |shown: Shown<'_>| {
+        if !stream {
+            return;
+        }
+        multi.suspend(|| {
+            let mut out = std::io::stdout().lock();
+            // A failing stdout is reported when the rest is written.
+            let _ = match shown {
+                Shown::Text(text) => out.write_all(text.as_bytes()),
+                Shown::Restart => {
+                    eprintln!(
+                        "\nfanscan: the answer's stream was cut and is asked again: the text above is void, the answer starts over"
+                    );
+                    out.write_all(b"\n\n")
+                }
+            };
+            let _ = out.flush();
+        });
+    };
+    let streamed = stream && !offline;
     let mut outcome = if offline {
         OfflineLead {
             agent: auditor,
@@ -302,6 +339,8 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str) -> Result<Answer, AskEr
             max_output_tokens: settings.max_output_tokens,
             jobs: settings.jobs,
             cache_scope: &cache_scope,
+            // The lead always streams; only without --json is it shown.
+            on_text: Some(&print as OnText<'_>),
         }
         .run(question)
         .await
@@ -331,7 +370,7 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str) -> Result<Answer, AskEr
             .await
             .map_err(AskError::Verify)?
     };
-    Ok(assemble(
+    let mut answer = assemble(
         ctx,
         question,
         outcome,
@@ -339,7 +378,9 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str) -> Result<Answer, AskEr
         citations,
         &spend,
         &ui.control.reasons(),
-    ))
+    );
+    answer.streamed = streamed;
+    Ok(answer)
 }
 
 fn assemble(
@@ -408,6 +449,7 @@ fn assemble(
         tasks,
         citations,
         by_agent,
+        streamed: false,
     }
 }
 

@@ -351,7 +351,7 @@ async fn ask_command(
         transcripts,
         control,
     };
-    let result = fanscan::ask(&ctx, &ui, question).await;
+    let result = fanscan::ask(&ctx, &ui, question, !json).await;
     watcher.abort();
     let answer = match result {
         Ok(a) => a,
@@ -365,6 +365,8 @@ async fn ask_command(
         serde_json::to_string_pretty(&answer)
             .map(|t| t + "\n")
             .context("cannot encode the answer")
+    } else if answer.streamed {
+        Ok(answer.render_after_answer())
     } else {
         Ok(answer.render_text())
     };

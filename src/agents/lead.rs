@@ -29,6 +29,7 @@ use crate::conversation::{
 };
 use crate::events::EventSink;
 use crate::findings::strip_marker;
+use crate::providers::stream::{OnText, Shown};
 use crate::providers::{Provider, ProviderError};
 use crate::tools::{ToolContext, ToolError};
 
@@ -83,6 +84,9 @@ pub(crate) struct Lead<'a> {
     pub jobs: usize,
     /// What prompt-cache keys derive from (the lead's and its tasks').
     pub cache_scope: &'a str,
+    /// Where the lead's text is shown as it arrives (`fanscan ask` without
+    /// `--json`); `None`: nothing is shown until the end.
+    pub on_text: Option<OnText<'a>>,
 }
 
 /// The arguments of a `task` call.
@@ -288,7 +292,7 @@ impl Lead<'_> {
         let response = tokio::select! {
             biased;
             _ = self.control.cancel.cancelled() => Err(ProviderError::Cancelled),
-            r = self.provider.chat(request) => r,
+            r = self.chat(request) => r,
         }?;
         let usage = response.usage_or_estimate(request);
         outcome.usage.add(usage);
@@ -300,6 +304,21 @@ impl Lead<'_> {
         self.spend.add(&self.definition.name, usage, &model);
         self.events.usage(usage);
         Ok(response)
+    }
+
+    /// One call, streamed when someone watches.
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        match self.on_text {
+            Some(on_text) => {
+                let response = self.provider.chat_stream(request, on_text).await;
+                // Turns are shown one after another: a blank line between.
+                if response.as_ref().is_ok_and(|r| r.text.is_some()) {
+                    on_text(Shown::Text("\n\n"));
+                }
+                response
+            }
+            None => self.provider.chat(request).await,
+        }
     }
 
     /// Answers every call of a turn, in order: read-only tools on a

@@ -11,12 +11,11 @@
 //! terminator is a [`StreamError::Cut`], never a short answer passed off as
 //! whole: the caller retries the call or fails it with that error.
 //!
-//! Not yet wired into the remote call path ([`super::remote`] and the HTTP
-//! layer read whole bodies): until it is, nothing outside the tests uses
-//! these readers, hence the `dead_code` allowance below.
-#![cfg_attr(not(test), allow(dead_code))]
+//! [`Live`] shows the text while the body arrives; [`read_body`] reads the
+//! whole body once it is in, and only that answer is ever used.
 
 use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
@@ -466,12 +465,85 @@ impl AnthropicStream {
     }
 }
 
+/// Which SSE dialect a wire format streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamFormat {
+    OpenAi,
+    Anthropic,
+}
+
+/// What a streaming call shows while it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shown<'a> {
+    /// More text of the answer.
+    Text(&'a str),
+    /// The stream was cut and the call is sent again: the text shown so
+    /// far is void, the answer starts over.
+    Restart,
+}
+
+/// Where a streaming call shows its text.
+pub(crate) type OnText<'a> = &'a (dyn Fn(Shown<'_>) + Send + Sync);
+
+fn reader(format: StreamFormat) -> Box<dyn Reader + Send> {
+    match format {
+        StreamFormat::OpenAi => Box::new(OpenAiStream::default()),
+        StreamFormat::Anthropic => Box::new(AnthropicStream::default()),
+    }
+}
+
+/// The answer of a whole streamed body: complete, or an error (a cut
+/// stream among them).
+pub(crate) fn read_body(format: StreamFormat, body: &[u8]) -> Result<ChatResponse, StreamError> {
+    read_all(&[body], reader(format)).1
+}
+
+/// Shows the text of a streamed body as its chunks arrive. Only text is
+/// shown; the answer itself comes from [`read_body`] once the body is in.
+pub(crate) struct Live<'a> {
+    format: StreamFormat,
+    on_text: OnText<'a>,
+    /// The decoder and reader of the current attempt, and whether any of
+    /// its text was shown.
+    state: Mutex<(SseDecoder, Box<dyn Reader + Send>, bool)>,
+}
+
+impl<'a> Live<'a> {
+    pub(crate) fn new(format: StreamFormat, on_text: OnText<'a>) -> Self {
+        Self {
+            format,
+            on_text,
+            state: Mutex::new((SseDecoder::default(), reader(format), false)),
+        }
+    }
+
+    /// One chunk of the body; `None` when a new response body starts (a
+    /// retry), which voids what the last one showed.
+    pub(crate) fn chunk(&self, chunk: Option<&[u8]>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(chunk) = chunk else {
+            if state.2 {
+                (self.on_text)(Shown::Restart);
+            }
+            *state = (SseDecoder::default(), reader(self.format), false);
+            return;
+        };
+        let events = state.0.push(chunk);
+        for event in events {
+            // A bad event is the whole-body reader's to report.
+            if let Ok(Some(text)) = state.1.read(&event) {
+                state.2 = true;
+                (self.on_text)(Shown::Text(&text));
+            }
+        }
+    }
+}
+
 /// Reads a whole streamed body given as chunks: the text deltas in order
-/// and the answer. For tests and for callers that buffer.
-#[cfg(test)]
-fn read_all<S: Reader>(
+/// and the answer.
+fn read_all<S: Reader + ?Sized>(
     chunks: &[&[u8]],
-    mut reader: S,
+    mut reader: Box<S>,
 ) -> (Vec<String>, Result<ChatResponse, StreamError>) {
     let mut decoder = SseDecoder::default();
     let mut deltas = Vec::new();
@@ -497,29 +569,26 @@ fn read_all<S: Reader>(
     (deltas, reader.end(decoder.bytes))
 }
 
-/// Either format's reader, for [`read_all`].
-#[cfg(test)]
+/// Either format's reader.
 trait Reader {
     fn read(&mut self, event: &SseEvent) -> Result<Option<String>, StreamError>;
-    fn end(self, bytes: u64) -> Result<ChatResponse, StreamError>;
+    fn end(self: Box<Self>, bytes: u64) -> Result<ChatResponse, StreamError>;
 }
 
-#[cfg(test)]
 impl Reader for OpenAiStream {
     fn read(&mut self, event: &SseEvent) -> Result<Option<String>, StreamError> {
         self.event(event)
     }
-    fn end(self, bytes: u64) -> Result<ChatResponse, StreamError> {
+    fn end(self: Box<Self>, bytes: u64) -> Result<ChatResponse, StreamError> {
         self.finish(bytes)
     }
 }
 
-#[cfg(test)]
 impl Reader for AnthropicStream {
     fn read(&mut self, event: &SseEvent) -> Result<Option<String>, StreamError> {
         self.event(event)
     }
-    fn end(self, bytes: u64) -> Result<ChatResponse, StreamError> {
+    fn end(self: Box<Self>, bytes: u64) -> Result<ChatResponse, StreamError> {
         self.finish(bytes)
     }
 }
@@ -576,7 +645,10 @@ mod tests {
     #[test]
     fn openai_stream_gives_text_as_it_comes_then_calls_and_usage() {
         for size in [1, 2, 3, 7, 64, 10_000] {
-            let (deltas, answer) = read_all(&chunks(OPENAI_BODY, size), OpenAiStream::default());
+            let (deltas, answer) = read_all(
+                &chunks(OPENAI_BODY, size),
+                Box::new(OpenAiStream::default()),
+            );
             assert_eq!(deltas.concat(), "Héllo, world", "chunk size {size}");
             let answer = answer.unwrap();
             assert_eq!(answer.text.as_deref(), Some("Héllo, world"));
@@ -604,8 +676,10 @@ mod tests {
     #[test]
     fn anthropic_stream_gives_text_as_it_comes_then_calls_and_usage() {
         for size in [1, 2, 5, 64, 10_000] {
-            let (deltas, answer) =
-                read_all(&chunks(ANTHROPIC_BODY, size), AnthropicStream::default());
+            let (deltas, answer) = read_all(
+                &chunks(ANTHROPIC_BODY, size),
+                Box::new(AnthropicStream::default()),
+            );
             assert_eq!(deltas.concat(), "Héllo, world", "chunk size {size}");
             let answer = answer.unwrap();
             assert_eq!(answer.text.as_deref(), Some("Héllo, world"));
@@ -638,9 +712,9 @@ mod tests {
             for cut in 0..end {
                 let part = &body.as_bytes()[..cut];
                 let result = if name == "openai" {
-                    read_all(&[part], OpenAiStream::default()).1
+                    read_all(&[part], Box::new(OpenAiStream::default())).1
                 } else {
-                    read_all(&[part], AnthropicStream::default()).1
+                    read_all(&[part], Box::new(AnthropicStream::default())).1
                 };
                 match result {
                     Err(StreamError::Cut { bytes, .. }) => assert_eq!(bytes, cut as u64),
@@ -650,7 +724,7 @@ mod tests {
         }
         let (_, cut) = read_all(
             &[&OPENAI_BODY.as_bytes()[..OPENAI_BODY.find("data: [DONE]").unwrap()]],
-            OpenAiStream::default(),
+            Box::new(OpenAiStream::default()),
         );
         assert_eq!(
             cut.unwrap_err().to_string(),
@@ -664,7 +738,7 @@ mod tests {
     #[test]
     fn error_events_are_errors() {
         let body = "data: {\"error\":{\"message\":\"overloaded\"}}\n\n";
-        let (_, r) = read_all(&[body.as_bytes()], OpenAiStream::default());
+        let (_, r) = read_all(&[body.as_bytes()], Box::new(OpenAiStream::default()));
         assert_eq!(
             r.unwrap_err(),
             StreamError::Server {
@@ -673,8 +747,44 @@ mod tests {
             }
         );
         let body = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
-        let (_, r) = read_all(&[body.as_bytes()], AnthropicStream::default());
+        let (_, r) = read_all(&[body.as_bytes()], Box::new(AnthropicStream::default()));
         assert!(r.unwrap_err().to_string().contains("Overloaded"));
+    }
+
+    #[test]
+    fn live_text_restarts_on_a_new_body_and_the_body_reader_agrees() {
+        let shown = Mutex::new(Vec::<String>::new());
+        let on_text = |s: Shown<'_>| {
+            shown.lock().unwrap().push(match s {
+                Shown::Text(t) => t.to_string(),
+                Shown::Restart => "<restart>".to_string(),
+            })
+        };
+        let live = Live::new(StreamFormat::OpenAi, &on_text);
+        live.chunk(None);
+        let cut = OPENAI_BODY.find(", world").unwrap() + 200;
+        for c in chunks(&OPENAI_BODY[..cut], 5) {
+            live.chunk(Some(c));
+        }
+        live.chunk(None);
+        for c in chunks(OPENAI_BODY, 9) {
+            live.chunk(Some(c));
+        }
+        assert_eq!(
+            shown.lock().unwrap().concat(),
+            "Héllo, world<restart>Héllo, world"
+        );
+        assert!(matches!(
+            read_body(StreamFormat::OpenAi, &OPENAI_BODY.as_bytes()[..cut]),
+            Err(StreamError::Cut { .. })
+        ));
+        assert_eq!(
+            read_body(StreamFormat::Anthropic, ANTHROPIC_BODY.as_bytes())
+                .unwrap()
+                .text
+                .as_deref(),
+            Some("Héllo, world")
+        );
     }
 
     #[test]

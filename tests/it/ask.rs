@@ -93,7 +93,74 @@ async fn ask_with(ctx: &Context, question: &str) -> Answer {
         transcripts: None,
         control: RunControl::default(),
     };
-    fanscan::ask(ctx, &ui, question).await.unwrap()
+    fanscan::ask(ctx, &ui, question, false).await.unwrap()
+}
+
+/// The lead streams: a turn given as a Chat Completions JSON answer is
+/// sent as SSE when the request asks for a stream, as JSON otherwise.
+fn reply(body: &Value, turn: Value) -> ResponseTemplate {
+    if body["stream"] != true {
+        return ResponseTemplate::new(200).set_body_json(turn);
+    }
+    let message = &turn["choices"][0]["message"];
+    let mut delta = json!({});
+    if let Some(text) = message["content"].as_str() {
+        delta["content"] = json!(text);
+    }
+    if let Some(calls) = message["tool_calls"].as_array() {
+        let indexed: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut c = c.clone();
+                c["index"] = json!(i);
+                c
+            })
+            .collect();
+        delta["tool_calls"] = json!(indexed);
+    }
+    let finish = turn["choices"][0]["finish_reason"].clone();
+    let mut out = String::new();
+    for chunk in [
+        json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
+        json!({"choices": [], "usage": turn["usage"]}),
+    ] {
+        out.push_str(&format!("data: {chunk}\n\n"));
+    }
+    out.push_str("data: [DONE]\n\n");
+    sse(out)
+}
+
+/// [`reply`] for an Anthropic Messages answer.
+fn reply_anthropic(body: &Value, message: Value) -> ResponseTemplate {
+    if body["stream"] != true {
+        return ResponseTemplate::new(200).set_body_json(message);
+    }
+    let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut out = event(
+        "message_start",
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": message["usage"]["input_tokens"], "output_tokens": 0}}}),
+    );
+    for (i, block) in message["content"].as_array().unwrap().iter().enumerate() {
+        if block["type"] == "text" {
+            out.push_str(&event("content_block_start", json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})));
+            out.push_str(&event("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}})));
+        } else {
+            out.push_str(&event("content_block_start", json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})));
+            out.push_str(&event("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": block["input"].to_string()}})));
+        }
+        out.push_str(&event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": i}),
+        ));
+    }
+    out.push_str(&event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"]}, "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
+    ));
+    out.push_str(&event("message_stop", json!({"type": "message_stop"})));
+    sse(out)
 }
 
 /// The finding a sub-agent reports for `web/app.py`, quoting the line.
@@ -110,7 +177,7 @@ async fn the_lead_delegates_in_fresh_contexts_concurrently_and_its_citations_are
     let mock = MockModel::openai(Box::new(|body, _| {
         if is_lead(body) {
             if !has_tool_results(body) {
-                return ResponseTemplate::new(200).set_body_json(task_turn(&[
+                return reply(body, task_turn(&[
                     task_call(
                         "t1",
                         "security",
@@ -125,7 +192,7 @@ async fn the_lead_delegates_in_fresh_contexts_concurrently_and_its_citations_are
                     ),
                 ]));
             }
-            return ResponseTemplate::new(200).set_body_json(text_turn(
+            return reply(body, text_turn(
                 "Input reaches a shell at web/app.py:2. Also see nope/x.rs:5 and src/main.rs:99.",
             ));
         }
@@ -136,7 +203,7 @@ async fn the_lead_delegates_in_fresh_contexts_concurrently_and_its_citations_are
                 .set_body_json(shell_finding())
                 .set_delay(Duration::from_millis(600));
         }
-        ResponseTemplate::new(200).set_body_json(shell_finding())
+        reply(body, shell_finding())
     }))
     .await;
     let answer = ask(&mock, &repo, &question).await;
@@ -260,26 +327,20 @@ async fn a_sub_agent_that_calls_task_gets_an_error_and_nothing_nests() {
     let mock = MockModel::openai(Box::new(|body, _| {
         if is_lead(body) {
             if !has_tool_results(body) {
-                return ResponseTemplate::new(200).set_body_json(task_turn(&[task_call(
-                    "t1",
-                    "auditor",
-                    "look around",
-                    "Audit src/.",
-                )]));
+                return reply(
+                    body,
+                    task_turn(&[task_call("t1", "auditor", "look around", "Audit src/.")]),
+                );
             }
-            return ResponseTemplate::new(200).set_body_json(text_turn("Nothing found."));
+            return reply(body, text_turn("Nothing found."));
         }
         if messages(body).len() == 2 {
             // The sub-agent tries to delegate although it was not offered task.
             let nested =
                 json!({"agent": "auditor", "description": "nest", "prompt": "NESTED"}).to_string();
-            return ResponseTemplate::new(200).set_body_json(tool_turn(&[(
-                "n1",
-                "task",
-                nested.as_str(),
-            )]));
+            return reply(body, tool_turn(&[("n1", "task", nested.as_str())]));
         }
-        ResponseTemplate::new(200).set_body_json(findings_turn(json!([])))
+        reply(body, findings_turn(json!([])))
     }))
     .await;
     let answer = ask(&mock, &repo, "anything?").await;
@@ -317,12 +378,15 @@ async fn an_unknown_agent_is_a_tool_error_listing_the_valid_names() {
     let repo = repo();
     let mock = MockModel::openai(Box::new(|body, _| {
         if !has_tool_results(body) {
-            return ResponseTemplate::new(200).set_body_json(task_turn(&[
-                task_call("t1", "wizard", "magic", "Do magic."),
-                task_call("t2", "planner", "plan", "Plan."),
-            ]));
+            return reply(
+                body,
+                task_turn(&[
+                    task_call("t1", "wizard", "magic", "Do magic."),
+                    task_call("t2", "planner", "plan", "Plan."),
+                ]),
+            );
         }
-        ResponseTemplate::new(200).set_body_json(text_turn("I could not delegate."))
+        reply(body, text_turn("I could not delegate."))
     }))
     .await;
     let answer = ask(&mock, &repo, "anything?").await;
@@ -356,10 +420,10 @@ async fn the_lead_stops_at_max_rounds_and_still_answers() {
     );
     let mock = MockModel::openai(Box::new(|body, _| {
         if body["tool_choice"] == "none" {
-            return ResponseTemplate::new(200).set_body_json(text_turn("Forced answer."));
+            return reply(body, text_turn("Forced answer."));
         }
         let args = json!({"pattern": "unwrap"}).to_string();
-        ResponseTemplate::new(200).set_body_json(tool_turn(&[("g1", "grep", args.as_str())]))
+        reply(body, tool_turn(&[("g1", "grep", args.as_str())]))
     }))
     .await;
     let answer = ask(&mock, &repo, "anything?").await;
@@ -391,16 +455,16 @@ async fn the_lead_works_over_anthropic_messages() {
         };
         if system.starts_with("You are the lead engineer") {
             if has_results {
-                return ResponseTemplate::new(200).set_body_json(text("See web/app.py:2."));
+                return reply_anthropic(body, text("See web/app.py:2."));
             }
-            return ResponseTemplate::new(200).set_body_json(json!({"id": "m", "type": "message",
+            return reply_anthropic(body, json!({"id": "m", "type": "message",
                 "role": "assistant", "model": "mock-model", "stop_reason": "tool_use",
                 "content": [{"type": "tool_use", "id": "tu1", "name": "task",
                     "input": {"agent": "security", "description": "shell", "prompt": "Check web/."}}],
                 "usage": {"input_tokens": 50, "output_tokens": 5}}));
         }
         let finding = "Found.\n```json\n{\"findings\": [{\"path\": \"web/app.py\", \"line\": 2, \"severity\": \"high\", \"title\": \"shell\", \"detail\": \"d\", \"evidence\": \"os.system(\\\"ls \\\" + input())\"}]}\n```\n[TASK_COMPLETE]";
-        ResponseTemplate::new(200).set_body_json(text(finding))
+        reply_anthropic(body, text(finding))
     }))
     .await;
     let settings = mock.settings_for(
@@ -488,4 +552,174 @@ fn offline_ask_json() {
     );
     let value: Value = serde_json::from_slice(&out.stdout).unwrap();
     insta::assert_snapshot!(serde_json::to_string_pretty(&value).unwrap());
+}
+
+/// An OpenAI SSE body answering `text` in three chunks, with usage.
+fn openai_sse(text: &str) -> String {
+    let (a, rest) = text.split_at(text.len() / 3);
+    let (b, c) = rest.split_at(rest.len() / 2);
+    let mut body = String::new();
+    for part in [a, b, c] {
+        body.push_str(&format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": {"content": part}, "finish_reason": null}]})
+        ));
+    }
+    body.push_str(&format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    ));
+    body.push_str(&format!(
+        "data: {}\n\ndata: [DONE]\n\n",
+        json!({"choices": [], "usage": {"prompt_tokens": 70, "completion_tokens": 7}})
+    ));
+    body
+}
+
+fn sse(body: String) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+const STREAMED: &str = "Input reaches a shell at web/app.py:2, nowhere else.";
+
+async fn run_binary(args: Vec<String>) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        fanscan(&refs)
+    })
+    .await
+    .unwrap()
+}
+
+fn ask_args(repo: &Repo, mock: &MockModel, provider: &str, extra: &[&str]) -> Vec<String> {
+    let base = if provider == "anthropic" {
+        mock.server.uri()
+    } else {
+        mock.base_url()
+    };
+    let mut args: Vec<String> = [
+        "ask",
+        "where does input reach a shell?",
+        repo.path().to_str().unwrap(),
+        "--provider",
+        provider,
+        "--base-url",
+        &base,
+        "--model",
+        "mock-model",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_answer_streams_over_openai_and_a_stream_cut_in_the_middle_is_sent_again() {
+    let repo = repo();
+    let mock = MockModel::openai(Box::new(|body, index| {
+        assert_eq!(body["stream"], true, "the lead streams");
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        let full = openai_sse(STREAMED);
+        if index == 0 {
+            // Cut after the first chunk: no [DONE].
+            let cut = full.find("\n\n").unwrap() + 2;
+            return sse(full[..cut].to_string());
+        }
+        sse(full)
+    }))
+    .await;
+    let out = run_binary(ask_args(&repo, &mock, "openai", &[])).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(mock.requests().len(), 2, "the cut call was sent again");
+    assert!(
+        stderr.contains("the answer's stream was cut and is asked again"),
+        "{stderr}"
+    );
+    // The void part, then the whole answer, then its checked citations.
+    let (before, after) = stdout.split_once("\n\n").unwrap();
+    assert!(STREAMED.starts_with(before.trim()), "{stdout}");
+    assert!(after.trim_start().starts_with(STREAMED), "{stdout}");
+    assert!(
+        stdout.contains("web/app.py:2  unchecked: the line exists"),
+        "{stdout}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_cut_on_every_attempt_fails_clearly_and_is_never_taken_as_the_answer() {
+    let repo = repo();
+    let mock = MockModel::openai(Box::new(|_, _| {
+        let full = openai_sse(STREAMED);
+        let cut = full.find("[DONE]").unwrap() - "data: ".len();
+        sse(full[..cut].to_string())
+    }))
+    .await;
+    let out = run_binary(ask_args(
+        &repo,
+        &mock,
+        "openai",
+        &["--max-attempts", "2", "--json"],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(3));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["status"], "failed");
+    assert_eq!(answer["answer"], "");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("stream was cut after"),
+        "{answer}"
+    );
+    assert_eq!(mock.requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_answer_streams_over_anthropic_messages() {
+    let repo = repo();
+    let mock = MockModel::anthropic(Box::new(|body, _| {
+        assert_eq!(body["stream"], true);
+        let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+        let mut out = event(
+            "message_start",
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 40, "output_tokens": 1}}}),
+        );
+        out.push_str(&event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ));
+        for part in ["Input reaches a shell ", "at web/app.py:2, nowhere else."] {
+            out.push_str(&event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": part}}),
+            ));
+        }
+        out.push_str(&event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 12}}),
+        ));
+        out.push_str(&event("message_stop", json!({"type": "message_stop"})));
+        sse(out)
+    }))
+    .await;
+    let out = run_binary(ask_args(&repo, &mock, "anthropic", &[])).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with(STREAMED), "{stdout}");
+    // --json asks nothing streamed of stdout, and its usage is the stream's.
+    let out = run_binary(ask_args(&repo, &mock, "anthropic", &["--json"])).await;
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["answer"], STREAMED);
+    assert_eq!(answer["lead"]["usage"]["input_tokens"], 40);
+    assert_eq!(answer["lead"]["usage"]["output_tokens"], 12);
 }
