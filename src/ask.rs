@@ -211,7 +211,7 @@ impl Answer {
         let mut out = String::new();
         for t in &self.tasks {
             out.push_str(&format!(
-                "  {} {} ({}): {}, {} rounds, {} tokens{}, {} findings ({} verified){}\n",
+                "  {} {} ({}): {}, {} rounds, {} tokens{}, {} ({} verified){}\n",
                 t.id,
                 t.agent,
                 t.description,
@@ -219,7 +219,7 @@ impl Answer {
                 t.rounds,
                 crate::util::human_count(t.usage.total()),
                 cost_text(t.cost_usd),
-                t.findings,
+                plural(t.findings, "finding"),
                 t.verified_findings,
                 t.error
                     .as_deref()
@@ -228,7 +228,7 @@ impl Answer {
             ));
         }
         out.push_str(&format!(
-            "  total: {} tasks, {} model calls, {} tokens{}\n",
+            "  total: {} tasks, {} rounds, {} tokens{}\n",
             self.totals.tasks,
             self.totals.rounds,
             crate::util::human_count(self.totals.usage.total()),
@@ -469,7 +469,11 @@ impl Lines {
             ProgressStyle::with_template("  {spinner} {prefix:.bold} {wide_msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
-        bar.set_prefix(format!("{id} {agent}: {description}"));
+        bar.set_prefix(if id == agent {
+            format!("{agent}: {description}")
+        } else {
+            format!("{id} {agent}: {description}")
+        });
         bar.set_message("starting");
         bar.enable_steady_tick(Duration::from_millis(120));
         let forward = self.forward.clone();
