@@ -36,8 +36,19 @@ pub(crate) struct FanOut {
     /// The agent of each group the plan names one for, by group id; the
     /// others get `definition`.
     pub specialists: HashMap<String, Arc<AgentDefinition>>,
+    /// Where each finished report is committed before it is counted (the
+    /// run store); none without a store.
+    pub journal: Option<Arc<dyn Journal>>,
     /// The prompt-cache scope of every group (the plan's hash).
     pub cache_scope: Arc<str>,
+}
+
+/// Keeps each group's report the moment it finishes, so that a run killed
+/// later loses only the groups in flight. Implemented by the run store;
+/// a fan-out layer below it only knows this trait.
+pub(crate) trait Journal: Send + Sync {
+    /// Commits `report` (blocking I/O: called off the async threads).
+    fn commit(&self, report: &GroupReport);
 }
 
 /// What the fan-out gives.
@@ -92,6 +103,7 @@ impl FanOut {
             let control = self.control.clone();
             let spend = Arc::clone(&self.spend);
             let max_output_tokens = self.max_output_tokens;
+            let journal = self.journal.clone();
             let cache_scope = Arc::clone(&self.cache_scope);
             let owned = task.clone();
             let handle = set.spawn(async move {
@@ -109,7 +121,27 @@ impl FanOut {
                 };
                 let report = run_subagent(run, &owned).await;
                 spend.release(&owned.group);
-                (index, report)
+                let Some(journal) = journal else {
+                    return (index, report);
+                };
+                // Committed before the fan-out counts it: the store is the
+                // journal a re-run resumes from.
+                let committed = tokio::task::spawn_blocking(move || {
+                    journal.commit(&report);
+                    report
+                })
+                .await;
+                match committed {
+                    Ok(report) => (index, report),
+                    Err(e) => {
+                        let mut report = GroupReport::empty(&owned, &definition, provider.as_ref());
+                        report.status = AgentStatus::Failed;
+                        report.error = Some(format!(
+                            "committing the group's result failed ({e}): a fanscan bug, please report it"
+                        ));
+                        (index, report)
+                    }
+                }
             });
             started.insert(handle.id(), (index, task));
         }

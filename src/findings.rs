@@ -143,17 +143,7 @@ pub(crate) fn report_schema() -> Value {
 /// A structured final report (the offline engine answers the same schema
 /// as a model asked through structured output).
 pub(crate) fn render_structured(summary: &str, findings: &[Finding]) -> String {
-    let items: Vec<Value> = findings
-        .iter()
-        .map(|f| {
-            serde_json::json!({
-                "path": f.path, "line": f.line, "end_line": f.end_line,
-                "severity": f.severity.as_str(), "title": f.title, "detail": f.detail,
-                "code": f.evidence.clone().unwrap_or_default(), "rule": f.rule,
-            })
-        })
-        .collect();
-    serde_json::json!({"summary": summary, "findings": items}).to_string()
+    serde_json::json!({"summary": summary, "findings": items(findings, true)}).to_string()
 }
 
 /// The name of the forced tool that carries a structured report where a
@@ -1356,19 +1346,31 @@ fn finding_from(item: &Value) -> Result<Finding, String> {
 
 /// Renders findings in the report format (the offline engine answers so).
 pub(crate) fn render_block(findings: &[Finding]) -> String {
-    let items: Vec<Value> = findings
+    let body =
+        serde_json::to_string_pretty(&serde_json::json!({ "findings": items(findings, false) }))
+            .unwrap_or_else(|_| "{\"findings\": []}".to_string());
+    format!("```json\n{body}\n```")
+}
+
+/// Findings as report entries; `structured` names the quote `code` (the
+/// schema's field) rather than `evidence` (the text block's).
+fn items(findings: &[Finding], structured: bool) -> Vec<Value> {
+    findings
         .iter()
         .map(|f| {
-            serde_json::json!({
+            let mut item = serde_json::json!({
                 "path": f.path, "line": f.line, "end_line": f.end_line,
                 "severity": f.severity.as_str(), "title": f.title, "detail": f.detail,
-                "evidence": f.evidence, "rule": f.rule,
-            })
+                "rule": f.rule,
+            });
+            if structured {
+                item["code"] = serde_json::json!(f.evidence.clone().unwrap_or_default());
+            } else {
+                item["evidence"] = serde_json::json!(f.evidence);
+            }
+            item
         })
-        .collect();
-    let body = serde_json::to_string_pretty(&serde_json::json!({ "findings": items }))
-        .unwrap_or_else(|_| "{\"findings\": []}".to_string());
-    format!("```json\n{body}\n```")
+        .collect()
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 
 mod agents;
 mod ask;
+mod baseline;
 mod budget;
 mod config;
 mod context;
@@ -18,6 +19,8 @@ mod conversation;
 mod events;
 mod fanout;
 mod findings;
+mod gate;
+mod git;
 mod inventory;
 mod language;
 mod plan;
@@ -27,6 +30,8 @@ mod providers;
 mod reduce;
 mod report;
 mod rules;
+mod store;
+mod suppress;
 mod tools;
 mod util;
 mod verify;
@@ -39,19 +44,25 @@ pub use agents::AgentSet;
 pub use agents::definition::{AgentDefinition, DefinitionError};
 pub use agents::subagent::{AgentStatus, AgentTask, FileHash, GroupReport, TaskFile};
 pub use ask::{Answer, AskError, Citation, CitationStatus, LeadSummary, TaskSummary, Totals, ask};
+pub use baseline::{Baseline, BaselineEntry, BaselineError};
 pub use budget::AgentUsage;
-pub use config::{PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings};
+pub use config::{GateArgs, PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings};
 pub use context::{Context, SetupError, Ui};
 pub use control::RunControl;
 pub use events::{Event, EventSink};
 pub use fanout::FanOutResult;
 pub use findings::{Finding, HowParsed, Origin, Repair, Severity, Unparsed};
+pub use gate::{Baselined, FailOn, GatePolicy, Outcome, Suppressed, Verdict};
+pub use git::{ChangeSet, ConfigOrigin};
 pub use inventory::{Inventory, InventoryOptions, walk};
 pub use plan::render::{json as plan_json, text as plan_text};
 pub use plan::{Plan, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
+pub use report::since::{FindingRef, SinceLastRun};
 pub use report::{Format, Report, exit};
+pub use store::{StoreError, diff_text, history_text};
+pub use suppress::Suppression;
 
 /// A scan that could not produce a report.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +73,9 @@ pub enum ScanError {
     /// Verification itself failed: a fanscan bug (exit code 1).
     #[error("verification failed ({0}): a fanscan bug, please report it")]
     Verify(#[source] tokio::task::JoinError),
+    /// The run store is foreign, corrupted or newer (exit code 2).
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// The whole pipeline: inventory → plan → fan-out → verify → reduce →
@@ -74,7 +88,10 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let reducer = ctx.agent("reducer")?;
 
     let inventory = ctx.inventory()?;
-    let (plan, planner_usage) = ctx.plan(&inventory).await?;
+    // A diff scan plans only the changed files; the tools below still
+    // reach the whole inventory, for context.
+    let scope = ctx.in_scope(&inventory);
+    let (plan, planner_usage) = ctx.plan(&scope).await?;
     ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone()));
     if settings.planner == PlannerKind::Llm {
@@ -86,8 +103,16 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         ctx.tools
             .scoped(inventory.files.iter().map(|f| f.path.clone())),
     );
-    let tasks = plan.tasks(&inventory);
+    let (run, warned) =
+        store::ScanStore::open(ctx, &auditor, reducer, &ctx.run_info(&plan, &started))?;
+    // A group the plan gives its own agent is cached under that agent.
     let specialists = ctx.specialists(&plan)?;
+    let keys = run
+        .as_ref()
+        .map(|r| r.key_bases(ctx, &specialists))
+        .unwrap_or_default();
+    let split = store::split(run.as_ref(), &settings.root, plan.tasks(&scope), keys).await;
+    let tasks = split.fresh;
     let (events, progress) = progress::Consumer {
         multi: ui.multi.clone(),
         total_groups: tasks.len() as u64,
@@ -105,41 +130,126 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         control: ui.control.clone(),
         spend: Arc::clone(&spend),
         specialists,
+        journal: run.as_ref().map(store::ScanStore::journal),
         cache_scope: Arc::from(plan.hash()),
     }
     .run(tasks)
     .await;
     let consumed = progress.finish().await;
+    let (reports, reused) = store::cache::in_plan_order(&plan, split.reused, fanned.reports);
 
-    let (checked, reports, inventory) = tokio::task::spawn_blocking(move || {
-        let checked = verify::verify(&fanned.reports, &inventory, &tools);
-        (checked, fanned.reports, inventory)
+    let (checked, lines, reports) = tokio::task::spawn_blocking(move || {
+        let (checked, lines) = verify::verify_keeping_lines(&reports, &inventory, &tools);
+        (checked, lines, reports)
     })
     .await
     .map_err(ScanError::Verify)?;
 
+    let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
+    spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
+    let triage = triage(ctx, &mut reduced, &reports, &lines);
+
+    let mut report = report::assemble(report::Parts {
+        run: ctx.run_info(&plan, &started),
+        plan,
+        skipped: scope.skipped,
+        reports,
+        reused,
+        not_started: fanned.not_started,
+        reduced,
+        stopped: ui.control.reasons(),
+        run_notes: [warned, ctx.provider.notes(), consumed.transcript_errors].concat(),
+        calls: ctx.call_counts(),
+        spent: spend.ledger(),
+        triage,
+        policy: settings.gate,
+        diff: ctx.changes.clone(),
+    });
+    if let Some(run) = &run {
+        run.finish(&mut report);
+    }
+    Ok(report)
+}
+
+/// The findings as the gate sorts them: fanscan's own findings on a change
+/// to its configuration added after the ranked ones, then inline
+/// suppressions (found in the lines verification read) and the baseline
+/// taken out, each listed apart.
+fn triage(
+    ctx: &Context,
+    reduced: &mut reduce::Reduced,
+    reports: &[GroupReport],
+    lines: &verify::FileLines,
+) -> gate::Triage {
+    let mut findings = std::mem::take(&mut reduced.findings);
+    findings.extend(
+        ctx.config_change_findings()
+            .into_iter()
+            .map(|finding| reduce::Merged {
+                fingerprint: reduce::fingerprint(&finding, 0),
+                finding,
+                agents: vec!["fanscan".into()],
+                groups: Vec::new(),
+                verified: true,
+                note: None,
+            }),
+    );
+    let reviewed: std::collections::BTreeSet<String> = reports
+        .iter()
+        .filter(|r| r.status.reviewed())
+        .flat_map(|r| r.files.iter().map(|f| f.path.clone()))
+        .collect();
+    let base = ctx.changes.as_ref().and_then(|c| c.base.clone());
+    let added_by_change = |path: &str, marker: &str| match &base {
+        // Added by the change when the file at the base has no such comment
+        // (or no such file). An unreadable base counts as added: listing
+        // a suppression apart is the safe side.
+        Some(base) => !git::show(&ctx.settings.root, base, path)
+            .ok()
+            .flatten()
+            .is_some_and(|text| {
+                text.lines()
+                    .any(|l| suppress::marker_text(l) == Some(marker))
+            }),
+        None => false,
+    };
+    gate::triage(
+        findings,
+        std::mem::take(&mut reduced.unverified),
+        &gate::TriageInput {
+            lines,
+            baseline: ctx.baseline.as_ref(),
+            reviewed: &reviewed,
+            added_by_change: &added_by_change,
+        },
+    )
+}
+
+/// The reducer's answer for these reports: from the run store when it
+/// reduced exactly them before, else asked (and stored).
+async fn reduce_or_reuse(
+    ctx: &Context,
+    ui: &Ui,
+    reducer: &AgentDefinition,
+    run: Option<&store::ScanStore>,
+    checked: &[verify::Checked],
+    reports: &[GroupReport],
+) -> reduce::Reduced {
+    if let Some(stored) = run.and_then(|r| r.reduced(reports)) {
+        return stored;
+    }
     let reduced = reduce::Reducer {
         definition: reducer,
         provider: ctx.provider.as_ref(),
         context_tokens: ctx.reducer_context(reducer),
-        max_output_tokens: settings.max_output_tokens,
+        max_output_tokens: ctx.settings.max_output_tokens,
         // A run stopped early (budget, Ctrl-C) spends nothing more.
         stopped_early: ui.control.stop.is_cancelled(),
     }
-    .reduce(&checked, &reports)
+    .reduce(checked, reports)
     .await;
-    spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
-
-    Ok(report::assemble(report::Parts {
-        run: ctx.run_info(&plan, &started),
-        plan,
-        skipped: inventory.skipped,
-        reports,
-        not_started: fanned.not_started,
-        reduced,
-        stopped: ui.control.reasons(),
-        run_notes: [ctx.provider.notes(), consumed.transcript_errors].concat(),
-        calls: ctx.call_counts(),
-        spent: spend.ledger(),
-    }))
+    if let Some(run) = run {
+        run.keep_reduced(reports, &reduced);
+    }
+    reduced
 }

@@ -1,6 +1,6 @@
 //! The `fanscan` command: parses the command line and dispatches to the
-//! library. Exit codes: 0 ran completely, 1 internal or I/O error, 2 usage
-//! or configuration error, 3 incomplete run.
+//! library. Exit codes: 0 the gate passed, 1 internal or I/O error, 2
+//! usage or configuration error, 3 incomplete run, 4 the gate failed.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -12,15 +12,19 @@ use clap::{Parser, Subcommand};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 
 use fanscan::{
-    AgentTask, AskError, Context, Event, EventSink, Format, ProviderArgs, RunControl, ScanArgs,
-    ScanError, Settings, SetupError, Ui, exit,
+    AgentTask, AskError, Baseline, Context, Event, EventSink, FailOn, Format, GateArgs,
+    ProviderArgs, Report, RunControl, ScanArgs, ScanError, Settings, SetupError, Ui, exit,
 };
 
 const EXIT_CODES: &str = "Exit codes:
-  0  the run completed
+  0  passed: every planned file reviewed, no open finding at or above --fail-on
   1  internal or I/O error (e.g. the report could not be written)
-  2  usage or configuration error: nothing was scanned
-  3  incomplete run: failed groups, interrupted, or a budget reached";
+  2  usage or configuration error (a bad flag, fanscan.toml, agent file or
+     baseline, an unknown --since ref): nothing was scanned
+  3  incomplete run (failed groups, interrupted, a budget reached) and no
+     open finding at or above --fail-on: never a pass
+  4  the gate failed: a verified finding at or above --fail-on (default
+     high) that is neither baselined nor suppressed remains";
 
 const LARGE_REPOSITORIES: &str = "Large repositories: a plan may have at most --max-groups groups
 (default 2000). For a repository of tens of thousands of files, raise
@@ -54,12 +58,23 @@ enum Command {
         provider: ProviderArgs,
         #[command(flatten)]
         scan: ScanArgs,
-        /// Report format.
+        #[command(flatten)]
+        gate: GateArgs,
+        /// Report format (of stdout, or of a plain --output FILE).
         #[arg(long, value_enum)]
         format: Option<Format>,
-        /// Write the report here instead of stdout.
-        #[arg(long, short, value_name = "FILE")]
-        output: Option<PathBuf>,
+        /// Write the report to FILE instead of stdout, or (FORMAT=FILE, repeatable)
+        /// also write it in FORMAT: md, json, sarif, github, codeclimate.
+        /// E.g. --output sarif=fanscan.sarif --output md=report.md.
+        #[arg(long, short, value_name = "[FORMAT=]FILE")]
+        output: Vec<String>,
+        /// The SARIF `automationDetails.id`, so several scans of one
+        /// repository (nightly, pull request) keep separate alerts.
+        #[arg(long, value_name = "CATEGORY")]
+        category: Option<String>,
+        /// Do not append the Markdown report to $GITHUB_STEP_SUMMARY.
+        #[arg(long)]
+        no_step_summary: bool,
         /// Write each agent's conversation to DIR/<group>.jsonl.
         #[arg(long, value_name = "DIR")]
         transcripts: Option<PathBuf>,
@@ -108,6 +123,45 @@ enum Command {
         /// Print an estimated token and cost range for a scan.
         #[arg(long)]
         estimate: bool,
+    },
+    /// Scan and record the findings as a baseline: a later
+    /// `scan --baseline FILE` keeps them out of the gate and lists them apart.
+    #[command(after_help = EXIT_CODES)]
+    Baseline {
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        #[command(flatten)]
+        provider: ProviderArgs,
+        #[command(flatten)]
+        scan: ScanArgs,
+        /// Where to write the baseline.
+        #[arg(long, short, value_name = "FILE")]
+        output: PathBuf,
+        /// Why these findings are accepted (recorded on each new entry).
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        /// An earlier baseline whose entries keep their reasons.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+    },
+    /// List the runs in the run store: date, model, coverage, findings by
+    /// severity, cost.
+    History {
+        /// The repository's root (its store is .fanscan/store.db).
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// The run store, instead of PATH/.fanscan/store.db.
+        #[arg(long, value_name = "PATH")]
+        store: Option<PathBuf>,
+    },
+    /// Print the findings new and fixed from run A to run B: run ids of
+    /// the store (see `fanscan history`) or two JSON report files.
+    Diff {
+        a: String,
+        b: String,
+        /// The run store for run ids (default .fanscan/store.db).
+        #[arg(long, value_name = "PATH")]
+        store: Option<PathBuf>,
     },
     /// List the agent definitions in effect.
     Agents {
@@ -181,17 +235,36 @@ fn main() -> ExitCode {
                 path,
                 provider,
                 scan,
+                gate,
                 format,
                 output,
+                category,
+                no_step_summary,
                 transcripts,
                 grace,
             } => {
+                // The one environment variable of the outputs, read here.
+                let step_summary = if no_step_summary {
+                    None
+                } else {
+                    std::env::var_os("GITHUB_STEP_SUMMARY")
+                        .filter(|v| !v.is_empty())
+                        .map(PathBuf::from)
+                };
+                let outputs = match Outputs::parse(&output, category, step_summary) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        eprintln!("fanscan: {e}");
+                        return exit::USAGE;
+                    }
+                };
                 scan_command(
                     &path,
                     &provider,
                     &scan,
+                    &gate,
                     format,
-                    output,
+                    outputs,
                     transcripts,
                     grace,
                     multi,
@@ -221,6 +294,39 @@ fn main() -> ExitCode {
                 )
                 .await
             }
+            Command::Baseline {
+                path,
+                provider,
+                scan,
+                output,
+                reason,
+                baseline,
+            } => {
+                let gate = GateArgs {
+                    fail_on: Some(FailOn::Never),
+                    baseline,
+                    write_baseline: Some(output),
+                    baseline_reason: reason,
+                    ..GateArgs::default()
+                };
+                let outputs = Outputs {
+                    stdout: false,
+                    ..Outputs::default()
+                };
+                scan_command(
+                    &path,
+                    &provider,
+                    &scan,
+                    &gate,
+                    Some(Format::Md),
+                    outputs,
+                    None,
+                    30,
+                    multi,
+                    quiet,
+                )
+                .await
+            }
             Command::Plan {
                 path,
                 provider,
@@ -229,6 +335,14 @@ fn main() -> ExitCode {
                 estimate,
             } => plan_command(&path, &provider, &scan, json, estimate).await,
             Command::Agents { path } => agents_command(&path),
+            Command::History { path, store } => {
+                let store = store.unwrap_or_else(|| path.join(".fanscan").join("store.db"));
+                store_command(fanscan::history_text(&store))
+            }
+            Command::Diff { a, b, store } => {
+                let store = store.unwrap_or_else(|| PathBuf::from(".fanscan/store.db"));
+                store_command(fanscan::diff_text(&a, &b, &store))
+            }
             Command::RunAgent {
                 name,
                 task,
@@ -254,6 +368,79 @@ fn context(
     Context::new(Settings::resolve(path, provider, scan, format, &env)?)
 }
 
+/// Where a scan's report goes: stdout (or one file) in `--format`, and
+/// more files each in their own format.
+#[derive(Debug)]
+struct Outputs {
+    /// The `--format` report goes to stdout (or `plain`).
+    stdout: bool,
+    /// A plain `--output FILE`.
+    plain: Option<PathBuf>,
+    /// `--output FORMAT=FILE`, in the order given.
+    extra: Vec<(Format, PathBuf)>,
+    category: Option<String>,
+    /// $GITHUB_STEP_SUMMARY, unless --no-step-summary.
+    step_summary: Option<PathBuf>,
+}
+
+impl Default for Outputs {
+    fn default() -> Self {
+        Self {
+            stdout: true,
+            plain: None,
+            extra: Vec::new(),
+            category: None,
+            step_summary: None,
+        }
+    }
+}
+
+impl Outputs {
+    /// `FORMAT=FILE` when the part before the first `=` names a format,
+    /// else a plain file for `--format`.
+    fn parse(
+        outputs: &[String],
+        category: Option<String>,
+        step_summary: Option<PathBuf>,
+    ) -> Result<Self, String> {
+        use clap::ValueEnum as _;
+        let mut parsed = Self {
+            category,
+            step_summary,
+            ..Self::default()
+        };
+        for o in outputs {
+            let split = o
+                .split_once('=')
+                .and_then(|(name, file)| Some((Format::from_str(name, true).ok()?, file)));
+            match split {
+                Some((_, "")) => {
+                    return Err(format!(
+                        "--output {o}: no file after '='; write FORMAT=FILE"
+                    ));
+                }
+                Some((format, file)) => parsed.extra.push((format, PathBuf::from(file))),
+                None if parsed.plain.is_some() => {
+                    return Err(format!(
+                        "--output {o}: only one --output may omit its format; write FORMAT=FILE (md, json, sarif, github, codeclimate)"
+                    ));
+                }
+                None => parsed.plain = Some(PathBuf::from(o)),
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+/// The report in `format`; SARIF with the category.
+fn render_as(report: &Report, format: Format, category: Option<&str>) -> anyhow::Result<String> {
+    match format {
+        Format::Sarif => report.render_sarif(category),
+        Format::Md | Format::Json | Format::Github | Format::Codeclimate => report.render(format),
+    }
+    .map_err(anyhow::Error::new)
+}
+
 /// Prints a setup error; exit code 2.
 fn setup_failed(e: &SetupError) -> i32 {
     eprintln!("fanscan: {e}");
@@ -271,14 +458,19 @@ async fn scan_command(
     path: &Path,
     provider: &ProviderArgs,
     scan: &ScanArgs,
+    gate: &GateArgs,
     format: Option<Format>,
-    output: Option<PathBuf>,
+    outputs: Outputs,
     transcripts: Option<PathBuf>,
     grace: u64,
     multi: MultiProgress,
     quiet: bool,
 ) -> i32 {
-    let ctx = match context(path, provider, scan, format) {
+    let env = |name: &str| std::env::var(name).ok();
+    let ctx = match Settings::resolve(path, provider, scan, format, &env)
+        .map_err(SetupError::from)
+        .and_then(|s| Context::new(s.with_gate(gate)))
+    {
         Ok(c) => c,
         Err(e) => return setup_failed(&e),
     };
@@ -294,35 +486,114 @@ async fn scan_command(
     let report = match result {
         Ok(r) => r,
         Err(ScanError::Setup(e)) => return setup_failed(&e),
+        Err(ScanError::Store(e)) => {
+            eprintln!("fanscan: {e}");
+            return exit::USAGE;
+        }
         Err(e @ ScanError::Verify(_)) => {
             eprintln!("fanscan: {e}");
             return exit::ERROR;
         }
     };
     let mut code = report.exit_code();
-    match report.render(ctx.settings.format) {
-        Ok(text) => {
-            if let Err(e) = emit(output.as_deref(), &text) {
-                code = output_failed(&e);
-                eprintln!("fanscan: the report follows on stdout so that nothing is lost");
-                if let Err(e) = emit(None, &text) {
-                    output_failed(&e);
+    let category = outputs.category.as_deref();
+    if outputs.stdout || outputs.plain.is_some() {
+        match render_as(&report, ctx.settings.format, category) {
+            Ok(text) => {
+                if let Err(e) = emit(outputs.plain.as_deref(), &text) {
+                    code = output_failed(&e);
+                    eprintln!("fanscan: the report follows on stdout so that nothing is lost");
+                    if let Err(e) = emit(None, &text) {
+                        output_failed(&e);
+                    }
                 }
             }
+            Err(e) => code = output_failed(&e),
         }
-        Err(e) => code = output_failed(&anyhow::Error::new(e)),
+    }
+    for (format, file) in &outputs.extra {
+        if let Err(e) = render_as(&report, *format, category).and_then(|t| emit(Some(file), &t)) {
+            code = output_failed(&e);
+        }
+    }
+    if let Some(summary) = &outputs.step_summary {
+        // The job summary is a convenience: a failure to append is a
+        // warning, never a changed verdict.
+        let appended = render_as(&report, Format::Md, None).and_then(|text| {
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(summary)
+                .with_context(|| {
+                    format!("{}: cannot open $GITHUB_STEP_SUMMARY", summary.display())
+                })?;
+            file.write_all(format!("{text}\n").as_bytes())
+                .with_context(|| {
+                    format!(
+                        "{}: cannot append to $GITHUB_STEP_SUMMARY",
+                        summary.display()
+                    )
+                })
+        });
+        if let Err(e) = appended {
+            eprintln!("fanscan: warning: {e:#}");
+        }
+    }
+    if let Some(file) = &ctx.settings.write_baseline {
+        let accepted = report
+            .findings
+            .iter()
+            .chain(report.baselined.iter().map(|b| &b.finding));
+        let baseline = Baseline::of(
+            accepted,
+            ctx.baseline.as_ref(),
+            ctx.settings.baseline_reason.as_deref(),
+        );
+        let written = baseline
+            .to_json()
+            .context("cannot encode the baseline")
+            .and_then(|text| {
+                if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).with_context(|| {
+                        format!("{}: cannot create the baseline's directory", dir.display())
+                    })?;
+                }
+                std::fs::write(file, text)
+                    .with_context(|| format!("{}: cannot write the baseline", file.display()))
+            });
+        match written {
+            Ok(()) => {
+                if !report.complete {
+                    eprintln!(
+                        "fanscan: warning: the run is incomplete, so {} holds only the findings of the files that were reviewed",
+                        file.display()
+                    );
+                }
+                if !quiet {
+                    eprintln!(
+                        "fanscan: wrote {} findings to the baseline {}",
+                        baseline.findings.len(),
+                        file.display()
+                    );
+                }
+            }
+            Err(e) => code = output_failed(&e),
+        }
     }
     if !quiet {
         eprintln!(
-            "fanscan: {} groups, {} verified findings, {} unverified; {}",
+            "fanscan: {} groups, {} verified findings, {} unverified, {} suppressed, {} baselined; {}; gate {}",
             report.groups.len(),
             report.findings.len(),
             report.unverified.len(),
+            report.suppressed.len(),
+            report.baselined.len(),
             if report.complete {
                 "complete".to_string()
             } else {
                 format!("INCOMPLETE: {}", report.incomplete_reasons.join(" "))
-            }
+            },
+            report.gate.reason
         );
     }
     code
@@ -481,7 +752,8 @@ async fn plan_command(
         // Planning calls no model, so no API key is needed.
         let env = |name: &str| std::env::var(name).ok();
         let ctx = Context::new(Settings::resolve_without_key(path, provider, &scan, &env)?)?;
-        let inventory = ctx.inventory()?;
+        // A diff scan's plan holds the changed files only.
+        let inventory = ctx.in_scope(&ctx.inventory()?);
         let (plan, _) = ctx.plan(&inventory).await?;
         let estimate = if estimate {
             Some(ctx.estimate(&plan)?)
@@ -502,6 +774,20 @@ async fn plan_command(
     match text.and_then(|t| emit(None, &t)) {
         Ok(()) => exit::OK,
         Err(e) => output_failed(&e),
+    }
+}
+
+/// Prints a store command's text; its errors are usage errors (exit 2).
+fn store_command(text: Result<String, fanscan::StoreError>) -> i32 {
+    match text {
+        Ok(text) => match emit(None, &text) {
+            Ok(()) => exit::OK,
+            Err(e) => output_failed(&e),
+        },
+        Err(e) => {
+            eprintln!("fanscan: {e}");
+            exit::USAGE
+        }
     }
 }
 

@@ -12,6 +12,8 @@ pub(crate) mod subagent;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::git::ConfigOrigin;
+
 pub(crate) use definition::{AgentDefinition, DefinitionError};
 pub(crate) use subagent::{AgentRun, AgentStatus, AgentTask, GroupReport, TaskFile, run_subagent};
 
@@ -54,6 +56,12 @@ impl AgentSet {
     /// The built-ins, then `<root>/.fanscan/agents/*.md` over them.
     /// Every file that does not parse is reported, all at once.
     pub fn load(root: &Path) -> Result<Self, Vec<DefinitionError>> {
+        Self::load_from(root, &ConfigOrigin::Worktree)
+    }
+
+    /// As [`AgentSet::load`], the repository's files read from `origin`
+    /// (the working tree, or a diff scan's base ref).
+    pub fn load_from(root: &Path, origin: &ConfigOrigin) -> Result<Self, Vec<DefinitionError>> {
         let mut set = Self::default();
         let mut errors = Vec::new();
         for (file, text) in BUILTIN {
@@ -63,6 +71,14 @@ impl AgentSet {
                 }
                 Err(e) => errors.push(e),
             }
+        }
+        if let ConfigOrigin::BaseRef(reference) = origin {
+            set.load_at_ref(root, reference, &mut errors);
+            return if errors.is_empty() {
+                Ok(set)
+            } else {
+                Err(errors)
+            };
         }
         let dir = root.join(".fanscan").join("agents");
         if dir.is_dir() {
@@ -107,6 +123,57 @@ impl AgentSet {
             Ok(set)
         } else {
             Err(errors)
+        }
+    }
+
+    /// The repository's agents as they are at `reference`.
+    fn load_at_ref(&mut self, root: &Path, reference: &str, errors: &mut Vec<DefinitionError>) {
+        let dir = ".fanscan/agents";
+        let names = match crate::git::list(root, reference, dir) {
+            Ok(names) => names,
+            Err(e) => {
+                errors.push(DefinitionError {
+                    source: format!("{reference}:{dir}"),
+                    line: None,
+                    message: format!("cannot list the agents at the base ref: {e}"),
+                });
+                return;
+            }
+        };
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for name in names.iter().filter(|n| n.ends_with(".md")) {
+            let file = name.rsplit('/').next().unwrap_or(name);
+            let rel = format!("{dir}/{file}");
+            let source = format!("{reference}:{rel}");
+            let text = match crate::git::show(root, reference, &rel) {
+                Ok(Some(text)) => text,
+                Ok(None) => continue,
+                Err(e) => {
+                    errors.push(DefinitionError {
+                        source,
+                        line: None,
+                        message: format!("cannot read it at the base ref: {e}"),
+                    });
+                    continue;
+                }
+            };
+            match AgentDefinition::parse(&source, &text) {
+                Ok(d) => {
+                    if let Some(other) = seen.insert(d.name.clone(), d.source.clone()) {
+                        errors.push(DefinitionError {
+                            source: d.source.clone(),
+                            line: None,
+                            message: format!(
+                                "agent {:?} is also defined in {other}; names must be unique",
+                                d.name
+                            ),
+                        });
+                        continue;
+                    }
+                    self.agents.insert(d.name.clone(), d);
+                }
+                Err(e) => errors.push(e),
+            }
         }
     }
 

@@ -10,6 +10,7 @@
 pub(crate) mod estimate;
 pub(crate) mod llm;
 pub(crate) mod render;
+pub(crate) mod shard;
 pub(crate) mod specialists;
 
 use std::collections::BTreeMap;

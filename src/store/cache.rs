@@ -1,0 +1,369 @@
+//! The cache and the journal: group results keyed by everything that
+//! determines them.
+//!
+//! Takes a run's tasks; gives those whose result is stored ([`Session::reuse`])
+//! and commits each finished report the moment it finishes
+//! ([`Journal::commit`]). A key hashes the group's file paths and content
+//! hashes (taken here, before any agent runs), its focus, the agent
+//! definition's hash, provider, model, the rule set's hash and
+//! [`GROUP_FORMAT_VERSION`]. Only reviewed groups that ran to their own end
+//! (`complete`, `max_rounds`) are kept: a `wrapped_up` group was cut short by
+//! a budget or Ctrl-C, and `failed` or `interrupted` ones reviewed nothing,
+//! so a re-run asks them again.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+
+use super::{Store, StoreError};
+use crate::agents::{AgentStatus, AgentTask, GroupReport};
+use crate::fanout::Journal;
+use crate::reduce::Reduced;
+use crate::report::Reused;
+
+/// Bumped whenever a stored `GroupReport` would mean something else
+/// (fields, parsing of findings): old results are then never reused.
+pub(crate) const GROUP_FORMAT_VERSION: u32 = 1;
+
+/// What every key of a run shares.
+#[derive(Clone, Debug)]
+pub(crate) struct KeyBase {
+    pub(crate) agent: String,
+    pub(crate) agent_hash: String,
+    pub(crate) provider: String,
+    pub(crate) model: String,
+    pub(crate) rules_hash: String,
+}
+
+/// Whether a stored result may be reused.
+pub(crate) fn reusable(status: AgentStatus) -> bool {
+    match status {
+        AgentStatus::Complete | AgentStatus::MaxRounds => true,
+        AgentStatus::WrappedUp
+        | AgentStatus::Failed
+        | AgentStatus::Unreviewed
+        | AgentStatus::Interrupted => false,
+    }
+}
+
+/// The key of `task` whose files have the content hashes `hashes`.
+pub(crate) fn group_key(base: &KeyBase, task: &AgentTask, hashes: &[String]) -> String {
+    let mut text = format!(
+        "fanscan group v{GROUP_FORMAT_VERSION}\nagent {} {}\nprovider {}\nmodel {}\nrules {}\nfocus {}\n",
+        base.agent,
+        base.agent_hash,
+        base.provider,
+        base.model,
+        base.rules_hash,
+        task.focus.as_deref().unwrap_or_default()
+    );
+    for (file, hash) in task.files.iter().zip(hashes) {
+        text.push_str(&format!("{}\0{hash}\n", file.path));
+    }
+    crate::util::sha256_hex(text.as_bytes())
+}
+
+/// SHA-256 of each file of `task` as the sub-agent will hash it (the same
+/// bytes, the same confinement); empty when a file cannot be read.
+pub(crate) fn hash_files(root: &Path, task: &AgentTask) -> Vec<String> {
+    task.files
+        .iter()
+        .map(|f| {
+            crate::tools::paths::resolve(root, &f.path)
+                .ok()
+                .filter(|r| r.real.is_file())
+                .and_then(|r| std::fs::read(&r.real).ok())
+                .map(|bytes| crate::util::sha256_hex(&bytes))
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The run store as one run uses it.
+pub(crate) struct Session {
+    pub(crate) store: Arc<Store>,
+    pub(crate) run_id: i64,
+    /// `--no-cache`: results are stored but none is reused.
+    pub(crate) use_cache: bool,
+    /// The key and file hashes of every group sent to a model.
+    pending: Mutex<HashMap<String, (String, Vec<String>)>>,
+    /// Commits that failed (the run goes on; the report says so).
+    failures: Mutex<Vec<String>>,
+}
+
+/// What [`Session::reuse`] gives.
+#[derive(Debug, Default)]
+pub(crate) struct Split {
+    /// Stored results, by group, with how they came.
+    pub(crate) reused: Vec<(GroupReport, Reused)>,
+    /// Tasks to send to a model.
+    pub(crate) fresh: Vec<AgentTask>,
+}
+
+impl Session {
+    pub(crate) fn new(store: Arc<Store>, run_id: i64, use_cache: bool) -> Self {
+        Self {
+            store,
+            run_id,
+            use_cache,
+            pending: Mutex::new(HashMap::new()),
+            failures: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Splits `tasks` into stored results and tasks to run, hashing every
+    /// file now, before any agent runs.
+    pub(crate) fn reuse(
+        &self,
+        root: &Path,
+        base: &KeyBase,
+        by_group: &HashMap<String, KeyBase>,
+        tasks: Vec<AgentTask>,
+    ) -> Split {
+        let mut split = Split::default();
+        for task in tasks {
+            // A group the plan gives its own agent is keyed by that agent.
+            let base = by_group.get(&task.group).unwrap_or(base);
+            let hashes = hash_files(root, &task);
+            // A file that cannot be read makes the group uncacheable.
+            if hashes.iter().any(String::is_empty) {
+                split.fresh.push(task);
+                continue;
+            }
+            let key = group_key(base, &task, &hashes);
+            let found = if self.use_cache {
+                self.lookup(&key, &hashes)
+            } else {
+                Ok(None)
+            };
+            match found {
+                Ok(Some(hit)) => split.reused.push(hit),
+                Ok(None) => {
+                    if let Ok(mut pending) = self.pending.lock() {
+                        pending.insert(task.group.clone(), (key, hashes));
+                    }
+                    split.fresh.push(task);
+                }
+                Err(e) => {
+                    self.failed(format!("reading group {} from the store: {e}", task.group));
+                    split.fresh.push(task);
+                }
+            }
+        }
+        split
+    }
+
+    /// A stored result of `key` whose file hashes are `hashes`, marked
+    /// used now (the LRU clock).
+    fn lookup(
+        &self,
+        key: &str,
+        hashes: &[String],
+    ) -> Result<Option<(GroupReport, Reused)>, StoreError> {
+        let row: Option<(String, bool)> = self.store.with(|conn| {
+            let row = conn
+                .query_row(
+                    "SELECT g.body, coalesce(r.complete, 1) AND (r.id IS NULL OR r.ended_at IS NOT NULL)
+                     FROM group_results g LEFT JOIN runs r ON r.id = g.run_id
+                     WHERE g.key = ?1 AND g.kind = 'group'",
+                    params![key],
+                    |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)),
+                )
+                .optional()?;
+            if row.is_some() {
+                conn.execute(
+                    "UPDATE group_results SET used_at = ?2 WHERE key = ?1",
+                    params![key, now_ms()],
+                )?;
+            }
+            Ok(row)
+        })?;
+        let Some((body, by_complete_run)) = row else {
+            return Ok(None);
+        };
+        let report: GroupReport =
+            serde_json::from_str(&body).map_err(|e| self.store.json_error(e))?;
+        // The key says the content is the same; the report must agree.
+        let agrees = report.files.len() == hashes.len()
+            && report.files.iter().zip(hashes).all(|(f, h)| &f.sha256 == h);
+        if !agrees || !reusable(report.status) {
+            return Ok(None);
+        }
+        let how = if by_complete_run {
+            Reused::Cached
+        } else {
+            Reused::Resumed
+        };
+        Ok(Some((report, how)))
+    }
+
+    fn failed(&self, message: String) {
+        tracing::warn!("run store: {message}");
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.push(message);
+        }
+    }
+
+    /// The store failures of the run, for the report's notes.
+    pub(crate) fn failures(&self) -> Vec<String> {
+        self.failures.lock().map(|f| f.clone()).unwrap_or_default()
+    }
+
+    /// Stores one result in its own short transaction.
+    fn put(&self, kind: &str, key: &str, group: &str, body: &str) -> Result<(), StoreError> {
+        self.store.with(|conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute(
+                "INSERT OR REPLACE INTO group_results (key, kind, group_id, run_id, body, bytes, created_at, used_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    key,
+                    kind,
+                    group,
+                    self.run_id,
+                    body,
+                    body.len() as i64,
+                    jiff::Timestamp::now().to_string(),
+                    now_ms()
+                ],
+            )?;
+            tx.commit()
+        })
+    }
+
+    /// The reducer's key: its definition and model, and every group
+    /// report it reduces (which pins the verified findings, since
+    /// verification is a function of the reports and the files they hash).
+    pub(crate) fn reducer_key(base: &KeyBase, reports: &[GroupReport]) -> Option<String> {
+        let reports = serde_json::to_string(reports).ok()?;
+        Some(crate::util::sha256_hex(
+            format!(
+                "fanscan reduce v{GROUP_FORMAT_VERSION}\nagent {} {}\nprovider {}\nmodel {}\n{reports}",
+                base.agent, base.agent_hash, base.provider, base.model
+            )
+            .as_bytes(),
+        ))
+    }
+
+    /// A stored reduction of `key`; its usage is zero (nothing was asked).
+    pub(crate) fn reduced(&self, key: &str) -> Option<Reduced> {
+        if !self.use_cache {
+            return None;
+        }
+        let body: Option<String> = match self.store.with(|conn| {
+            conn.query_row(
+                "SELECT body FROM group_results WHERE key = ?1 AND kind = 'reduce'",
+                params![key],
+                |r| r.get(0),
+            )
+            .optional()
+        }) {
+            Ok(body) => body,
+            Err(e) => {
+                self.failed(format!("reading the reduction: {e}"));
+                None
+            }
+        };
+        let mut reduced: Reduced = serde_json::from_str(&body?).ok()?;
+        reduced.usage = crate::conversation::Usage::default();
+        Some(reduced)
+    }
+
+    /// Keeps a reduction unless the reducer failed or was not asked (its
+    /// notes say so: "failed", "counted, not written").
+    pub(crate) fn keep_reduced(&self, key: &str, reduced: &Reduced) {
+        if reduced
+            .notes
+            .iter()
+            .any(|n| n.contains("failed") || n.contains("not written"))
+        {
+            return;
+        }
+        let result = serde_json::to_string(reduced)
+            .map_err(|e| self.store.json_error(e))
+            .and_then(|body| self.put("reduce", key, "", &body));
+        if let Err(e) = result {
+            self.failed(format!("storing the reduction: {e}"));
+        }
+    }
+}
+
+impl Journal for Session {
+    fn commit(&self, report: &GroupReport) {
+        if !reusable(report.status) {
+            return;
+        }
+        let pending = self
+            .pending
+            .lock()
+            .ok()
+            .and_then(|p| p.get(&report.group).cloned());
+        let Some((key, hashes)) = pending else {
+            return;
+        };
+        // A file changed while the agent ran: its report is not of the
+        // content the key names, so it is not stored.
+        let same = report.files.len() == hashes.len()
+            && report
+                .files
+                .iter()
+                .zip(&hashes)
+                .all(|(f, h)| &f.sha256 == h);
+        if !same {
+            return;
+        }
+        let result = serde_json::to_string(report)
+            .map_err(|e| self.store.json_error(e))
+            .and_then(|body| self.put("group", &key, &report.group, &body));
+        if let Err(e) = result {
+            self.failed(format!("committing group {}: {e}", report.group));
+        }
+    }
+}
+
+/// Drops the least recently used results until they take at most
+/// `max_bytes`. Returns how many were dropped.
+pub(crate) fn evict(store: &Store, max_bytes: u64) -> Result<usize, StoreError> {
+    store.with(|conn| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let dropped = tx.execute(
+            "DELETE FROM group_results WHERE key IN (
+                 SELECT key FROM (
+                     SELECT key, sum(bytes) OVER (ORDER BY used_at DESC, key) AS total
+                     FROM group_results)
+                 WHERE total > ?1)",
+            params![i64::try_from(max_bytes).unwrap_or(i64::MAX)],
+        )?;
+        tx.commit()?;
+        Ok(dropped)
+    })
+}
+
+/// Reports in plan order: the stored ones and the fresh ones together.
+pub(crate) fn in_plan_order(
+    plan: &crate::plan::Plan,
+    reused: Vec<(GroupReport, Reused)>,
+    fresh: Vec<GroupReport>,
+) -> (Vec<GroupReport>, BTreeMap<String, Reused>) {
+    let order: HashMap<&str, usize> = plan
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (g.id.as_str(), i))
+        .collect();
+    let mut marks = BTreeMap::new();
+    let mut all: Vec<GroupReport> = Vec::with_capacity(reused.len() + fresh.len());
+    for (report, how) in reused {
+        marks.insert(report.group.clone(), how);
+        all.push(report);
+    }
+    all.extend(fresh);
+    all.sort_by_key(|r| order.get(r.group.as_str()).copied().unwrap_or(usize::MAX));
+    (all, marks)
+}
+
+fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
+}

@@ -1,0 +1,573 @@
+//! The run store: one SQLite database per repository (by default
+//! `.fanscan/store.db`) that is at once the cache, the journal and the
+//! history of scans.
+//!
+//! Takes the run's context and each finished [`GroupReport`]; gives the
+//! groups whose result is already known ([`cache`]), a journal that commits
+//! every reviewed group the moment it finishes, and the runs with their
+//! findings ([`runs`]) for "since the last complete run", `fanscan history`
+//! and `fanscan diff`.
+//!
+//! SQLite through rusqlite with its bundled library, WAL, a busy timeout and
+//! short `BEGIN IMMEDIATE` transactions, so two processes (two CI jobs,
+//! shards on one volume) can share one store. The schema carries an
+//! `application_id` (a file of another program is refused, not altered) and
+//! a `user_version` that the migrations below bring up to date.
+//!
+//! [`GroupReport`]: crate::agents::GroupReport
+
+pub(crate) mod cache;
+pub(crate) mod runs;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+
+use crate::agents::{AgentDefinition, AgentTask, GroupReport};
+use crate::config::Settings;
+use crate::context::Context;
+use crate::fanout::Journal;
+use crate::reduce::Reduced;
+use crate::report::{Report, RunInfo};
+use cache::{KeyBase, Session, Split};
+
+/// `PRAGMA application_id` of a fanscan store ("FSCN").
+const APPLICATION_ID: i64 = 0x4653_434E;
+
+/// How long a writer waits for another process's transaction.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The schema, one migration per version; `user_version` is the number of
+/// migrations applied. Never edit a shipped migration: add one.
+const MIGRATIONS: &[&str] = &[
+    // 1: group results (the cache and the journal), runs and their findings.
+    "CREATE TABLE group_results (
+         key TEXT PRIMARY KEY,
+         kind TEXT NOT NULL,
+         group_id TEXT NOT NULL,
+         run_id INTEGER,
+         body TEXT NOT NULL,
+         bytes INTEGER NOT NULL,
+         created_at TEXT NOT NULL,
+         used_at INTEGER NOT NULL
+     );
+     CREATE INDEX group_results_used ON group_results(used_at);
+     CREATE TABLE runs (
+         id INTEGER PRIMARY KEY AUTOINCREMENT,
+         started_at TEXT NOT NULL,
+         ended_at TEXT,
+         complete INTEGER NOT NULL DEFAULT 0,
+         provider TEXT NOT NULL,
+         model TEXT NOT NULL,
+         manifest TEXT NOT NULL,
+         settings TEXT NOT NULL,
+         planned_files INTEGER NOT NULL DEFAULT 0,
+         reviewed_files INTEGER NOT NULL DEFAULT 0,
+         groups INTEGER NOT NULL DEFAULT 0,
+         cached_groups INTEGER NOT NULL DEFAULT 0,
+         cost_usd REAL
+     );
+     CREATE TABLE run_findings (
+         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+         fingerprint TEXT NOT NULL,
+         severity TEXT NOT NULL,
+         path TEXT NOT NULL,
+         line INTEGER NOT NULL,
+         title TEXT NOT NULL,
+         PRIMARY KEY (run_id, fingerprint)
+     );
+     CREATE TABLE run_files (
+         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+         path TEXT NOT NULL,
+         PRIMARY KEY (run_id, path)
+     );",
+];
+
+/// A store that cannot be used. `Unavailable` is a warning (the run goes
+/// on without the store); every other kind stops the run (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store cannot be created or written (a read-only checkout).
+    #[error(
+        "{path}: the run store cannot be written ({reason}); this run has no cache, resume or history (pass --store PATH to put it elsewhere, or --no-store)"
+    )]
+    Unavailable { path: String, reason: String },
+    #[error(
+        "{path}: not a fanscan run store ({reason}); move the file away, or pass --store PATH for another one, or --no-store"
+    )]
+    Foreign { path: String, reason: String },
+    #[error(
+        "{path}: the run store has schema version {found}, newer than this fanscan knows ({known}); upgrade fanscan or pass --store PATH for another store"
+    )]
+    Newer {
+        path: String,
+        found: i64,
+        known: usize,
+    },
+    #[error("{path}: run store error: {source}")]
+    Sqlite {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("{path}: a stored result cannot be encoded or decoded: {source}")]
+    Json {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{path}: the store's lock was poisoned by a panic (a fanscan bug, please report it)")]
+    Poisoned { path: String },
+    #[error("{path}: no run {id} in the store; `fanscan history` lists the runs")]
+    NoRun { path: String, id: i64 },
+    #[error(
+        "{path}: not a fanscan JSON report ({reason}); give two run ids (see `fanscan history`) or two files written by `fanscan scan --format json`"
+    )]
+    NotAReport { path: String, reason: String },
+}
+
+/// `fanscan history`: the runs of the store at `path`, as a table.
+pub fn history_text(path: &Path) -> Result<String, StoreError> {
+    let store = Store::open_existing(path)?;
+    Ok(runs::render_history(&runs::history(&store)?))
+}
+
+/// `fanscan diff A B`: new and fixed findings from A to B, where each is a
+/// run id of the store at `store` or a JSON report file.
+pub fn diff_text(a: &str, b: &str, store: &Path) -> Result<String, StoreError> {
+    let mut opened: Option<Store> = None;
+    let mut side = |arg: &str| -> Result<crate::report::since::RunFindings, StoreError> {
+        if let Ok(id) = arg.trim().parse::<i64>() {
+            let store = match opened.take() {
+                Some(s) => s,
+                None => Store::open_existing(store)?,
+            };
+            let found = runs::findings_of(&store, id);
+            opened = Some(store);
+            return found;
+        }
+        let not_report = |reason: String| StoreError::NotAReport {
+            path: arg.to_string(),
+            reason,
+        };
+        let text = std::fs::read_to_string(arg).map_err(|e| not_report(e.to_string()))?;
+        let report: Report = serde_json::from_str(&text).map_err(|e| not_report(e.to_string()))?;
+        Ok(crate::report::since::RunFindings::of(&report))
+    };
+    let before = side(a)?;
+    let after = side(b)?;
+    let diff = crate::report::since::compare(&before, &after);
+    Ok(crate::report::since::render_text(&diff, a, b))
+}
+
+/// An open store.
+pub(crate) struct Store {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if need be) the store at `path`, writing a
+    /// `.gitignore` next to it that ignores the store's files.
+    pub(crate) fn open(path: &Path) -> Result<Self, StoreError> {
+        let shown = path.display().to_string();
+        let unavailable = |reason: String| StoreError::Unavailable {
+            path: shown.clone(),
+            reason,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| unavailable(e.to_string()))?;
+            write_gitignore(dir, path).map_err(|e| unavailable(e.to_string()))?;
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| classify(&shown, e))?;
+        let store = Self {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+        };
+        store.prepare()?;
+        Ok(store)
+    }
+
+    /// Opens an existing store for reading (`history`, `diff`).
+    pub(crate) fn open_existing(path: &Path) -> Result<Self, StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::Unavailable {
+                path: path.display().to_string(),
+                reason: "no such file: no scan has used this store yet".into(),
+            });
+        }
+        Self::open(path)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Busy timeout, WAL, the identity check and the migrations.
+    fn prepare(&self) -> Result<(), StoreError> {
+        let shown = self.path.display().to_string();
+        self.with(|conn| {
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            conn.pragma_update(None, "foreign_keys", true)?;
+            Ok(())
+        })?;
+        // The first statement that reads the file tells a foreign or
+        // corrupted file from a store.
+        let (app_id, tables): (i64, i64) = self
+            .with(|conn| {
+                let app_id = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+                let tables =
+                    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+                Ok((app_id, tables))
+            })
+            .map_err(|e| match e {
+                StoreError::Sqlite { source, .. } => classify(&shown, source),
+                other => other,
+            })?;
+        if app_id != APPLICATION_ID && (app_id != 0 || tables > 0) {
+            return Err(StoreError::Foreign {
+                path: shown,
+                reason: format!(
+                    "its application_id is {app_id:#x}, and it holds {tables} other tables"
+                ),
+            });
+        }
+        self.with(|conn| {
+            let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+            tracing::debug!("run store journal mode: {mode}");
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            Ok(())
+        })
+        .map_err(|e| match e {
+            StoreError::Sqlite { source, .. } => classify(&shown, source),
+            other => other,
+        })?;
+        self.migrate()
+    }
+
+    /// Brings the schema up to date in one immediate transaction, so two
+    /// processes opening a new store at once do not both create it.
+    fn migrate(&self) -> Result<(), StoreError> {
+        let shown = self.path.display().to_string();
+        let found = self.with(|conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            if version >= 0 && (version as usize) < MIGRATIONS.len() {
+                for (index, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+                    tx.execute_batch(sql)?;
+                    tx.pragma_update(None, "user_version", (index + 1) as i64)?;
+                }
+                tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+            }
+            tx.commit()?;
+            Ok(version)
+        });
+        let found = found.map_err(|e| match e {
+            StoreError::Sqlite { source, .. } => classify(&shown, source),
+            other => other,
+        })?;
+        if found < 0 || found as usize > MIGRATIONS.len() {
+            return Err(StoreError::Newer {
+                path: shown,
+                found,
+                known: MIGRATIONS.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the connection; short, one statement or transaction.
+    pub(crate) fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.conn.lock().map_err(|_| StoreError::Poisoned {
+            path: self.path.display().to_string(),
+        })?;
+        f(&mut conn).map_err(|source| StoreError::Sqlite {
+            path: self.path.display().to_string(),
+            source,
+        })
+    }
+
+    pub(crate) fn json_error(&self, source: serde_json::Error) -> StoreError {
+        StoreError::Json {
+            path: self.path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// Opens the settings' store. A store that cannot be written (a
+/// read-only checkout) is one warning, returned for the report's notes,
+/// and a run without the store; a foreign or corrupted file is an error.
+pub(crate) fn open(
+    settings: &Settings,
+) -> Result<(Option<Arc<Store>>, Option<String>), StoreError> {
+    let Some(path) = &settings.store else {
+        return Ok((None, None));
+    };
+    match Store::open(path) {
+        Ok(store) => Ok((Some(Arc::new(store)), None)),
+        Err(e @ StoreError::Unavailable { .. }) => {
+            let warning = e.to_string();
+            tracing::warn!("{warning}");
+            Ok((None, Some(warning)))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The run store as a scan uses it: its run row, the cache session and
+/// the keys' shared parts.
+pub(crate) struct ScanStore {
+    session: Arc<Session>,
+    auditor: KeyBase,
+    reducer: KeyBase,
+    max_bytes: u64,
+}
+
+impl ScanStore {
+    /// Opens the settings' store and starts the run's row (after
+    /// planning: the manifest names the plan). Without a store: none, and
+    /// the warning why, when it could not be written.
+    pub(crate) fn open(
+        ctx: &Context,
+        auditor: &AgentDefinition,
+        reducer: &AgentDefinition,
+        run: &RunInfo,
+    ) -> Result<(Option<Self>, Vec<String>), StoreError> {
+        let (store, warning) = open(&ctx.settings)?;
+        let started = Self::start(store, ctx, auditor, reducer, run)?;
+        Ok((started, warning.into_iter().collect()))
+    }
+
+    fn start(
+        store: Option<Arc<Store>>,
+        ctx: &Context,
+        auditor: &AgentDefinition,
+        reducer: &AgentDefinition,
+        run: &RunInfo,
+    ) -> Result<Option<Self>, StoreError> {
+        let Some(store) = store else {
+            return Ok(None);
+        };
+        let s = &ctx.settings;
+        let settings = serde_json::json!({
+            "agent": s.agent, "group_tokens": s.group_tokens, "planner": format!("{:?}", s.planner),
+            "include": s.include, "exclude": s.exclude, "hidden": s.hidden,
+            "max_file_bytes": s.max_file_bytes, "include_vendored": s.include_vendored,
+            "cache": s.cache,
+        });
+        let run_id = runs::begin(
+            &store,
+            &run.started_at,
+            &run.provider,
+            &run.model,
+            &run.manifest,
+            &settings,
+        )?;
+        let base = |d: &AgentDefinition| Self::key_base(ctx, &run.provider, d);
+        Ok(Some(Self {
+            session: Arc::new(Session::new(store, run_id, s.cache)),
+            auditor: base(auditor),
+            reducer: base(reducer),
+            max_bytes: s.store_max_bytes,
+        }))
+    }
+
+    /// What the cache keys of groups audited by `d` share.
+    fn key_base(ctx: &Context, provider: &str, d: &AgentDefinition) -> KeyBase {
+        KeyBase {
+            agent: d.name.clone(),
+            agent_hash: d.hash.clone(),
+            provider: provider.to_string(),
+            model: ctx.model_of(&d.name),
+            rules_hash: ctx.rules_hash().to_string(),
+        }
+    }
+
+    /// The key bases of the groups a plan gives their own agent, by group.
+    pub(crate) fn key_bases(
+        &self,
+        ctx: &Context,
+        specialists: &HashMap<String, Arc<AgentDefinition>>,
+    ) -> HashMap<String, KeyBase> {
+        specialists
+            .iter()
+            .map(|(group, d)| {
+                (
+                    group.clone(),
+                    Self::key_base(ctx, &self.auditor.provider, d),
+                )
+            })
+            .collect()
+    }
+
+    /// The journal the fan-out commits each finished group to.
+    pub(crate) fn journal(&self) -> Arc<dyn Journal> {
+        Arc::clone(&self.session) as Arc<dyn Journal>
+    }
+
+    /// A stored reduction of exactly these reports.
+    pub(crate) fn reduced(&self, reports: &[GroupReport]) -> Option<Reduced> {
+        Session::reducer_key(&self.reducer, reports).and_then(|k| self.session.reduced(&k))
+    }
+
+    /// Keeps the reduction of these reports.
+    pub(crate) fn keep_reduced(&self, reports: &[GroupReport], reduced: &Reduced) {
+        if let Some(key) = Session::reducer_key(&self.reducer, reports) {
+            self.session.keep_reduced(&key, reduced);
+        }
+    }
+
+    /// Ends the run's row, sets the report's run id and "since the last
+    /// complete run", and keeps the store within its bound.
+    pub(crate) fn finish(&self, report: &mut Report) {
+        let store = &self.session.store;
+        report.run_id = Some(self.session.run_id);
+        match runs::finish(store, self.session.run_id, report) {
+            Ok(since) => report.since_last_run = since,
+            Err(e) => report
+                .notes
+                .push(format!("the run could not be recorded in the store: {e}")),
+        }
+        if self.max_bytes > 0
+            && let Err(e) = cache::evict(store, self.max_bytes)
+        {
+            report.notes.push(format!(
+                "the store could not be trimmed to --store-max-mb: {e}"
+            ));
+        }
+        report.notes.extend(
+            self.session
+                .failures()
+                .into_iter()
+                .map(|f| format!("run store: {f}")),
+        );
+    }
+}
+
+/// Splits `tasks` into stored results and tasks to run (all to run
+/// without a store). Hashes every file, off the async threads.
+pub(crate) async fn split(
+    run: Option<&ScanStore>,
+    root: &Path,
+    tasks: Vec<AgentTask>,
+    by_group: HashMap<String, KeyBase>,
+) -> Split {
+    let Some(run) = run else {
+        return Split {
+            reused: Vec::new(),
+            fresh: tasks,
+        };
+    };
+    let session = Arc::clone(&run.session);
+    let base = run.auditor.clone();
+    let root = root.to_path_buf();
+    let backup = tasks.clone();
+    tokio::task::spawn_blocking(move || session.reuse(&root, &base, &by_group, tasks))
+        .await
+        .unwrap_or(Split {
+            reused: Vec::new(),
+            fresh: backup,
+        })
+}
+
+/// A SQLite error on opening: read-only and cannot-open are warnings; a
+/// file that is not a database is a foreign file.
+fn classify(path: &str, error: rusqlite::Error) -> StoreError {
+    match error.sqlite_error_code() {
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => {
+            StoreError::Unavailable {
+                path: path.to_string(),
+                reason: error.to_string(),
+            }
+        }
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Foreign {
+            path: path.to_string(),
+            reason: format!("{error}: corrupted, or another program's file"),
+        },
+        _ => StoreError::Sqlite {
+            path: path.to_string(),
+            source: error,
+        },
+    }
+}
+
+/// Writes `dir/.gitignore` ignoring the store's files (and itself), as ruff
+/// does for its cache, unless the directory already has one.
+fn write_gitignore(dir: &Path, store: &Path) -> std::io::Result<()> {
+    let ignore = dir.join(".gitignore");
+    if ignore.exists() {
+        return Ok(());
+    }
+    let name = store
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "store.db".into());
+    std::fs::write(
+        ignore,
+        format!(
+            "# Written by fanscan: the run store is local state, not source.\n.gitignore\n{name}\n{name}-*\n"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_store_is_migrated_and_ignored_by_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".fanscan/store.db");
+        let store = Store::open(&path).unwrap();
+        let version: i64 = store
+            .with(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len() as i64);
+        let ignore = std::fs::read_to_string(dir.path().join(".fanscan/.gitignore")).unwrap();
+        assert!(ignore.contains("store.db\n") && ignore.contains("store.db-*"));
+        drop(store);
+        // Opening again changes nothing.
+        Store::open(&path).unwrap();
+    }
+
+    #[test]
+    fn a_foreign_database_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("other.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+            .unwrap();
+        drop(conn);
+        let error = Store::open(&path).unwrap_err();
+        assert!(matches!(error, StoreError::Foreign { .. }), "{error}");
+    }
+
+    #[test]
+    fn garbage_is_refused_as_foreign() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        std::fs::write(&path, vec![b'x'; 8192]).unwrap();
+        let error = Store::open(&path).unwrap_err();
+        assert!(matches!(error, StoreError::Foreign { .. }), "{error}");
+        assert!(error.to_string().contains("--no-store"));
+    }
+}
