@@ -241,6 +241,8 @@ pub(crate) struct FileConfig {
     pub max_tokens: Option<u64>,
     pub max_duration: Option<String>,
     pub format: Option<Format>,
+    /// Globs to agent names for the planner: `"src/auth/**" = "security"`.
+    pub agents: Option<std::collections::BTreeMap<String, String>>,
     pub store_max_mb: Option<u64>,
 }
 
@@ -277,6 +279,11 @@ pub struct Settings {
     pub max_groups: usize,
     pub jobs: usize,
     pub agent: String,
+    /// `--agent` was given: it audits every group, whatever the plan says.
+    pub agent_forced: bool,
+    /// The `[agents]` table: (glob, agent), sorted by glob; each glob
+    /// compiles.
+    pub agent_globs: Vec<(String, String)>,
     pub max_cost: Option<f64>,
     pub max_tokens: Option<u64>,
     pub max_duration: Option<Duration>,
@@ -541,6 +548,20 @@ impl Settings {
         } else {
             scan.exclude.clone()
         };
+        let agent_globs: Vec<(String, String)> =
+            file.agents.unwrap_or_default().into_iter().collect();
+        for (glob, agent) in &agent_globs {
+            if let Err(e) = globset::Glob::new(glob) {
+                return Err(ConfigError(format!(
+                    "fanscan.toml [agents]: {glob:?} is not a valid glob ({e}); write e.g. \"src/auth/**\" = \"security\""
+                )));
+            }
+            if agent.trim().is_empty() {
+                return Err(ConfigError(format!(
+                    "fanscan.toml [agents]: {glob:?} names no agent; write e.g. \"{glob}\" = \"security\""
+                )));
+            }
+        }
         Ok(Self {
             root: root.to_path_buf(),
             provider: kind,
@@ -597,6 +618,8 @@ impl Settings {
                 .clone()
                 .or(file.agent)
                 .unwrap_or_else(|| "auditor".into()),
+            agent_forced: scan.agent.is_some(),
+            agent_globs,
             max_cost,
             max_tokens: scan.max_tokens.or(file.max_tokens),
             max_duration,

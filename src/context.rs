@@ -108,6 +108,16 @@ impl Context {
         }
         let agents = AgentSet::load_from(&settings.root, &settings.config_origin)
             .map_err(SetupError::Agents)?;
+        for (glob, name) in &settings.agent_globs {
+            if !agents.get(name).is_ok_and(|a| a.delegable) {
+                let valid: Vec<&str> = agents.delegable().map(|a| a.name.as_str()).collect();
+                return Err(ConfigError(format!(
+                    "fanscan.toml [agents]: {glob:?} = {name:?} names no delegable agent; the agents a group can have are: {} (an agent file with `delegable: true` adds one)",
+                    valid.join(", ")
+                ))
+                .into());
+            }
+        }
         let rules = Arc::new(match (&settings.rules, &settings.base_rules) {
             (Some(path), _) => RuleSet::load(path)?,
             (None, Some(rel)) => {
@@ -303,18 +313,39 @@ impl Context {
             ),
             PlannerKind::Llm => {
                 let planner = self.agent("planner")?;
+                // With --agent forced, the planner is not offered a choice.
+                let choices: Vec<(String, String)> = if s.agent_forced {
+                    Vec::new()
+                } else {
+                    self.agents
+                        .delegable()
+                        .map(|a| (a.name.clone(), a.description.clone()))
+                        .collect()
+                };
                 crate::plan::llm::plan(
                     inventory,
                     s.group_tokens,
                     planner,
                     self.provider.as_ref(),
                     s.max_output_tokens,
+                    &choices,
                 )
                 .await
             }
         };
-        plan.check_cap(s.max_groups)?;
         let mut plan = plan;
+        {
+            use crate::plan::specialists;
+            if s.agent_forced {
+                specialists::clear(&mut plan);
+            } else {
+                let valid: Vec<&str> = self.agents.delegable().map(|a| a.name.as_str()).collect();
+                specialists::keep_valid(&mut plan, &valid);
+                specialists::assign_by_globs(&mut plan, &s.agent_globs);
+                specialists::fill(&mut plan, &s.agent);
+            }
+        }
+        plan.check_cap(s.max_groups)?;
         if let Some(c) = &self.changes {
             plan.notes.push(format!(
                 "diff scan ({}): {} changed files, {} in the scan, {} deleted{}",
@@ -517,10 +548,35 @@ impl Context {
             transcripts: false,
             control: control.clone(),
             spend: Arc::new(Spend::unlimited()),
+            specialists: Default::default(),
             journal: None,
             cache_scope: Arc::from("fan-out"),
         };
         Ok(fan.run(tasks).await)
+    }
+
+    /// The definitions of the agents a plan names for its groups, by group
+    /// id (the groups that name none take the run's agent).
+    pub(crate) fn specialists(
+        &self,
+        plan: &Plan,
+    ) -> Result<std::collections::HashMap<String, Arc<AgentDefinition>>, SetupError> {
+        let mut by_name: BTreeMap<&str, Arc<AgentDefinition>> = BTreeMap::new();
+        let mut out = std::collections::HashMap::new();
+        for group in &plan.groups {
+            if let Some(name) = &group.agent {
+                let definition = match by_name.get(name.as_str()) {
+                    Some(d) => Arc::clone(d),
+                    None => {
+                        let d = Arc::new(self.agent(name)?.clone());
+                        by_name.insert(name, Arc::clone(&d));
+                        d
+                    }
+                };
+                out.insert(group.id.clone(), definition);
+            }
+        }
+        Ok(out)
     }
 
     /// The SHA-256 of the rule set in effect (part of every cache key).

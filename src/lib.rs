@@ -6,9 +6,10 @@
 //! imports from one above it: `util` and `conversation` at the bottom, then
 //! `control`, `findings`, `prices`, `rules`, `budget`, `events`, `tools`
 //! and `providers`, then `agents`, then the stages, then `report`,
-//! `config` and `context`, with `scan` on top.
+//! `config` and `context`, with `scan` and `ask` on top.
 
 mod agents;
+mod ask;
 mod baseline;
 mod budget;
 mod config;
@@ -42,6 +43,7 @@ use fanout::FanOut;
 pub use agents::AgentSet;
 pub use agents::definition::{AgentDefinition, DefinitionError};
 pub use agents::subagent::{AgentStatus, AgentTask, FileHash, GroupReport, TaskFile};
+pub use ask::{Answer, AskError, Citation, CitationStatus, LeadSummary, TaskSummary, Totals, ask};
 pub use baseline::{Baseline, BaselineEntry, BaselineError};
 pub use budget::AgentUsage;
 pub use config::{GateArgs, PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings};
@@ -103,7 +105,13 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     );
     let (run, warned) =
         store::ScanStore::open(ctx, &auditor, reducer, &ctx.run_info(&plan, &started))?;
-    let split = store::split(run.as_ref(), &settings.root, plan.tasks(&scope)).await;
+    // A group the plan gives its own agent is cached under that agent.
+    let specialists = ctx.specialists(&plan)?;
+    let keys = run
+        .as_ref()
+        .map(|r| r.key_bases(ctx, &specialists))
+        .unwrap_or_default();
+    let split = store::split(run.as_ref(), &settings.root, plan.tasks(&scope), keys).await;
     let tasks = split.fresh;
     let (events, progress) = progress::Consumer {
         multi: ui.multi.clone(),
@@ -121,6 +129,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         transcripts: ui.transcripts.is_some(),
         control: ui.control.clone(),
         spend: Arc::clone(&spend),
+        specialists,
         journal: run.as_ref().map(store::ScanStore::journal),
         cache_scope: Arc::from(plan.hash()),
     }

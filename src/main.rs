@@ -12,8 +12,8 @@ use clap::{Parser, Subcommand};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 
 use fanscan::{
-    AgentTask, Baseline, Context, Event, EventSink, FailOn, Format, GateArgs, ProviderArgs, Report,
-    RunControl, ScanArgs, ScanError, Settings, SetupError, Ui, exit,
+    AgentTask, AskError, Baseline, Context, Event, EventSink, FailOn, Format, GateArgs,
+    ProviderArgs, Report, RunControl, ScanArgs, ScanError, Settings, SetupError, Ui, exit,
 };
 
 const EXIT_CODES: &str = "Exit codes:
@@ -76,6 +76,32 @@ enum Command {
         #[arg(long)]
         no_step_summary: bool,
         /// Write each agent's conversation to DIR/<group>.jsonl.
+        #[arg(long, value_name = "DIR")]
+        transcripts: Option<PathBuf>,
+        /// Seconds running agents get to finish after Ctrl-C before they are cancelled.
+        #[arg(long, value_name = "SECS", default_value_t = 30)]
+        grace: u64,
+    },
+    /// Ask one question about a repository: a lead agent answers it,
+    /// delegating the reading to sub-agents (the `task` tool), several at
+    /// once. The answer goes to stdout, with its path:line citations
+    /// checked against the files; progress (one line per running
+    /// sub-agent) to stderr.
+    #[command(after_help = EXIT_CODES)]
+    Ask {
+        /// The question, in quotes.
+        question: String,
+        /// The repository's root.
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        #[command(flatten)]
+        provider: ProviderArgs,
+        #[command(flatten)]
+        scan: ScanArgs,
+        /// Print one JSON object at the end (answer, tasks, citations, totals).
+        #[arg(long)]
+        json: bool,
+        /// Write each agent's conversation to DIR/<lead|task-N>.jsonl.
         #[arg(long, value_name = "DIR")]
         transcripts: Option<PathBuf>,
         /// Seconds running agents get to finish after Ctrl-C before they are cancelled.
@@ -239,6 +265,28 @@ fn main() -> ExitCode {
                     &gate,
                     format,
                     outputs,
+                    transcripts,
+                    grace,
+                    multi,
+                    quiet,
+                )
+                .await
+            }
+            Command::Ask {
+                question,
+                path,
+                provider,
+                scan,
+                json,
+                transcripts,
+                grace,
+            } => {
+                ask_command(
+                    &question,
+                    &path,
+                    &provider,
+                    &scan,
+                    json,
                     transcripts,
                     grace,
                     multi,
@@ -547,6 +595,64 @@ async fn scan_command(
         );
     }
     code
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn ask_command(
+    question: &str,
+    path: &Path,
+    provider: &ProviderArgs,
+    scan: &ScanArgs,
+    json: bool,
+    transcripts: Option<PathBuf>,
+    grace: u64,
+    multi: MultiProgress,
+    quiet: bool,
+) -> i32 {
+    let ctx = match context(path, provider, scan, None) {
+        Ok(c) => c,
+        Err(e) => return setup_failed(&e),
+    };
+    let control = RunControl::default();
+    let watcher = watch_interrupts(control.clone(), Duration::from_secs(grace), multi.clone());
+    let ui = Ui {
+        multi,
+        transcripts,
+        control,
+    };
+    let result = fanscan::ask(&ctx, &ui, question, !json).await;
+    watcher.abort();
+    let answer = match result {
+        Ok(a) => a,
+        Err(AskError::Setup(e)) => return setup_failed(&e),
+        Err(e @ AskError::Verify(_)) => {
+            eprintln!("fanscan: {e}");
+            return exit::ERROR;
+        }
+    };
+    let text = if json {
+        serde_json::to_string_pretty(&answer)
+            .map(|t| t + "\n")
+            .context("cannot encode the answer")
+    } else if answer.streamed {
+        Ok(answer.render_after_answer())
+    } else {
+        Ok(answer.render_text())
+    };
+    if let Err(e) = text.and_then(|t| emit(None, &t)) {
+        return output_failed(&e);
+    }
+    if !quiet {
+        eprint!(
+            "fanscan: {}\n{}",
+            answer.status.as_str(),
+            answer.tasks_text()
+        );
+        if !answer.stopped.is_empty() {
+            eprintln!("fanscan: INCOMPLETE: {}", answer.stopped.join(" "));
+        }
+    }
+    answer.exit_code()
 }
 
 /// Writes `text` to `output`, or to stdout.

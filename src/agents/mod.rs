@@ -6,6 +6,7 @@
 //! file is an error that names it: none is skipped silently.
 
 pub(crate) mod definition;
+pub(crate) mod lead;
 pub(crate) mod subagent;
 
 use std::collections::BTreeMap;
@@ -42,6 +43,7 @@ const BUILTIN: &[(&str, &str)] = &[
         "security.md",
         include_str!("../../configs/agents/security.md"),
     ),
+    ("lead.md", include_str!("../../configs/agents/lead.md")),
 ];
 
 /// The definitions in effect, by name.
@@ -188,6 +190,12 @@ impl AgentSet {
         self.agents.values()
     }
 
+    /// The agents the lead may delegate to (and the planner may pick for
+    /// a group), sorted by name.
+    pub(crate) fn delegable(&self) -> impl Iterator<Item = &AgentDefinition> {
+        self.agents.values().filter(|a| a.delegable)
+    }
+
     /// What `fanscan agents` prints: each definition's name, source, tools,
     /// rounds, model and description.
     pub fn describe(&self) -> String {
@@ -199,9 +207,10 @@ impl AgentSet {
                 a.tools.join(", ")
             };
             out.push_str(&format!(
-                "{}\n  source:      {}\n  tools:       {tools}\n  max_rounds:  {}\n  model:       {}\n  description: {}\n\n",
+                "{}\n  source:      {}\n  tools:       {tools}\n  delegable:   {}\n  max_rounds:  {}\n  model:       {}\n  description: {}\n\n",
                 a.name,
                 a.source,
+                if a.delegable { "yes" } else { "no" },
                 a.max_rounds,
                 a.model.as_deref().unwrap_or("(the run's)"),
                 a.description
@@ -220,13 +229,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let set = AgentSet::load(dir.path()).unwrap();
         let names: Vec<&str> = set.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, vec!["auditor", "planner", "reducer", "security"]);
+        assert_eq!(
+            names,
+            vec!["auditor", "lead", "planner", "reducer", "security"]
+        );
+        let delegable: Vec<&str> = set.delegable().map(|d| d.name.as_str()).collect();
+        assert_eq!(delegable, vec!["auditor", "security"]);
         assert!(set.get("planner").unwrap().tools.is_empty());
         assert!(
             set.get("nope")
                 .unwrap_err()
                 .to_string()
-                .contains("auditor, planner")
+                .contains("auditor, lead, planner")
         );
     }
 

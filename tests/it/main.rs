@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
 mod agent_loop;
+mod ask;
 mod cli;
 mod common;
 mod formats;
@@ -12,6 +13,7 @@ mod gate;
 mod pipeline;
 mod resilience;
 mod snapshots;
+mod specialists;
 mod store;
 mod tokens;
 mod vendored;
