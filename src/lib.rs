@@ -111,7 +111,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         .as_ref()
         .map(|r| r.key_bases(ctx, &specialists))
         .unwrap_or_default();
-    let split = store::split(run.as_ref(), &settings.root, plan.tasks(&scope), keys).await;
+    let split = store::split(run.as_ref(), ctx.tools.root(), plan.tasks(&scope), keys).await;
     let tasks = split.fresh;
     let (events, progress) = progress::Consumer {
         multi: ui.multi.clone(),
