@@ -226,27 +226,15 @@ impl Store {
             conn.pragma_update(None, "foreign_keys", true)?;
             Ok(())
         })?;
-        // The first statement that reads the file tells a foreign or
-        // corrupted file from a store.
-        let (app_id, tables): (i64, i64) = self
-            .with(|conn| {
-                let app_id = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
-                let tables =
-                    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
-                Ok((app_id, tables))
-            })
+        // The first statement that reads the file tells a corrupted file
+        // from a database; whose database it is, the migration's
+        // transaction tells (below), so that a store another process is
+        // creating this moment is not taken for a foreign file.
+        self.with(|conn| conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)))
             .map_err(|e| match e {
                 StoreError::Sqlite { source, .. } => classify(&shown, source),
                 other => other,
             })?;
-        if app_id != APPLICATION_ID && (app_id != 0 || tables > 0) {
-            return Err(StoreError::Foreign {
-                path: shown,
-                reason: format!(
-                    "its application_id is {app_id:#x}, and it holds {tables} other tables"
-                ),
-            });
-        }
         self.with(|conn| {
             let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
             tracing::debug!("run store journal mode: {mode}");
@@ -264,8 +252,16 @@ impl Store {
     /// processes opening a new store at once do not both create it.
     fn migrate(&self) -> Result<(), StoreError> {
         let shown = self.path.display().to_string();
+        // Read and decided in one immediate transaction: two processes
+        // opening a new store at once see it either empty or whole.
         let found = self.with(|conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let app_id: i64 = tx.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+            let tables: i64 =
+                tx.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+            if app_id != APPLICATION_ID && (app_id != 0 || tables > 0) {
+                return Ok(Err((app_id, tables)));
+            }
             let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
             if version >= 0 && (version as usize) < MIGRATIONS.len() {
                 for (index, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
@@ -275,12 +271,23 @@ impl Store {
                 tx.pragma_update(None, "application_id", APPLICATION_ID)?;
             }
             tx.commit()?;
-            Ok(version)
+            Ok(Ok(version))
         });
         let found = found.map_err(|e| match e {
             StoreError::Sqlite { source, .. } => classify(&shown, source),
             other => other,
         })?;
+        let found = match found {
+            Ok(version) => version,
+            Err((app_id, tables)) => {
+                return Err(StoreError::Foreign {
+                    path: shown,
+                    reason: format!(
+                        "its application_id is {app_id:#x}, and it holds {tables} other tables"
+                    ),
+                });
+            }
+        };
         if found < 0 || found as usize > MIGRATIONS.len() {
             return Err(StoreError::Newer {
                 path: shown,
