@@ -39,7 +39,7 @@ pub use agents::AgentSet;
 pub use agents::definition::{AgentDefinition, DefinitionError};
 pub use agents::subagent::{AgentStatus, AgentTask, FileHash, GroupReport, TaskFile};
 pub use budget::AgentUsage;
-pub use config::{PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings};
+pub use config::{PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings, ShardArgs};
 pub use context::{Context, SetupError, Ui};
 pub use control::RunControl;
 pub use events::{Event, EventSink};
@@ -47,9 +47,11 @@ pub use fanout::FanOutResult;
 pub use findings::{Finding, HowParsed, Origin, Repair, Severity, Unparsed};
 pub use inventory::{Inventory, InventoryOptions, walk};
 pub use plan::render::{json as plan_json, text as plan_text};
+pub use plan::shard::{Shard, ShardError};
 pub use plan::{Plan, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
+pub use report::shard::{MergeError, ShardPart};
 pub use report::since::{FindingRef, SinceLastRun};
 pub use report::{Format, Report, exit};
 pub use store::{StoreError, diff_text, history_text};
@@ -66,6 +68,9 @@ pub enum ScanError {
     /// The run store is foreign, corrupted or newer (exit code 2).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Parts that cannot be merged, or a shard that cannot run (exit code 2).
+    #[error(transparent)]
+    Merge(#[from] MergeError),
 }
 
 /// The whole pipeline: inventory → plan → fan-out → verify → reduce →
@@ -79,6 +84,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
 
     let inventory = ctx.inventory()?;
     let (plan, planner_usage) = ctx.plan(&inventory).await?;
+    let tasks = shard_tasks(settings, &plan, &inventory)?;
     ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone()));
     if settings.planner == PlannerKind::Llm {
@@ -92,7 +98,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     );
     let (run, warned) =
         store::ScanStore::open(ctx, &auditor, reducer, &ctx.run_info(&plan, &started))?;
-    let split = store::split(run.as_ref(), &settings.root, plan.tasks(&inventory)).await;
+    let split = store::split(run.as_ref(), &settings.root, tasks).await;
     let tasks = split.fresh;
     let (events, progress) = progress::Consumer {
         multi: ui.multi.clone(),
@@ -127,6 +133,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
 
     let reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
+    let part = settings.shard.map(|s| shard_part(s, &plan, &reports, ui));
 
     let mut report = report::assemble(report::Parts {
         run: ctx.run_info(&plan, &started),
@@ -141,6 +148,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         calls: ctx.call_counts(),
         spent: spend.ledger(),
     });
+    report.shard = part;
     if let Some(run) = &run {
         run.finish(&mut report);
     }
@@ -157,6 +165,10 @@ async fn reduce_or_reuse(
     checked: &[verify::Checked],
     reports: &[GroupReport],
 ) -> reduce::Reduced {
+    if let Some(shard) = ctx.settings.shard {
+        // The reducer runs once, in `fanscan merge`.
+        return reduce::partial(checked, &shard.to_string());
+    }
     if let Some(stored) = run.and_then(|r| r.reduced(reports)) {
         return stored;
     }
@@ -174,4 +186,129 @@ async fn reduce_or_reuse(
         run.keep_reduced(reports, &reduced);
     }
     reduced
+}
+
+/// The tasks of the groups this run audits: all, or its shard's share.
+fn shard_tasks(
+    settings: &Settings,
+    plan: &Plan,
+    inventory: &Inventory,
+) -> Result<Vec<AgentTask>, ScanError> {
+    let tasks = plan.tasks(inventory);
+    let Some(shard) = settings.shard else {
+        return Ok(tasks);
+    };
+    if settings.planner == PlannerKind::Llm {
+        return Err(MergeError::LlmPlanner.into());
+    }
+    let mine = plan::shard::groups_of(plan, shard);
+    Ok(tasks
+        .into_iter()
+        .filter(|t| mine.contains(&t.group))
+        .collect())
+}
+
+/// What a shard's partial report adds: its place in the plan and its
+/// groups' full results.
+fn shard_part(shard: Shard, plan: &Plan, reports: &[GroupReport], ui: &Ui) -> ShardPart {
+    ShardPart {
+        index: shard.index,
+        count: shard.count,
+        plan_hash: plan.hash(),
+        groups: plan::shard::groups_of(plan, shard),
+        stopped: ui.control.reasons(),
+        reports: reports.to_vec(),
+    }
+}
+
+/// `fanscan merge`: checks that the partial reports at `parts` come from
+/// one plan and cover each of its groups exactly once, that the checkout
+/// (the context's root) holds the files they audited, then verifies,
+/// reduces and reports them as one run.
+pub async fn merge(
+    ctx: &Context,
+    ui: &Ui,
+    parts: &[std::path::PathBuf],
+) -> Result<Report, ScanError> {
+    let started = context::Started::now();
+    let settings = &ctx.settings;
+    if settings.planner == PlannerKind::Llm {
+        return Err(MergeError::LlmPlanner.into());
+    }
+    let auditor = ctx.agent(&settings.agent)?;
+    let reducer = ctx.agent("reducer")?;
+    let loaded = parts
+        .iter()
+        .map(|p| report::shard::load(p).map(|r| (p.clone(), r)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let joined = report::shard::join(loaded)?;
+    let inventory = ctx.inventory()?;
+    let (local, _) = ctx.plan(&inventory).await?;
+    if local.hash() != joined.plan.hash() {
+        return Err(MergeError::CheckoutPlan {
+            root: settings.root.display().to_string(),
+            ours: local.hash(),
+            theirs: joined.plan.hash(),
+        }
+        .into());
+    }
+    report::shard::check_checkout(&settings.root, &joined)?;
+    let tools = Arc::new(
+        ctx.tools
+            .scoped(inventory.files.iter().map(|f| f.path.clone())),
+    );
+    let (run, warned) =
+        store::ScanStore::open(ctx, auditor, reducer, &ctx.run_info(&joined.plan, &started))?;
+    let reports = joined.reports;
+    let (checked, reports, inventory) = tokio::task::spawn_blocking(move || {
+        let checked = verify::verify(&reports, &inventory, &tools);
+        (checked, reports, inventory)
+    })
+    .await
+    .map_err(ScanError::Verify)?;
+    let spend = ctx.spend(ui.control.clone());
+    let reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
+    spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
+    let (mut agents, mut usage, mut cost) = joined.spent;
+    let (own_agents, own_usage, own_cost) = spend.ledger();
+    for (name, used) in own_agents {
+        let entry = agents.entry(name).or_default();
+        entry.usage.add(used.usage);
+        entry.cost_usd = entry.cost_usd.zip(used.cost_usd).map(|(a, b)| a + b);
+    }
+    usage.add(own_usage);
+    cost = cost.zip(own_cost).map(|(a, b)| a + b);
+    let own = ctx.call_counts();
+    let mut calls = joined.calls;
+    calls.requests += own.requests;
+    calls.retries += own.retries;
+    calls.rate_limited += own.rate_limited;
+    calls.lowest_concurrency =
+        report::shard::lowest(calls.lowest_concurrency, own.lowest_concurrency);
+    let not_started = plan_tasks_named(&joined.plan, &inventory, &joined.not_started);
+    let mut report = report::assemble(report::Parts {
+        run: ctx.run_info(&joined.plan, &started),
+        plan: joined.plan,
+        skipped: inventory.skipped,
+        reports,
+        reused: joined.reused,
+        not_started,
+        reduced,
+        stopped: [joined.stopped, ui.control.reasons()].concat(),
+        run_notes: [warned, joined.notes, ctx.provider.notes()].concat(),
+        calls,
+        spent: (agents, usage, cost),
+    });
+    if let Some(run) = &run {
+        run.finish(&mut report);
+    }
+    Ok(report)
+}
+
+/// The tasks of the groups named `ids`, in plan order.
+fn plan_tasks_named(plan: &Plan, inventory: &Inventory, ids: &[String]) -> Vec<AgentTask> {
+    plan.tasks(inventory)
+        .into_iter()
+        .filter(|t| ids.contains(&t.group))
+        .collect()
 }

@@ -12,8 +12,8 @@ use clap::{Parser, Subcommand};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 
 use fanscan::{
-    AgentTask, Context, Event, EventSink, Format, ProviderArgs, RunControl, ScanArgs, ScanError,
-    Settings, SetupError, Ui, exit,
+    AgentTask, Context, Event, EventSink, Format, ProviderArgs, Report, RunControl, ScanArgs,
+    ScanError, Settings, SetupError, ShardArgs, Ui, exit,
 };
 
 const EXIT_CODES: &str = "Exit codes:
@@ -54,6 +54,8 @@ enum Command {
         provider: ProviderArgs,
         #[command(flatten)]
         scan: ScanArgs,
+        #[command(flatten)]
+        shard: ShardArgs,
         /// Report format.
         #[arg(long, value_enum)]
         format: Option<Format>,
@@ -66,6 +68,28 @@ enum Command {
         /// Seconds running agents get to finish after Ctrl-C before they are cancelled.
         #[arg(long, value_name = "SECS", default_value_t = 30)]
         grace: u64,
+    },
+    /// Merge the partial reports of `scan --shard K/N` into one run's report:
+    /// checks they come from one plan and cover it exactly once, then
+    /// verifies, reduces and reports them in the checkout at PATH.
+    #[command(after_help = format!("Run it in a checkout of the commit the shards scanned, with the same\nscan options (--include, --exclude, --group-tokens, ...) and provider:\nthe files are read again to verify the findings, and the reducer runs here.\n\n{EXIT_CODES}"))]
+    Merge {
+        /// The partial reports (JSON), one per shard.
+        #[arg(required = true, value_name = "PART")]
+        parts: Vec<PathBuf>,
+        /// The repository's root (a checkout of the commit the shards scanned).
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+        #[command(flatten)]
+        provider: ProviderArgs,
+        #[command(flatten)]
+        scan: ScanArgs,
+        /// Report format.
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+        /// Write the report here instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Print the plan (groups of files) without calling any model.
     #[command(after_help = LARGE_REPOSITORIES)]
@@ -174,6 +198,7 @@ fn main() -> ExitCode {
                 path,
                 provider,
                 scan,
+                shard,
                 format,
                 output,
                 transcripts,
@@ -182,13 +207,26 @@ fn main() -> ExitCode {
                 scan_command(
                     &path,
                     &provider,
-                    &scan,
+                    (&scan, &shard),
                     format,
                     output,
                     transcripts,
                     grace,
                     multi,
                     quiet,
+                )
+                .await
+            }
+            Command::Merge {
+                parts,
+                path,
+                provider,
+                scan,
+                format,
+                output,
+            } => {
+                merge_command(
+                    &parts, &path, &provider, &scan, format, output, multi, quiet,
                 )
                 .await
             }
@@ -249,7 +287,7 @@ fn output_failed(e: &anyhow::Error) -> i32 {
 async fn scan_command(
     path: &Path,
     provider: &ProviderArgs,
-    scan: &ScanArgs,
+    (scan, shard): (&ScanArgs, &ShardArgs),
     format: Option<Format>,
     output: Option<PathBuf>,
     transcripts: Option<PathBuf>,
@@ -257,7 +295,19 @@ async fn scan_command(
     multi: MultiProgress,
     quiet: bool,
 ) -> i32 {
-    let ctx = match context(path, provider, scan, format) {
+    let env = |name: &str| std::env::var(name).ok();
+    let shard = match shard.resolve(&env) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("fanscan: {e}");
+            return exit::USAGE;
+        }
+    };
+    let settings = Settings::resolve(path, provider, scan, format, &env).map(|mut s| {
+        s.shard = shard;
+        s
+    });
+    let ctx = match settings.map_err(SetupError::from).and_then(Context::new) {
         Ok(c) => c,
         Err(e) => return setup_failed(&e),
     };
@@ -270,22 +320,62 @@ async fn scan_command(
     };
     let result = fanscan::scan(&ctx, &ui).await;
     watcher.abort();
-    let report = match result {
-        Ok(r) => r,
-        Err(ScanError::Setup(e)) => return setup_failed(&e),
-        Err(ScanError::Store(e)) => {
-            eprintln!("fanscan: {e}");
-            return exit::USAGE;
-        }
-        Err(e @ ScanError::Verify(_)) => {
-            eprintln!("fanscan: {e}");
-            return exit::ERROR;
-        }
+    match result {
+        Ok(report) => write_report(&report, ctx.settings.format, output.as_deref(), quiet),
+        Err(e) => scan_failed(e),
+    }
+}
+
+/// `fanscan merge`: the parts' report as one run's, in the same formats
+/// and with the same exit codes as `scan`.
+#[allow(clippy::too_many_arguments)]
+async fn merge_command(
+    parts: &[PathBuf],
+    path: &Path,
+    provider: &ProviderArgs,
+    scan: &ScanArgs,
+    format: Option<Format>,
+    output: Option<PathBuf>,
+    multi: MultiProgress,
+    quiet: bool,
+) -> i32 {
+    let ctx = match context(path, provider, scan, format) {
+        Ok(c) => c,
+        Err(e) => return setup_failed(&e),
     };
+    let ui = Ui {
+        multi,
+        transcripts: None,
+        control: RunControl::default(),
+    };
+    match fanscan::merge(&ctx, &ui, parts).await {
+        Ok(report) => write_report(&report, ctx.settings.format, output.as_deref(), quiet),
+        Err(e) => scan_failed(e),
+    }
+}
+
+/// Prints why a scan or merge made no report; its exit code.
+fn scan_failed(error: ScanError) -> i32 {
+    match error {
+        ScanError::Setup(e) => setup_failed(&e),
+        e @ (ScanError::Store(_) | ScanError::Merge(_)) => {
+            eprintln!("fanscan: {e}");
+            exit::USAGE
+        }
+        e @ ScanError::Verify(_) => {
+            eprintln!("fanscan: {e}");
+            exit::ERROR
+        }
+    }
+}
+
+/// Writes the report in `format` to `output` (or stdout) and a one-line
+/// summary to stderr; the exit code.
+fn write_report(report: &Report, format: Format, output: Option<&Path>, quiet: bool) -> i32 {
     let mut code = report.exit_code();
-    match report.render(ctx.settings.format) {
+    match report.render(format) {
         Ok(text) => {
-            if let Err(e) = emit(output.as_deref(), &text) {
+            if let Err(e) = emit(output, &text) {
                 code = output_failed(&e);
                 eprintln!("fanscan: the report follows on stdout so that nothing is lost");
                 if let Err(e) = emit(None, &text) {

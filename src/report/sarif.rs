@@ -575,6 +575,7 @@ pub(crate) mod tests {
             notes: Vec::new(),
             run_id: None,
             since_last_run: None,
+            shard: None,
         }
     }
 

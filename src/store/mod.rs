@@ -418,7 +418,14 @@ impl ScanStore {
     pub(crate) fn finish(&self, report: &mut Report) {
         let store = &self.session.store;
         report.run_id = Some(self.session.run_id);
-        match runs::finish(store, self.session.run_id, report) {
+        let recorded = if report.shard.is_some() {
+            // A shard's part is not a run of the repository: never "the
+            // last complete run" that the next one is compared with.
+            runs::end_part(store, self.session.run_id, report).map(|()| None)
+        } else {
+            runs::finish(store, self.session.run_id, report)
+        };
+        match recorded {
             Ok(since) => report.since_last_run = since,
             Err(e) => report
                 .notes

@@ -10,6 +10,7 @@ mod common;
 mod formats;
 mod pipeline;
 mod resilience;
+mod shards;
 mod snapshots;
 mod store;
 mod tokens;
