@@ -252,7 +252,7 @@ pub async fn merge(
         }
         .into());
     }
-    report::shard::check_checkout(&settings.root, &joined)?;
+    report::shard::check_checkout(ctx.tools.root(), &joined)?;
     let tools = Arc::new(
         ctx.tools
             .scoped(inventory.files.iter().map(|f| f.path.clone())),

@@ -7,6 +7,7 @@
 mod agent_loop;
 mod cli;
 mod common;
+mod configs;
 mod formats;
 mod pipeline;
 mod resilience;
