@@ -44,7 +44,27 @@ struct Spent {
     /// Groups in flight: (tokens reserved when it started, tokens it has
     /// used since). What they are still expected to spend counts before
     /// more work starts, so a run stops near its budget, not past it.
-    open: HashMap<String, (u64, u64)>,
+    open: HashMap<String, Open>,
+}
+
+/// A group in flight.
+#[derive(Debug, Default)]
+struct Open {
+    /// Tokens reserved when it started (its low estimate).
+    reserved: u64,
+    /// Tokens it has used since.
+    used: u64,
+    /// The size of its latest call: its final summary, still to come, will
+    /// carry at least as much.
+    pending: u64,
+}
+
+impl Open {
+    /// What it is still expected to spend: the rest of its reservation, and
+    /// never less than the summary it still owes.
+    fn outstanding(&self) -> u64 {
+        self.reserved.saturating_sub(self.used).max(self.pending)
+    }
 }
 
 impl Spent {
@@ -54,7 +74,7 @@ impl Spent {
         self.open
             .iter()
             .filter(|(g, _)| Some(g.as_str()) != except)
-            .map(|(_, (reserved, used))| reserved.saturating_sub(*used))
+            .map(|(_, open)| open.outstanding())
             .sum()
     }
 }
@@ -134,7 +154,7 @@ impl Spend {
         };
         let mut spent = self.spent()?;
         if let Some(open) = group.and_then(|g| spent.open.get_mut(g)) {
-            open.1 = open.1.saturating_add(usage.total());
+            open.used = open.used.saturating_add(usage.total());
         }
         spent.total.add(usage);
         let cost = price.map(|p| p.cost(&usage));
@@ -162,15 +182,22 @@ impl Spend {
 
     /// Whether a call of `group` estimated at `tokens` may be sent: what was
     /// spent, what the other groups in flight are still expected to spend,
-    /// and this call must fit. A refusal winds the run down, with the reason.
+    /// this call and the final summary that will follow it (at least as
+    /// large) must fit. A refusal winds the run down, with the reason.
     pub(crate) fn allows(&self, group: Option<&str>, tokens: u64) -> bool {
-        let Some((used, cost, outstanding)) = self
-            .spent()
-            .map(|s| (s.total, s.cost, s.outstanding(group)))
-        else {
+        let Some(mut spent) = self.spent() else {
             return false;
         };
-        match self.exceeded(&used, cost, outstanding.saturating_add(tokens)) {
+        let (used, cost, others) = (spent.total, spent.cost, spent.outstanding(group));
+        let own = match group.and_then(|g| spent.open.get_mut(g)) {
+            Some(open) => {
+                open.pending = open.pending.max(tokens);
+                tokens.saturating_mul(2)
+            }
+            None => tokens,
+        };
+        drop(spent);
+        match self.exceeded(&used, cost, others.saturating_add(own)) {
             Some(reason) => {
                 self.control.wind_down(&reason);
                 false
@@ -192,7 +219,13 @@ impl Spend {
             self.control.wind_down(&reason);
             return false;
         }
-        spent.open.insert(group.to_string(), (tokens, 0));
+        spent.open.insert(
+            group.to_string(),
+            Open {
+                reserved: tokens,
+                ..Open::default()
+            },
+        );
         true
     }
 
@@ -375,12 +408,18 @@ mod tests {
         assert!(spend.reserve("a", 400));
         assert!(spend.reserve("b", 400));
         assert!(spend.allows(Some("a"), 150));
-        spend.charge(Some("a"), "auditor", usage(300), "m");
-        // a has 100 left expected, b 400: 300 used + 500 + 150 < 1000.
+        spend.charge(Some("a"), "auditor", usage(250), "m");
+        // b is still expected to spend 400; a's call of 150 and its summary
+        // after it (as large): 250 + 400 + 300 < 1000.
         assert!(spend.allows(Some("a"), 150));
+        // A call whose summary would not fit is refused.
+        assert!(!spend.allows(Some("a"), 200));
+        assert!(control.stop.is_cancelled());
         spend.release("a");
         spend.release("b");
-        assert!(spend.reserve("c", 600), "released reservations are free");
-        assert!(!control.stop.is_cancelled());
+        let fresh = Spend::new(Some(1_000), None, None, RunControl::default());
+        assert!(fresh.reserve("a", 600));
+        fresh.release("a");
+        assert!(fresh.reserve("c", 900), "released reservations are free");
     }
 }

@@ -14,6 +14,8 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use serde::Deserialize;
 
+use crate::gate::{FailOn, GatePolicy};
+use crate::git::ConfigOrigin;
 use crate::plan::shard::{Shard, ShardError};
 use crate::report::Format;
 
@@ -192,6 +194,55 @@ pub struct ScanArgs {
     /// dropped first (0: no bound). Default 1024.
     #[arg(long, value_name = "MB")]
     pub store_max_mb: Option<u64>,
+    /// A diff scan: plan only the groups holding files changed since the
+    /// merge base of REF and HEAD (`git diff --merge-base REF`: commits and
+    /// uncommitted edits; renames followed, deletions listed). The agents
+    /// may still read other files for context. fanscan.toml, the rules and
+    /// .fanscan/agents/ are read from REF, so the change cannot steer its
+    /// own review.
+    #[arg(long, value_name = "REF", conflicts_with = "changed_files")]
+    pub since: Option<String>,
+    /// A diff scan over the files listed in FILE (one path a line), for CI
+    /// systems that provide the list. Configuration is read from the
+    /// working tree.
+    #[arg(long, value_name = "FILE")]
+    pub changed_files: Option<PathBuf>,
+    /// With --since, read fanscan.toml, the rules and .fanscan/agents/
+    /// from the working tree (for pipelines whose changes are trusted).
+    #[arg(long)]
+    pub trust_worktree_config: bool,
+}
+
+/// The gate's options (`scan` only).
+#[derive(Args, Clone, Debug, Default)]
+pub struct GateArgs {
+    /// Fail the run (exit code 4) when a verified finding at or above this
+    /// severity remains that is neither baselined nor suppressed. `never`
+    /// reports only. Default: high.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<FailOn>,
+    /// Unverified findings count for --fail-on too.
+    #[arg(long)]
+    pub gate_unverified: bool,
+    /// A baseline (see `fanscan baseline`): its findings stay out of the
+    /// gate and are listed apart.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write this run's open and baselined findings as a baseline to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+    /// The reason recorded for new entries of --write-baseline.
+    #[arg(long, value_name = "TEXT", requires = "write_baseline")]
+    pub baseline_reason: Option<String>,
+}
+
+/// Where a diff scan's changed files come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DiffSource {
+    /// `git diff --merge-base REF`.
+    Since(String),
+    /// A list of paths.
+    List(PathBuf),
 }
 
 /// The TOML file. Every key is optional; unknown keys are errors.
@@ -227,6 +278,8 @@ pub(crate) struct FileConfig {
     pub max_tokens: Option<u64>,
     pub max_duration: Option<String>,
     pub format: Option<Format>,
+    /// Globs to agent names for the planner: `"src/auth/**" = "security"`.
+    pub agents: Option<std::collections::BTreeMap<String, String>>,
     pub store_max_mb: Option<u64>,
 }
 
@@ -263,10 +316,29 @@ pub struct Settings {
     pub max_groups: usize,
     pub jobs: usize,
     pub agent: String,
+    /// `--agent` was given: it audits every group, whatever the plan says.
+    pub agent_forced: bool,
+    /// The `[agents]` table: (glob, agent), sorted by glob; each glob
+    /// compiles.
+    pub agent_globs: Vec<(String, String)>,
     pub max_cost: Option<f64>,
     pub max_tokens: Option<u64>,
     pub max_duration: Option<Duration>,
     pub format: Format,
+    /// A diff scan, and over what.
+    pub diff: Option<DiffSource>,
+    /// Where the repository's fanscan.toml, rules and agents are read from.
+    pub config_origin: ConfigOrigin,
+    /// Where the config file came from, for the manifest.
+    pub config_source: String,
+    /// A rules file named by the repository's fanscan.toml at the base ref
+    /// (repository-relative), read from there.
+    pub base_rules: Option<String>,
+    /// What fails the gate.
+    pub gate: GatePolicy,
+    pub baseline: Option<PathBuf>,
+    pub write_baseline: Option<PathBuf>,
+    pub baseline_reason: Option<String>,
     /// The run store's file; none with --no-store.
     pub store: Option<PathBuf>,
     /// Reuse stored results (false with --no-cache).
@@ -333,7 +405,33 @@ impl Settings {
         env: &dyn Fn(&str) -> Option<String>,
         need_key: bool,
     ) -> Result<Self, ConfigError> {
-        let (file, from_repo) = load_file(root, provider.config.as_deref())?;
+        let diff = match (&scan.since, &scan.changed_files) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError(
+                    "--since and --changed-files both name the changed files; give one".into(),
+                ));
+            }
+            (Some(r), None) if r.trim().is_empty() || r.starts_with('-') => {
+                return Err(ConfigError(format!(
+                    "--since {r:?} is not a git ref; give e.g. origin/main"
+                )));
+            }
+            (Some(r), None) => Some(DiffSource::Since(r.trim().to_string())),
+            (None, Some(p)) => Some(DiffSource::List(p.clone())),
+            (None, None) => None,
+        };
+        let config_origin = match &diff {
+            Some(DiffSource::Since(r)) if !scan.trust_worktree_config => {
+                ConfigOrigin::BaseRef(r.clone())
+            }
+            Some(DiffSource::Since(_) | DiffSource::List(_)) | None => ConfigOrigin::Worktree,
+        };
+        let (file, from_repo) = load_file(root, provider.config.as_deref(), &config_origin)?;
+        let config_source = match (&provider.config, from_repo) {
+            (Some(p), _) => format!("--config {}", p.display()),
+            (None, true) => format!("{} (fanscan.toml)", config_origin.describe()),
+            (None, false) => "built-in defaults (no fanscan.toml)".to_string(),
+        };
         if from_repo {
             for (key, set) in [
                 ("base_url", file.base_url.is_some()),
@@ -369,7 +467,27 @@ impl Settings {
                 other => Ok(other),
             }
         };
-        let file_rules = confine("rules", file.rules.clone())?;
+        // At the base ref, the repository's rules file is read from there
+        // too; only its name is checked here.
+        let base_rules = match (&config_origin, from_repo, &file.rules) {
+            (ConfigOrigin::BaseRef(_), true, Some(p)) => {
+                let rel = p.to_string_lossy().replace('\\', "/");
+                let rel = rel.trim_start_matches("./").to_string();
+                if p.is_absolute() || rel.split('/').any(|c| c == "..") {
+                    return Err(ConfigError(format!(
+                        "fanscan.toml at {}: `rules`: {rel:?} is outside the repository; a repository's own fanscan.toml may only name files inside it",
+                        config_origin.describe()
+                    )));
+                }
+                Some(rel)
+            }
+            _ => None,
+        };
+        let file_rules = if base_rules.is_some() {
+            None
+        } else {
+            confine("rules", file.rules.clone())?
+        };
         let file_prices = confine("prices", file.prices.clone())?;
         let kind = provider
             .provider
@@ -470,6 +588,20 @@ impl Settings {
         } else {
             scan.exclude.clone()
         };
+        let agent_globs: Vec<(String, String)> =
+            file.agents.unwrap_or_default().into_iter().collect();
+        for (glob, agent) in &agent_globs {
+            if let Err(e) = globset::Glob::new(glob) {
+                return Err(ConfigError(format!(
+                    "fanscan.toml [agents]: {glob:?} is not a valid glob ({e}); write e.g. \"src/auth/**\" = \"security\""
+                )));
+            }
+            if agent.trim().is_empty() {
+                return Err(ConfigError(format!(
+                    "fanscan.toml [agents]: {glob:?} names no agent; write e.g. \"{glob}\" = \"security\""
+                )));
+            }
+        }
         Ok(Self {
             root: root.to_path_buf(),
             provider: kind,
@@ -526,10 +658,20 @@ impl Settings {
                 .clone()
                 .or(file.agent)
                 .unwrap_or_else(|| "auditor".into()),
+            agent_forced: scan.agent.is_some(),
+            agent_globs,
             max_cost,
             max_tokens: scan.max_tokens.or(file.max_tokens),
             max_duration,
             format: format.or(file.format).unwrap_or(Format::Md),
+            diff,
+            config_origin,
+            config_source,
+            base_rules,
+            gate: GatePolicy::default(),
+            baseline: None,
+            write_baseline: None,
+            baseline_reason: None,
             store: if scan.no_store {
                 None
             } else {
@@ -548,27 +690,49 @@ impl Settings {
             shard: None,
         })
     }
+
+    /// The gate's options over the resolved settings (`scan` only).
+    pub fn with_gate(mut self, gate: &GateArgs) -> Self {
+        self.gate = GatePolicy {
+            fail_on: gate.fail_on.unwrap_or_default(),
+            gate_unverified: gate.gate_unverified,
+        };
+        self.baseline.clone_from(&gate.baseline);
+        self.write_baseline.clone_from(&gate.write_baseline);
+        self.baseline_reason.clone_from(&gate.baseline_reason);
+        self
+    }
 }
 
 /// The config file: `--config FILE`, else the repository's `fanscan.toml`
-/// if there is one. Returns whether it came from the repository.
-fn load_file(root: &Path, explicit: Option<&Path>) -> Result<(FileConfig, bool), ConfigError> {
-    let (path, from_repo) = match explicit {
-        Some(p) => (p.to_path_buf(), false),
+/// (from `origin`) if there is one. Returns whether it came from the
+/// repository.
+fn load_file(
+    root: &Path,
+    explicit: Option<&Path>,
+    origin: &ConfigOrigin,
+) -> Result<(FileConfig, bool), ConfigError> {
+    let (path, text, from_repo) = match explicit {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| {
+                ConfigError(format!("{}: cannot read the config file: {e}", p.display()))
+            })?;
+            (p.to_path_buf(), text, false)
+        }
         None => {
-            let p = root.join("fanscan.toml");
-            if !p.is_file() {
+            let text = origin
+                .read(root, "fanscan.toml")
+                .map_err(|e| ConfigError(format!("fanscan.toml at {}: {e}", origin.describe())))?;
+            let Some(text) = text else {
                 return Ok((FileConfig::default(), false));
-            }
-            (p, true)
+            };
+            let path = match origin {
+                ConfigOrigin::Worktree => root.join("fanscan.toml"),
+                ConfigOrigin::BaseRef(r) => PathBuf::from(format!("{r}:fanscan.toml")),
+            };
+            (path, text, true)
         }
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        ConfigError(format!(
-            "{}: cannot read the config file: {e}",
-            path.display()
-        ))
-    })?;
     let file: FileConfig = toml::from_str(&text).map_err(|e| {
         let line = e
             .span()

@@ -17,12 +17,15 @@ use crate::agents::{
     AgentDefinition, AgentRun, AgentSet, AgentTask, DefinitionError, GroupReport, TaskFile,
     UnknownAgent, run_subagent,
 };
+use crate::baseline::{Baseline, BaselineError};
 use crate::budget::Spend;
-use crate::config::{ConfigError, PlannerKind, ProviderKind, Settings};
+use crate::config::{ConfigError, DiffSource, PlannerKind, ProviderKind, Settings};
 use crate::control::RunControl;
 use crate::conversation::Usage;
 use crate::events::EventSink;
 use crate::fanout::{FanOut, FanOutResult};
+use crate::findings::{Finding, Origin, Severity};
+use crate::git::{ChangeSet, ConfigOrigin, GitError};
 use crate::inventory::{Inventory, InventoryError, InventoryOptions};
 use crate::plan::{Plan, PlanError};
 use crate::prices::{Price, PriceError, Prices};
@@ -30,7 +33,7 @@ use crate::providers::http::{CallStats, HttpLayer, RetryPolicy};
 use crate::providers::limits::{Concurrency, RateLimits};
 use crate::providers::remote::Remote;
 use crate::providers::{EngineKind, ProviderError, SharedProvider};
-use crate::report::{CallCounts, Manifest, RunInfo};
+use crate::report::{CallCounts, Manifest, RunInfo, Sources};
 use crate::rules::{RuleError, RuleSet};
 use crate::tools::paths::PathError;
 use crate::tools::secrets::Redactor;
@@ -61,6 +64,10 @@ pub enum SetupError {
     TaskFile { path: String, error: PathError },
     #[error("--file {path:?} is not a file")]
     NotAFile { path: String },
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Baseline(#[from] BaselineError),
     #[error(
         "{budget} is less than the cheapest group's estimate ({need} for group {group}), so no group could start. \
          Raise it to at least {need}, or make groups smaller with --group-tokens (now {group_tokens}); `fanscan plan --estimate` shows the whole range"
@@ -82,6 +89,12 @@ pub struct Context {
     pub(crate) provider: SharedProvider,
     stats: Arc<CallStats>,
     pub(crate) tools: Arc<ToolContext>,
+    /// A diff scan's changed files.
+    pub changes: Option<ChangeSet>,
+    /// The accepted findings (`--baseline`).
+    pub baseline: Option<Baseline>,
+    /// Where the baseline was read from, for the manifest.
+    baseline_source: Option<String>,
 }
 
 impl Context {
@@ -93,11 +106,42 @@ impl Context {
             Ok(_) => return Err(InventoryError::NotADirectory { path: shown }.into()),
             Err(_) => return Err(InventoryError::Missing { path: shown }.into()),
         }
-        let agents = AgentSet::load(&settings.root).map_err(SetupError::Agents)?;
-        let rules = Arc::new(match &settings.rules {
-            Some(path) => RuleSet::load(path)?,
-            None => RuleSet::builtin()?,
+        let agents = AgentSet::load_from(&settings.root, &settings.config_origin)
+            .map_err(SetupError::Agents)?;
+        for (glob, name) in &settings.agent_globs {
+            if !agents.get(name).is_ok_and(|a| a.delegable) {
+                let valid: Vec<&str> = agents.delegable().map(|a| a.name.as_str()).collect();
+                return Err(ConfigError(format!(
+                    "fanscan.toml [agents]: {glob:?} = {name:?} names no delegable agent; the agents a group can have are: {} (an agent file with `delegable: true` adds one)",
+                    valid.join(", ")
+                ))
+                .into());
+            }
+        }
+        let rules = Arc::new(match (&settings.rules, &settings.base_rules) {
+            (Some(path), _) => RuleSet::load(path)?,
+            (None, Some(rel)) => {
+                let shown = format!("{}:{rel}", settings.config_origin.describe());
+                let text = settings
+                    .config_origin
+                    .read(&settings.root, rel)?
+                    .ok_or_else(|| {
+                        ConfigError(format!(
+                            "{shown}: the rules file named by fanscan.toml is not there"
+                        ))
+                    })?;
+                RuleSet::parse(&shown, &text)?
+            }
+            (None, None) => RuleSet::builtin()?,
         });
+        let changes = match &settings.diff {
+            Some(DiffSource::Since(reference)) => {
+                Some(crate::git::diff(&settings.root, reference)?)
+            }
+            Some(DiffSource::List(list)) => Some(crate::git::changed_files(&settings.root, list)?),
+            None => None,
+        };
+        let (baseline, baseline_source) = load_baseline(&settings)?;
         let prices = match &settings.prices {
             Some(path) => Prices::load(path)?,
             None => Prices::builtin()?,
@@ -134,7 +178,73 @@ impl Context {
             provider,
             stats,
             tools: Arc::new(tools),
+            changes,
+            baseline,
+            baseline_source,
         })
+    }
+
+    /// What a scan plans: the whole inventory, or for a diff scan only its
+    /// changed files (a changed file the inventory skipped stays listed
+    /// as skipped). The agents' tools still reach the whole inventory.
+    pub fn in_scope(&self, inventory: &Inventory) -> Inventory {
+        match &self.changes {
+            None => inventory.clone(),
+            Some(changes) => Inventory {
+                root: inventory.root.clone(),
+                files: inventory
+                    .files
+                    .iter()
+                    .filter(|f| changes.contains(&f.path))
+                    .cloned()
+                    .collect(),
+                skipped: inventory
+                    .skipped
+                    .iter()
+                    .filter(|f| changes.contains(&f.path))
+                    .cloned()
+                    .collect(),
+            },
+        }
+    }
+
+    /// One finding per configuration file a `--since` change touches
+    /// (fanscan.toml, the rules, `.fanscan/agents/*.md`): the change does
+    /// not take effect in its own review, and reviewers should know it
+    /// tried. Nothing when the working tree's configuration is trusted.
+    pub(crate) fn config_change_findings(&self) -> Vec<Finding> {
+        let (Some(changes), ConfigOrigin::BaseRef(base)) =
+            (&self.changes, &self.settings.config_origin)
+        else {
+            return Vec::new();
+        };
+        let mut touched: Vec<&str> = changes
+            .touched()
+            .filter(|p| {
+                *p == "fanscan.toml"
+                    || *p == ".fanscan/baseline.json"
+                    || (p.starts_with(".fanscan/agents/") && p.ends_with(".md"))
+                    || self.settings.base_rules.as_deref() == Some(*p)
+            })
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        touched
+            .into_iter()
+            .map(|path| Finding {
+                path: path.to_string(),
+                line: 1,
+                end_line: None,
+                severity: Severity::Medium,
+                title: "this change edits fanscan's configuration".into(),
+                detail: format!(
+                    "{path} is part of fanscan's configuration. A diff scan reads its configuration from the base ref ({base}), so this edit does not take effect in the review of the change that makes it; review it by hand. Pipelines that trust their changes pass --trust-worktree-config."
+                ),
+                evidence: None,
+                rule: Some("fanscan/config-change".into()),
+                origin: Origin::ToolLayer,
+            })
+            .collect()
     }
 
     /// The definition of agent `name`.
@@ -203,17 +313,53 @@ impl Context {
             ),
             PlannerKind::Llm => {
                 let planner = self.agent("planner")?;
+                // With --agent forced, the planner is not offered a choice.
+                let choices: Vec<(String, String)> = if s.agent_forced {
+                    Vec::new()
+                } else {
+                    self.agents
+                        .delegable()
+                        .map(|a| (a.name.clone(), a.description.clone()))
+                        .collect()
+                };
                 crate::plan::llm::plan(
                     inventory,
                     s.group_tokens,
                     planner,
                     self.provider.as_ref(),
                     s.max_output_tokens,
+                    &choices,
                 )
                 .await
             }
         };
+        let mut plan = plan;
+        {
+            use crate::plan::specialists;
+            if s.agent_forced {
+                specialists::clear(&mut plan);
+            } else {
+                let valid: Vec<&str> = self.agents.delegable().map(|a| a.name.as_str()).collect();
+                specialists::keep_valid(&mut plan, &valid);
+                specialists::assign_by_globs(&mut plan, &s.agent_globs);
+                specialists::fill(&mut plan, &s.agent);
+            }
+        }
         plan.check_cap(s.max_groups)?;
+        if let Some(c) = &self.changes {
+            plan.notes.push(format!(
+                "diff scan ({}): {} changed files, {} in the scan, {} deleted{}",
+                c.source,
+                c.changed.len(),
+                inventory.files.len(),
+                c.deleted.len(),
+                if c.renamed.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} renamed", c.renamed.len())
+                }
+            ));
+        }
         Ok((plan, usage))
     }
 
@@ -327,7 +473,37 @@ impl Context {
                 plan_hash: plan.hash(),
                 group_tokens: self.settings.group_tokens,
                 jobs: self.settings.jobs,
+                sources: self.sources(),
             },
+        }
+    }
+
+    /// Where the configuration came from, for the manifest.
+    fn sources(&self) -> Sources {
+        let origin = self.settings.config_origin.describe();
+        Sources {
+            config: self.settings.config_source.clone(),
+            rules: if self.rules.source.starts_with("builtin:") {
+                "built-in".into()
+            } else if self.settings.base_rules.is_some() {
+                // Already named `base ref REF:path`.
+                self.rules.source.clone()
+            } else {
+                format!("file ({})", self.rules.source)
+            },
+            baseline: self.baseline_source.clone(),
+            agents: self
+                .agents
+                .iter()
+                .map(|a| {
+                    let from = if a.source.starts_with("builtin:") {
+                        "built-in".to_string()
+                    } else {
+                        format!("{origin} ({})", a.source)
+                    };
+                    (a.name.clone(), from)
+                })
+                .collect(),
         }
     }
 
@@ -372,10 +548,35 @@ impl Context {
             transcripts: false,
             control: control.clone(),
             spend: Arc::new(Spend::unlimited()),
+            specialists: Default::default(),
             journal: None,
             cache_scope: Arc::from("fan-out"),
         };
         Ok(fan.run(tasks).await)
+    }
+
+    /// The definitions of the agents a plan names for its groups, by group
+    /// id (the groups that name none take the run's agent).
+    pub(crate) fn specialists(
+        &self,
+        plan: &Plan,
+    ) -> Result<std::collections::HashMap<String, Arc<AgentDefinition>>, SetupError> {
+        let mut by_name: BTreeMap<&str, Arc<AgentDefinition>> = BTreeMap::new();
+        let mut out = std::collections::HashMap::new();
+        for group in &plan.groups {
+            if let Some(name) = &group.agent {
+                let definition = match by_name.get(name.as_str()) {
+                    Some(d) => Arc::clone(d),
+                    None => {
+                        let d = Arc::new(self.agent(name)?.clone());
+                        by_name.insert(name, Arc::clone(&d));
+                        d
+                    }
+                };
+                out.insert(group.id.clone(), definition);
+            }
+        }
+        Ok(out)
     }
 
     /// The SHA-256 of the rule set in effect (part of every cache key).
@@ -423,6 +624,52 @@ pub struct Ui {
     pub transcripts: Option<std::path::PathBuf>,
     /// Ctrl-C and budgets stop the run through this.
     pub control: RunControl,
+}
+
+/// The `--baseline` file. In a diff scan whose configuration comes from
+/// the base ref, a baseline inside the repository is read from there too:
+/// a change that adds its own findings to it does not pass because of
+/// that (and gets a `fanscan/config-change` finding). One the base does
+/// not have yet is empty for this run.
+fn load_baseline(settings: &Settings) -> Result<(Option<Baseline>, Option<String>), SetupError> {
+    let Some(path) = &settings.baseline else {
+        return Ok((None, None));
+    };
+    let inside = match (
+        &settings.config_origin,
+        path.canonicalize(),
+        settings.root.canonicalize(),
+    ) {
+        (ConfigOrigin::BaseRef(base), Ok(file), Ok(root)) => file
+            .strip_prefix(&root)
+            .ok()
+            .map(|rel| (base.clone(), rel.to_string_lossy().replace('\\', "/"))),
+        _ => None,
+    };
+    match inside {
+        Some((base, rel)) => {
+            let shown = format!("{base}:{rel}");
+            match crate::git::show(&settings.root, &base, &rel)? {
+                Some(text) => Ok((
+                    Some(Baseline::parse(&shown, &text)?),
+                    Some(format!("base ref {shown}")),
+                )),
+                None => Ok((
+                    Some(Baseline {
+                        version: crate::baseline::VERSION,
+                        findings: Vec::new(),
+                    }),
+                    Some(format!(
+                        "none at base ref {base} ({rel} is new in this change): empty"
+                    )),
+                )),
+            }
+        }
+        None => Ok((
+            Some(Baseline::load(path)?),
+            Some(format!("file ({})", path.display())),
+        )),
+    }
 }
 
 /// Builds the provider the settings name, over the one HTTP layer.

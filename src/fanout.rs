@@ -33,6 +33,9 @@ pub(crate) struct FanOut {
     pub control: RunControl,
     /// The run's budget, checked before each group and on each call.
     pub spend: Arc<Spend>,
+    /// The agent of each group the plan names one for, by group id; the
+    /// others get `definition`.
+    pub specialists: HashMap<String, Arc<AgentDefinition>>,
     /// Where each finished report is committed before it is counted (the
     /// run store); none without a store.
     pub journal: Option<Arc<dyn Journal>>,
@@ -83,7 +86,7 @@ impl FanOut {
             let content = crate::util::estimate_tokens(task.files.iter().map(|f| f.bytes).sum());
             let reserve = crate::plan::estimate::group(
                 content,
-                self.definition.preload,
+                self.definition_of(&task.group).preload,
                 self.max_output_tokens,
             )
             .reserve();
@@ -93,7 +96,7 @@ impl FanOut {
                 not_started.extend(pending.by_ref().map(|(_, t)| t));
                 break;
             };
-            let definition = Arc::clone(&self.definition);
+            let definition = Arc::clone(self.definition_of(&task.group));
             let provider = Arc::clone(&self.provider);
             let tools = Arc::clone(&self.tools);
             let sink = EventSink::new(&task.group, self.events.clone(), self.transcripts);
@@ -152,6 +155,11 @@ impl FanOut {
         }
     }
 
+    /// The agent that audits `group`.
+    fn definition_of(&self, group: &str) -> &Arc<AgentDefinition> {
+        self.specialists.get(group).unwrap_or(&self.definition)
+    }
+
     /// A finished task's report; a panicked one becomes a failed report.
     fn settle(
         &self,
@@ -185,7 +193,12 @@ impl FanOut {
                     .finished(AgentStatus::Failed.as_str(), 0);
                 (
                     index,
-                    failed_report(&task, &self.definition, self.provider.as_ref(), reason),
+                    failed_report(
+                        &task,
+                        self.definition_of(&task.group),
+                        self.provider.as_ref(),
+                        reason,
+                    ),
                 )
             }
         }

@@ -1315,7 +1315,7 @@ fn as_text(value: Option<&Value>) -> Option<String> {
     }
 }
 
-fn finding_from(item: &Value) -> Result<Finding, String> {
+fn finding_from(item: &Value) -> Result<Finding, &'static str> {
     let get = |k: &str| item.get(k);
     let path = as_text(get("path").or(get("file")))
         .ok_or("no path")?
@@ -1324,7 +1324,7 @@ fn finding_from(item: &Value) -> Result<Finding, String> {
         .to_string();
     let line = as_line(get("line").or(get("start_line"))).ok_or("no line number")?;
     if line == 0 {
-        return Err("line 0 (lines are numbered from 1)".into());
+        return Err("line 0 (lines are numbered from 1)");
     }
     let end_line = as_line(get("end_line")).filter(|e| *e >= line);
     let severity = as_text(get("severity"))

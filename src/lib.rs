@@ -6,9 +6,11 @@
 //! imports from one above it: `util` and `conversation` at the bottom, then
 //! `control`, `findings`, `prices`, `rules`, `budget`, `events`, `tools`
 //! and `providers`, then `agents`, then the stages, then `report`,
-//! `config` and `context`, with `scan` on top.
+//! `config` and `context`, with `scan` and `ask` on top.
 
 mod agents;
+mod ask;
+mod baseline;
 mod budget;
 mod config;
 mod context;
@@ -17,6 +19,8 @@ mod conversation;
 mod events;
 mod fanout;
 mod findings;
+mod gate;
+mod git;
 mod inventory;
 mod language;
 mod plan;
@@ -27,6 +31,7 @@ mod reduce;
 mod report;
 mod rules;
 mod store;
+mod suppress;
 mod tools;
 mod util;
 mod verify;
@@ -38,13 +43,19 @@ use fanout::FanOut;
 pub use agents::AgentSet;
 pub use agents::definition::{AgentDefinition, DefinitionError};
 pub use agents::subagent::{AgentStatus, AgentTask, FileHash, GroupReport, TaskFile};
+pub use ask::{Answer, AskError, Citation, CitationStatus, LeadSummary, TaskSummary, Totals, ask};
+pub use baseline::{Baseline, BaselineEntry, BaselineError};
 pub use budget::AgentUsage;
-pub use config::{PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings, ShardArgs};
+pub use config::{
+    GateArgs, PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings, ShardArgs,
+};
 pub use context::{Context, SetupError, Ui};
 pub use control::RunControl;
 pub use events::{Event, EventSink};
 pub use fanout::FanOutResult;
 pub use findings::{Finding, HowParsed, Origin, Repair, Severity, Unparsed};
+pub use gate::{Baselined, FailOn, GatePolicy, Outcome, Suppressed, Verdict};
+pub use git::{ChangeSet, ConfigOrigin};
 pub use inventory::{Inventory, InventoryOptions, walk};
 pub use plan::render::{json as plan_json, text as plan_text};
 pub use plan::shard::{Shard, ShardError};
@@ -55,6 +66,7 @@ pub use report::shard::{MergeError, ShardPart};
 pub use report::since::{FindingRef, SinceLastRun};
 pub use report::{Format, Report, exit};
 pub use store::{StoreError, diff_text, history_text};
+pub use suppress::Suppression;
 
 /// A scan that could not produce a report.
 #[derive(Debug, thiserror::Error)]
@@ -83,8 +95,11 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let reducer = ctx.agent("reducer")?;
 
     let inventory = ctx.inventory()?;
-    let (plan, planner_usage) = ctx.plan(&inventory).await?;
-    let tasks = shard_tasks(settings, &plan, &inventory)?;
+    // A diff scan plans only the changed files; the tools below still
+    // reach the whole inventory, for context.
+    let scope = ctx.in_scope(&inventory);
+    let (plan, planner_usage) = ctx.plan(&scope).await?;
+    let tasks = shard_tasks(settings, &plan, &scope)?;
     ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone()));
     if settings.planner == PlannerKind::Llm {
@@ -98,7 +113,13 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     );
     let (run, warned) =
         store::ScanStore::open(ctx, &auditor, reducer, &ctx.run_info(&plan, &started))?;
-    let split = store::split(run.as_ref(), &settings.root, tasks).await;
+    // A group the plan gives its own agent is cached under that agent.
+    let specialists = ctx.specialists(&plan)?;
+    let keys = run
+        .as_ref()
+        .map(|r| r.key_bases(ctx, &specialists))
+        .unwrap_or_default();
+    let split = store::split(run.as_ref(), &settings.root, tasks, keys).await;
     let tasks = split.fresh;
     let (events, progress) = progress::Consumer {
         multi: ui.multi.clone(),
@@ -116,6 +137,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         transcripts: ui.transcripts.is_some(),
         control: ui.control.clone(),
         spend: Arc::clone(&spend),
+        specialists,
         journal: run.as_ref().map(store::ScanStore::journal),
         cache_scope: Arc::from(plan.hash()),
     }
@@ -124,21 +146,22 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let consumed = progress.finish().await;
     let (reports, reused) = store::cache::in_plan_order(&plan, split.reused, fanned.reports);
 
-    let (checked, reports, inventory) = tokio::task::spawn_blocking(move || {
-        let checked = verify::verify(&reports, &inventory, &tools);
-        (checked, reports, inventory)
+    let (checked, lines, reports) = tokio::task::spawn_blocking(move || {
+        let (checked, lines) = verify::verify_keeping_lines(&reports, &inventory, &tools);
+        (checked, lines, reports)
     })
     .await
     .map_err(ScanError::Verify)?;
 
-    let reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
+    let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
+    let triage = triage(ctx, &mut reduced, &reports, &lines);
     let part = settings.shard.map(|s| shard_part(s, &plan, &reports, ui));
 
     let mut report = report::assemble(report::Parts {
         run: ctx.run_info(&plan, &started),
         plan,
-        skipped: inventory.skipped,
+        skipped: scope.skipped,
         reports,
         reused,
         not_started: fanned.not_started,
@@ -147,12 +170,69 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         run_notes: [warned, ctx.provider.notes(), consumed.transcript_errors].concat(),
         calls: ctx.call_counts(),
         spent: spend.ledger(),
+        triage,
+        policy: settings.gate,
+        diff: ctx.changes.clone(),
     });
     report.shard = part;
     if let Some(run) = &run {
         run.finish(&mut report);
     }
     Ok(report)
+}
+
+/// The findings as the gate sorts them: fanscan's own findings on a change
+/// to its configuration added after the ranked ones, then inline
+/// suppressions (found in the lines verification read) and the baseline
+/// taken out, each listed apart.
+fn triage(
+    ctx: &Context,
+    reduced: &mut reduce::Reduced,
+    reports: &[GroupReport],
+    lines: &verify::FileLines,
+) -> gate::Triage {
+    let mut findings = std::mem::take(&mut reduced.findings);
+    findings.extend(
+        ctx.config_change_findings()
+            .into_iter()
+            .map(|finding| reduce::Merged {
+                fingerprint: reduce::fingerprint(&finding, 0),
+                finding,
+                agents: vec!["fanscan".into()],
+                groups: Vec::new(),
+                verified: true,
+                note: None,
+            }),
+    );
+    let reviewed: std::collections::BTreeSet<String> = reports
+        .iter()
+        .filter(|r| r.status.reviewed())
+        .flat_map(|r| r.files.iter().map(|f| f.path.clone()))
+        .collect();
+    let base = ctx.changes.as_ref().and_then(|c| c.base.clone());
+    let added_by_change = |path: &str, marker: &str| match &base {
+        // Added by the change when the file at the base has no such comment
+        // (or no such file). An unreadable base counts as added: listing
+        // a suppression apart is the safe side.
+        Some(base) => !git::show(&ctx.settings.root, base, path)
+            .ok()
+            .flatten()
+            .is_some_and(|text| {
+                text.lines()
+                    .any(|l| suppress::marker_text(l) == Some(marker))
+            }),
+        None => false,
+    };
+    gate::triage(
+        findings,
+        std::mem::take(&mut reduced.unverified),
+        &gate::TriageInput {
+            lines,
+            baseline: ctx.baseline.as_ref(),
+            reviewed: &reviewed,
+            added_by_change: &added_by_change,
+        },
+    )
 }
 
 /// The reducer's answer for these reports: from the run store when it
@@ -243,7 +323,8 @@ pub async fn merge(
         .collect::<Result<Vec<_>, _>>()?;
     let joined = report::shard::join(loaded)?;
     let inventory = ctx.inventory()?;
-    let (local, _) = ctx.plan(&inventory).await?;
+    let scope = ctx.in_scope(&inventory);
+    let (local, _) = ctx.plan(&scope).await?;
     if local.hash() != joined.plan.hash() {
         return Err(MergeError::CheckoutPlan {
             root: settings.root.display().to_string(),
@@ -260,15 +341,16 @@ pub async fn merge(
     let (run, warned) =
         store::ScanStore::open(ctx, auditor, reducer, &ctx.run_info(&joined.plan, &started))?;
     let reports = joined.reports;
-    let (checked, reports, inventory) = tokio::task::spawn_blocking(move || {
-        let checked = verify::verify(&reports, &inventory, &tools);
-        (checked, reports, inventory)
+    let (checked, lines, reports) = tokio::task::spawn_blocking(move || {
+        let (checked, lines) = verify::verify_keeping_lines(&reports, &inventory, &tools);
+        (checked, lines, reports)
     })
     .await
     .map_err(ScanError::Verify)?;
     let spend = ctx.spend(ui.control.clone());
-    let reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
+    let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
+    let triage = triage(ctx, &mut reduced, &reports, &lines);
     let (mut agents, mut usage, mut cost) = joined.spent;
     let (own_agents, own_usage, own_cost) = spend.ledger();
     for (name, used) in own_agents {
@@ -285,11 +367,11 @@ pub async fn merge(
     calls.rate_limited += own.rate_limited;
     calls.lowest_concurrency =
         report::shard::lowest(calls.lowest_concurrency, own.lowest_concurrency);
-    let not_started = plan_tasks_named(&joined.plan, &inventory, &joined.not_started);
+    let not_started = plan_tasks_named(&joined.plan, &scope, &joined.not_started);
     let mut report = report::assemble(report::Parts {
         run: ctx.run_info(&joined.plan, &started),
         plan: joined.plan,
-        skipped: inventory.skipped,
+        skipped: scope.skipped,
         reports,
         reused: joined.reused,
         not_started,
@@ -298,6 +380,9 @@ pub async fn merge(
         run_notes: [warned, joined.notes, ctx.provider.notes()].concat(),
         calls,
         spent: (agents, usage, cost),
+        triage,
+        policy: settings.gate,
+        diff: ctx.changes.clone(),
     });
     if let Some(run) = &run {
         run.finish(&mut report);

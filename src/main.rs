@@ -1,6 +1,6 @@
 //! The `fanscan` command: parses the command line and dispatches to the
-//! library. Exit codes: 0 ran completely, 1 internal or I/O error, 2 usage
-//! or configuration error, 3 incomplete run.
+//! library. Exit codes: 0 the gate passed, 1 internal or I/O error, 2
+//! usage or configuration error, 3 incomplete run, 4 the gate failed.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -12,15 +12,20 @@ use clap::{Parser, Subcommand};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 
 use fanscan::{
-    AgentTask, Context, Event, EventSink, Format, ProviderArgs, Report, RunControl, ScanArgs,
-    ScanError, Settings, SetupError, ShardArgs, Ui, exit,
+    AgentTask, AskError, Baseline, Context, Event, EventSink, FailOn, Format, GateArgs,
+    ProviderArgs, Report, RunControl, ScanArgs, ScanError, Settings, SetupError, Shard, ShardArgs,
+    Ui, exit,
 };
 
 const EXIT_CODES: &str = "Exit codes:
-  0  the run completed
+  0  passed: every planned file reviewed, no open finding at or above --fail-on
   1  internal or I/O error (e.g. the report could not be written)
-  2  usage or configuration error: nothing was scanned
-  3  incomplete run: failed groups, interrupted, or a budget reached";
+  2  usage or configuration error (a bad flag, fanscan.toml, agent file or
+     baseline, an unknown --since ref): nothing was scanned
+  3  incomplete run (failed groups, interrupted, a budget reached) and no
+     open finding at or above --fail-on: never a pass
+  4  the gate failed: a verified finding at or above --fail-on (default
+     high) that is neither baselined nor suppressed remains";
 
 const LARGE_REPOSITORIES: &str = "Large repositories: a plan may have at most --max-groups groups
 (default 2000). For a repository of tens of thousands of files, raise
@@ -55,13 +60,24 @@ enum Command {
         #[command(flatten)]
         scan: ScanArgs,
         #[command(flatten)]
+        gate: GateArgs,
+        #[command(flatten)]
         shard: ShardArgs,
-        /// Report format.
+        /// Report format (of stdout, or of a plain --output FILE).
         #[arg(long, value_enum)]
         format: Option<Format>,
-        /// Write the report here instead of stdout.
-        #[arg(long, short, value_name = "FILE")]
-        output: Option<PathBuf>,
+        /// Write the report to FILE instead of stdout, or (FORMAT=FILE, repeatable)
+        /// also write it in FORMAT: md, json, sarif, github, codeclimate.
+        /// E.g. --output sarif=fanscan.sarif --output md=report.md.
+        #[arg(long, short, value_name = "[FORMAT=]FILE")]
+        output: Vec<String>,
+        /// The SARIF `automationDetails.id`, so several scans of one
+        /// repository (nightly, pull request) keep separate alerts.
+        #[arg(long, value_name = "CATEGORY")]
+        category: Option<String>,
+        /// Do not append the Markdown report to $GITHUB_STEP_SUMMARY.
+        #[arg(long)]
+        no_step_summary: bool,
         /// Write each agent's conversation to DIR/<group>.jsonl.
         #[arg(long, value_name = "DIR")]
         transcripts: Option<PathBuf>,
@@ -71,7 +87,7 @@ enum Command {
     },
     /// Merge the partial reports of `scan --shard K/N` into one run's report:
     /// checks they come from one plan and cover it exactly once, then
-    /// verifies, reduces and reports them in the checkout at PATH.
+    /// verifies, reduces and reports them in the checkout at --path.
     #[command(after_help = format!("Run it in a checkout of the commit the shards scanned, with the same\nscan options (--include, --exclude, --group-tokens, ...) and provider:\nthe files are read again to verify the findings, and the reducer runs here.\n\n{EXIT_CODES}"))]
     Merge {
         /// The partial reports (JSON), one per shard.
@@ -84,12 +100,47 @@ enum Command {
         provider: ProviderArgs,
         #[command(flatten)]
         scan: ScanArgs,
-        /// Report format.
+        #[command(flatten)]
+        gate: GateArgs,
+        /// Report format (of stdout, or of a plain --output FILE).
         #[arg(long, value_enum)]
         format: Option<Format>,
-        /// Write the report here instead of stdout.
-        #[arg(long, short, value_name = "FILE")]
-        output: Option<PathBuf>,
+        /// Write the report to FILE instead of stdout, or (FORMAT=FILE, repeatable)
+        /// also write it in FORMAT: md, json, sarif, github, codeclimate.
+        #[arg(long, short, value_name = "[FORMAT=]FILE")]
+        output: Vec<String>,
+        /// The SARIF `automationDetails.id`.
+        #[arg(long, value_name = "CATEGORY")]
+        category: Option<String>,
+        /// Do not append the Markdown report to $GITHUB_STEP_SUMMARY.
+        #[arg(long)]
+        no_step_summary: bool,
+    },
+    /// Ask one question about a repository: a lead agent answers it,
+    /// delegating the reading to sub-agents (the `task` tool), several at
+    /// once. The answer goes to stdout, with its path:line citations
+    /// checked against the files; progress (one line per running
+    /// sub-agent) to stderr.
+    #[command(after_help = EXIT_CODES)]
+    Ask {
+        /// The question, in quotes.
+        question: String,
+        /// The repository's root.
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        #[command(flatten)]
+        provider: ProviderArgs,
+        #[command(flatten)]
+        scan: ScanArgs,
+        /// Print one JSON object at the end (answer, tasks, citations, totals).
+        #[arg(long)]
+        json: bool,
+        /// Write each agent's conversation to DIR/<lead|task-N>.jsonl.
+        #[arg(long, value_name = "DIR")]
+        transcripts: Option<PathBuf>,
+        /// Seconds running agents get to finish after Ctrl-C before they are cancelled.
+        #[arg(long, value_name = "SECS", default_value_t = 30)]
+        grace: u64,
     },
     /// Print the plan (groups of files) without calling any model.
     #[command(after_help = LARGE_REPOSITORIES)]
@@ -106,6 +157,26 @@ enum Command {
         /// Print an estimated token and cost range for a scan.
         #[arg(long)]
         estimate: bool,
+    },
+    /// Scan and record the findings as a baseline: a later
+    /// `scan --baseline FILE` keeps them out of the gate and lists them apart.
+    #[command(after_help = EXIT_CODES)]
+    Baseline {
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        #[command(flatten)]
+        provider: ProviderArgs,
+        #[command(flatten)]
+        scan: ScanArgs,
+        /// Where to write the baseline.
+        #[arg(long, short, value_name = "FILE")]
+        output: PathBuf,
+        /// Why these findings are accepted (recorded on each new entry).
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        /// An earlier baseline whose entries keep their reasons.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
     },
     /// List the runs in the run store: date, model, coverage, findings by
     /// severity, cost.
@@ -198,18 +269,34 @@ fn main() -> ExitCode {
                 path,
                 provider,
                 scan,
+                gate,
                 shard,
                 format,
                 output,
+                category,
+                no_step_summary,
                 transcripts,
                 grace,
             } => {
+                let env = |name: &str| std::env::var(name).ok();
+                let shard = match shard.resolve(&env) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!("fanscan: {e}");
+                        return exit::USAGE;
+                    }
+                };
+                let outputs = match outputs(&output, category, no_step_summary) {
+                    Ok(o) => o,
+                    Err(code) => return code,
+                };
                 scan_command(
                     &path,
                     &provider,
-                    (&scan, &shard),
+                    (&scan, shard),
+                    &gate,
                     format,
-                    output,
+                    outputs,
                     transcripts,
                     grace,
                     multi,
@@ -222,11 +309,73 @@ fn main() -> ExitCode {
                 path,
                 provider,
                 scan,
+                gate,
                 format,
                 output,
+                category,
+                no_step_summary,
             } => {
+                let outputs = match outputs(&output, category, no_step_summary) {
+                    Ok(o) => o,
+                    Err(code) => return code,
+                };
                 merge_command(
-                    &parts, &path, &provider, &scan, format, output, multi, quiet,
+                    &parts, &path, &provider, &scan, &gate, format, outputs, multi, quiet,
+                )
+                .await
+            }
+            Command::Ask {
+                question,
+                path,
+                provider,
+                scan,
+                json,
+                transcripts,
+                grace,
+            } => {
+                ask_command(
+                    &question,
+                    &path,
+                    &provider,
+                    &scan,
+                    json,
+                    transcripts,
+                    grace,
+                    multi,
+                    quiet,
+                )
+                .await
+            }
+            Command::Baseline {
+                path,
+                provider,
+                scan,
+                output,
+                reason,
+                baseline,
+            } => {
+                let gate = GateArgs {
+                    fail_on: Some(FailOn::Never),
+                    baseline,
+                    write_baseline: Some(output),
+                    baseline_reason: reason,
+                    ..GateArgs::default()
+                };
+                let outputs = Outputs {
+                    stdout: false,
+                    ..Outputs::default()
+                };
+                scan_command(
+                    &path,
+                    &provider,
+                    (&scan, None),
+                    &gate,
+                    Some(Format::Md),
+                    outputs,
+                    None,
+                    30,
+                    multi,
+                    quiet,
                 )
                 .await
             }
@@ -271,6 +420,77 @@ fn context(
     Context::new(Settings::resolve(path, provider, scan, format, &env)?)
 }
 
+/// Where a scan's report goes: stdout (or one file) in `--format`, and
+/// more files each in their own format.
+#[derive(Debug)]
+struct Outputs {
+    /// The `--format` report goes to stdout (or `plain`).
+    stdout: bool,
+    /// A plain `--output FILE`.
+    plain: Option<PathBuf>,
+    /// `--output FORMAT=FILE`, in the order given.
+    extra: Vec<(Format, PathBuf)>,
+    category: Option<String>,
+    /// $GITHUB_STEP_SUMMARY, unless --no-step-summary.
+    step_summary: Option<PathBuf>,
+}
+
+impl Default for Outputs {
+    fn default() -> Self {
+        Self {
+            stdout: true,
+            plain: None,
+            extra: Vec::new(),
+            category: None,
+            step_summary: None,
+        }
+    }
+}
+
+impl Outputs {
+    /// `FORMAT=FILE` when the part before the first `=` names a format,
+    /// else a plain file for `--format`.
+    fn parse(
+        outputs: &[String],
+        category: Option<String>,
+        step_summary: Option<PathBuf>,
+    ) -> anyhow::Result<Self> {
+        use clap::ValueEnum as _;
+        let mut parsed = Self {
+            category,
+            step_summary,
+            ..Self::default()
+        };
+        for o in outputs {
+            let split = o
+                .split_once('=')
+                .and_then(|(name, file)| Some((Format::from_str(name, true).ok()?, file)));
+            match split {
+                Some((_, "")) => {
+                    anyhow::bail!("--output {o}: no file after '='; write FORMAT=FILE");
+                }
+                Some((format, file)) => parsed.extra.push((format, PathBuf::from(file))),
+                None if parsed.plain.is_some() => {
+                    anyhow::bail!(
+                        "--output {o}: only one --output may omit its format; write FORMAT=FILE (md, json, sarif, github, codeclimate)"
+                    );
+                }
+                None => parsed.plain = Some(PathBuf::from(o)),
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+/// The report in `format`; SARIF with the category.
+fn render_as(report: &Report, format: Format, category: Option<&str>) -> anyhow::Result<String> {
+    match format {
+        Format::Sarif => report.render_sarif(category),
+        Format::Md | Format::Json | Format::Github | Format::Codeclimate => report.render(format),
+    }
+    .map_err(anyhow::Error::new)
+}
+
 /// Prints a setup error; exit code 2.
 fn setup_failed(e: &SetupError) -> i32 {
     eprintln!("fanscan: {e}");
@@ -287,27 +507,22 @@ fn output_failed(e: &anyhow::Error) -> i32 {
 async fn scan_command(
     path: &Path,
     provider: &ProviderArgs,
-    (scan, shard): (&ScanArgs, &ShardArgs),
+    (scan, shard): (&ScanArgs, Option<Shard>),
+    gate: &GateArgs,
     format: Option<Format>,
-    output: Option<PathBuf>,
+    outputs: Outputs,
     transcripts: Option<PathBuf>,
     grace: u64,
     multi: MultiProgress,
     quiet: bool,
 ) -> i32 {
     let env = |name: &str| std::env::var(name).ok();
-    let shard = match shard.resolve(&env) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("fanscan: {e}");
-            return exit::USAGE;
-        }
-    };
-    let settings = Settings::resolve(path, provider, scan, format, &env).map(|mut s| {
-        s.shard = shard;
-        s
-    });
-    let ctx = match settings.map_err(SetupError::from).and_then(Context::new) {
+    let ctx = match Settings::resolve(path, provider, scan, format, &env)
+        .map_err(SetupError::from)
+        .and_then(|mut s| {
+            s.shard = shard;
+            Context::new(s.with_gate(gate))
+        }) {
         Ok(c) => c,
         Err(e) => return setup_failed(&e),
     };
@@ -321,25 +536,51 @@ async fn scan_command(
     let result = fanscan::scan(&ctx, &ui).await;
     watcher.abort();
     match result {
-        Ok(report) => write_report(&report, ctx.settings.format, output.as_deref(), quiet),
+        Ok(report) => write_outputs(&ctx, &report, &outputs, quiet),
         Err(e) => scan_failed(e),
     }
 }
 
-/// `fanscan merge`: the parts' report as one run's, in the same formats
-/// and with the same exit codes as `scan`.
+/// The report's outputs: `--output` (plain or FORMAT=FILE), the SARIF
+/// category and $GITHUB_STEP_SUMMARY; a bad one is exit code 2.
+fn outputs(
+    output: &[String],
+    category: Option<String>,
+    no_step_summary: bool,
+) -> Result<Outputs, i32> {
+    // The one environment variable of the outputs, read here.
+    let step_summary = if no_step_summary {
+        None
+    } else {
+        std::env::var_os("GITHUB_STEP_SUMMARY")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    Outputs::parse(output, category, step_summary).map_err(|e| {
+        eprintln!("fanscan: {e}");
+        exit::USAGE
+    })
+}
+
+/// `fanscan merge`: the parts' report as one run's, with the outputs and
+/// exit codes of `scan`.
 #[allow(clippy::too_many_arguments)]
 async fn merge_command(
     parts: &[PathBuf],
     path: &Path,
     provider: &ProviderArgs,
     scan: &ScanArgs,
+    gate: &GateArgs,
     format: Option<Format>,
-    output: Option<PathBuf>,
+    outputs: Outputs,
     multi: MultiProgress,
     quiet: bool,
 ) -> i32 {
-    let ctx = match context(path, provider, scan, format) {
+    let env = |name: &str| std::env::var(name).ok();
+    let ctx = match Settings::resolve(path, provider, scan, format, &env)
+        .map_err(SetupError::from)
+        .and_then(|s| Context::new(s.with_gate(gate)))
+    {
         Ok(c) => c,
         Err(e) => return setup_failed(&e),
     };
@@ -349,7 +590,7 @@ async fn merge_command(
         control: RunControl::default(),
     };
     match fanscan::merge(&ctx, &ui, parts).await {
-        Ok(report) => write_report(&report, ctx.settings.format, output.as_deref(), quiet),
+        Ok(report) => write_outputs(&ctx, &report, &outputs, quiet),
         Err(e) => scan_failed(e),
     }
 }
@@ -369,36 +610,169 @@ fn scan_failed(error: ScanError) -> i32 {
     }
 }
 
-/// Writes the report in `format` to `output` (or stdout) and a one-line
-/// summary to stderr; the exit code.
-fn write_report(report: &Report, format: Format, output: Option<&Path>, quiet: bool) -> i32 {
+/// Writes the report to every output, the baseline when asked, and a
+/// one-line summary to stderr; the exit code.
+fn write_outputs(ctx: &Context, report: &Report, outputs: &Outputs, quiet: bool) -> i32 {
     let mut code = report.exit_code();
-    match report.render(format) {
-        Ok(text) => {
-            if let Err(e) = emit(output, &text) {
-                code = output_failed(&e);
-                eprintln!("fanscan: the report follows on stdout so that nothing is lost");
-                if let Err(e) = emit(None, &text) {
-                    output_failed(&e);
+    let category = outputs.category.as_deref();
+    if outputs.stdout || outputs.plain.is_some() {
+        match render_as(report, ctx.settings.format, category) {
+            Ok(text) => {
+                if let Err(e) = emit(outputs.plain.as_deref(), &text) {
+                    code = output_failed(&e);
+                    eprintln!("fanscan: the report follows on stdout so that nothing is lost");
+                    if let Err(e) = emit(None, &text) {
+                        output_failed(&e);
+                    }
                 }
             }
+            Err(e) => code = output_failed(&e),
         }
-        Err(e) => code = output_failed(&anyhow::Error::new(e)),
+    }
+    for (format, file) in &outputs.extra {
+        if let Err(e) = render_as(report, *format, category).and_then(|t| emit(Some(file), &t)) {
+            code = output_failed(&e);
+        }
+    }
+    if let Some(summary) = &outputs.step_summary {
+        // The job summary is a convenience: a failure to append is a
+        // warning, never a changed verdict.
+        let appended = render_as(report, Format::Md, None).and_then(|text| {
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(summary)
+                .with_context(|| {
+                    format!("{}: cannot open $GITHUB_STEP_SUMMARY", summary.display())
+                })?;
+            file.write_all(format!("{text}\n").as_bytes())
+                .with_context(|| {
+                    format!(
+                        "{}: cannot append to $GITHUB_STEP_SUMMARY",
+                        summary.display()
+                    )
+                })
+        });
+        if let Err(e) = appended {
+            eprintln!("fanscan: warning: {e:#}");
+        }
+    }
+    if let Some(file) = &ctx.settings.write_baseline {
+        let accepted = report
+            .findings
+            .iter()
+            .chain(report.baselined.iter().map(|b| &b.finding));
+        let baseline = Baseline::of(
+            accepted,
+            ctx.baseline.as_ref(),
+            ctx.settings.baseline_reason.as_deref(),
+        );
+        let written = baseline
+            .to_json()
+            .context("cannot encode the baseline")
+            .and_then(|text| {
+                if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).with_context(|| {
+                        format!("{}: cannot create the baseline's directory", dir.display())
+                    })?;
+                }
+                std::fs::write(file, text)
+                    .with_context(|| format!("{}: cannot write the baseline", file.display()))
+            });
+        match written {
+            Ok(()) => {
+                if !report.complete {
+                    eprintln!(
+                        "fanscan: warning: the run is incomplete, so {} holds only the findings of the files that were reviewed",
+                        file.display()
+                    );
+                }
+                if !quiet {
+                    eprintln!(
+                        "fanscan: wrote {} findings to the baseline {}",
+                        baseline.findings.len(),
+                        file.display()
+                    );
+                }
+            }
+            Err(e) => code = output_failed(&e),
+        }
     }
     if !quiet {
         eprintln!(
-            "fanscan: {} groups, {} verified findings, {} unverified; {}",
+            "fanscan: {} groups, {} verified findings, {} unverified, {} suppressed, {} baselined; {}; gate {}",
             report.groups.len(),
             report.findings.len(),
             report.unverified.len(),
+            report.suppressed.len(),
+            report.baselined.len(),
             if report.complete {
                 "complete".to_string()
             } else {
                 format!("INCOMPLETE: {}", report.incomplete_reasons.join(" "))
-            }
+            },
+            report.gate.reason
         );
     }
     code
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn ask_command(
+    question: &str,
+    path: &Path,
+    provider: &ProviderArgs,
+    scan: &ScanArgs,
+    json: bool,
+    transcripts: Option<PathBuf>,
+    grace: u64,
+    multi: MultiProgress,
+    quiet: bool,
+) -> i32 {
+    let ctx = match context(path, provider, scan, None) {
+        Ok(c) => c,
+        Err(e) => return setup_failed(&e),
+    };
+    let control = RunControl::default();
+    let watcher = watch_interrupts(control.clone(), Duration::from_secs(grace), multi.clone());
+    let ui = Ui {
+        multi,
+        transcripts,
+        control,
+    };
+    let result = fanscan::ask(&ctx, &ui, question, !json).await;
+    watcher.abort();
+    let answer = match result {
+        Ok(a) => a,
+        Err(AskError::Setup(e)) => return setup_failed(&e),
+        Err(e @ AskError::Verify(_)) => {
+            eprintln!("fanscan: {e}");
+            return exit::ERROR;
+        }
+    };
+    let text = if json {
+        serde_json::to_string_pretty(&answer)
+            .map(|t| t + "\n")
+            .context("cannot encode the answer")
+    } else if answer.streamed {
+        Ok(answer.render_after_answer())
+    } else {
+        Ok(answer.render_text())
+    };
+    if let Err(e) = text.and_then(|t| emit(None, &t)) {
+        return output_failed(&e);
+    }
+    if !quiet {
+        eprint!(
+            "fanscan: {}\n{}",
+            answer.status.as_str(),
+            answer.tasks_text()
+        );
+        if !answer.stopped.is_empty() {
+            eprintln!("fanscan: INCOMPLETE: {}", answer.stopped.join(" "));
+        }
+    }
+    answer.exit_code()
 }
 
 /// Writes `text` to `output`, or to stdout.
@@ -496,7 +870,8 @@ async fn plan_command(
         // Planning calls no model, so no API key is needed.
         let env = |name: &str| std::env::var(name).ok();
         let ctx = Context::new(Settings::resolve_without_key(path, provider, &scan, &env)?)?;
-        let inventory = ctx.inventory()?;
+        // A diff scan's plan holds the changed files only.
+        let inventory = ctx.in_scope(&ctx.inventory()?);
         let (plan, _) = ctx.plan(&inventory).await?;
         let estimate = if estimate {
             Some(ctx.estimate(&plan)?)

@@ -63,17 +63,20 @@ pub(crate) fn partial(checked: &[Checked], shard: &str) -> Reduced {
 }
 
 /// The stable fingerprint of a finding: path, rule (or title), evidence
-/// and which occurrence of that evidence in the file it is.
+/// and which occurrence of that evidence in the file it is. The tool
+/// layer's secrets quote no evidence (they must not be echoed): for them
+/// `occurrence` is their rank among that rule's lines in the file, so that
+/// lines inserted above do not change it either.
 pub(crate) fn fingerprint(f: &Finding, occurrence: u32) -> String {
     let key = f
         .rule
         .as_deref()
         .map(normalize)
         .unwrap_or_else(|| normalize(&f.title));
-    // Tool-layer findings have no evidence: the kind and line identify them.
+    // Tool-layer findings have no evidence: the kind and its rank identify them.
     let anchor = match (&f.evidence, f.origin) {
         (Some(e), _) => normalize(e),
-        (None, Origin::ToolLayer) => format!("line {}", f.line),
+        (None, Origin::ToolLayer) => "tool layer".to_string(),
         (None, Origin::Agent) => normalize(&f.title),
     };
     let hash =
@@ -94,8 +97,20 @@ fn normalize(text: &str) -> String {
 pub(crate) fn dedupe(checked: &[Checked]) -> (Vec<Merged>, Vec<Merged>) {
     let mut verified: BTreeMap<String, Merged> = BTreeMap::new();
     let mut unverified: BTreeMap<String, Merged> = BTreeMap::new();
+    let ranks = tool_layer_ranks(checked);
     for c in checked {
-        let fp = fingerprint(&c.finding, c.occurrence);
+        let occurrence = match (&c.finding.evidence, c.finding.origin) {
+            (None, Origin::ToolLayer) => ranks
+                .get(&(
+                    c.finding.path.as_str(),
+                    rule_or_title(&c.finding),
+                    c.finding.line,
+                ))
+                .copied()
+                .unwrap_or(0),
+            (Some(_), _) | (None, Origin::Agent) => c.occurrence,
+        };
+        let fp = fingerprint(&c.finding, occurrence);
         let target = if c.verified {
             &mut verified
         } else {
@@ -124,6 +139,31 @@ pub(crate) fn dedupe(checked: &[Checked]) -> (Vec<Merged>, Vec<Merged>) {
     verified.sort_by(default_rank);
     unverified.sort_by(|a, b| position(a).cmp(&position(b)));
     (verified, unverified)
+}
+
+fn rule_or_title(f: &Finding) -> &str {
+    f.rule.as_deref().unwrap_or(&f.title)
+}
+
+/// Each evidence-less tool-layer finding's rank among the distinct lines
+/// of its rule in its file, by (path, rule, line).
+fn tool_layer_ranks(checked: &[Checked]) -> BTreeMap<(&str, &str, u32), u32> {
+    let mut lines: BTreeMap<(&str, &str), std::collections::BTreeSet<u32>> = BTreeMap::new();
+    for c in checked {
+        if c.finding.evidence.is_none() && c.finding.origin == Origin::ToolLayer {
+            lines
+                .entry((c.finding.path.as_str(), rule_or_title(&c.finding)))
+                .or_default()
+                .insert(c.finding.line);
+        }
+    }
+    let mut ranks = BTreeMap::new();
+    for ((path, rule), set) in lines {
+        for (rank, line) in set.into_iter().enumerate() {
+            ranks.insert((path, rule, line), u32::try_from(rank).unwrap_or(u32::MAX));
+        }
+    }
+    ranks
 }
 
 fn position(m: &Merged) -> (&str, u32, &str) {
@@ -591,6 +631,34 @@ mod tests {
         let mut moved = a.finding.clone();
         moved.path = "b.rs".into();
         assert_ne!(fingerprint(&a.finding, 0), fingerprint(&moved, 0));
+    }
+
+    /// An evidence-less secret of the tool layer at `line`.
+    fn secret(line: u32, group: &str) -> Checked {
+        let mut c = checked("k.py", line, "", Severity::High, group);
+        c.finding.evidence = None;
+        c.finding.origin = Origin::ToolLayer;
+        c.finding.rule = Some("secret/password".into());
+        c
+    }
+
+    #[test]
+    fn tool_layer_secrets_keep_their_fingerprints_when_lines_are_inserted_above() {
+        let fps = |list: &[Checked]| -> Vec<String> {
+            let (verified, _) = dedupe(list);
+            let mut by_line: Vec<(u32, String)> = verified
+                .into_iter()
+                .map(|m| (m.finding.line, m.fingerprint))
+                .collect();
+            by_line.sort();
+            by_line.into_iter().map(|(_, fp)| fp).collect()
+        };
+        let before = fps(&[secret(3, "g"), secret(8, "g")]);
+        // Five lines inserted at the top; the same secret seen by two groups.
+        let after = fps(&[secret(8, "g"), secret(13, "g"), secret(13, "h")]);
+        assert_eq!(before.len(), 2);
+        assert_eq!(before, after);
+        assert_ne!(before[0], before[1], "two secrets stay two findings");
     }
 
     #[test]

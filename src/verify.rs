@@ -43,12 +43,27 @@ pub(crate) struct Checked {
     pub occurrence: u32,
 }
 
+/// Each cited file's redacted lines as verification read them (`None`:
+/// unreadable), so that later stages (inline suppressions) never read a
+/// file again.
+pub(crate) type FileLines = BTreeMap<String, Option<Vec<String>>>;
+
 /// Verifies every finding of every report.
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn verify(
     reports: &[GroupReport],
     inventory: &Inventory,
     tools: &ToolContext,
 ) -> Vec<Checked> {
+    verify_keeping_lines(reports, inventory, tools).0
+}
+
+/// As [`verify`], also giving the lines it read.
+pub(crate) fn verify_keeping_lines(
+    reports: &[GroupReport],
+    inventory: &Inventory,
+    tools: &ToolContext,
+) -> (Vec<Checked>, FileLines) {
     let known: BTreeSet<&str> = inventory.files.iter().map(|f| f.path.as_str()).collect();
     let mut cache: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
     let mut out = Vec::new();
@@ -78,7 +93,7 @@ pub(crate) fn verify(
             });
         }
     }
-    out
+    (out, cache)
 }
 
 /// The redacted lines of a file, read once per run.

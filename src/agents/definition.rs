@@ -20,8 +20,14 @@ const KEYS: &[&str] = &[
     "max_rounds",
     "model",
     "context_tokens",
+    "delegable",
     "preload",
 ];
+
+/// The lead's delegation tool. It is not in the read-only registry: the
+/// lead is given it in code, and no agent file may list it (a sub-agent
+/// that could delegate would nest).
+pub(crate) const TASK_TOOL: &str = "task";
 
 /// Default rounds when a definition sets none.
 pub(crate) const DEFAULT_MAX_ROUNDS: u32 = 20;
@@ -40,6 +46,9 @@ pub struct AgentDefinition {
     /// from the run's `--context-tokens` (the reducer batches its input to
     /// fit it).
     pub context_tokens: Option<u64>,
+    /// Whether the lead of `fanscan ask` may delegate to this agent, and
+    /// the scan's planner may pick it for a group.
+    pub delegable: bool,
     /// Whether the task message carries the group's files (each as
     /// `read_file` returns it from the top), so that a group costs two
     /// turns when nothing needs following up. Off: the agent reads them.
@@ -85,6 +94,7 @@ struct FrontMatter {
     #[serde(default)]
     context_tokens: Option<i64>,
     #[serde(default)]
+    delegable: Option<bool>,
     preload: Option<bool>,
 }
 
@@ -182,6 +192,15 @@ impl AgentDefinition {
         }
         let known: Vec<&str> = crate::tools::names().collect();
         for tool in &tools {
+            if tool == TASK_TOOL {
+                return Err(err(
+                    line_of("tools"),
+                    format!(
+                        "tool {TASK_TOOL:?} may not be listed: only the lead of `fanscan ask` delegates, and it is given {TASK_TOOL:?} in code; sub-agents never start agents. Remove it; the tools are {} (all read-only)",
+                        known.join(", ")
+                    ),
+                ));
+            }
             if !known.contains(&tool.as_str()) {
                 let hint = suggest(tool, &known)
                     .map(|s| format!(" (did you mean {s:?}?)"))
@@ -217,6 +236,15 @@ impl AgentDefinition {
                 ));
             }
         };
+        let delegable = parsed.delegable.unwrap_or(false);
+        if delegable && ["lead", "planner", "reducer"].contains(&name.as_str()) {
+            return Err(err(
+                line_of("delegable"),
+                format!(
+                    "agent {name:?} may not be delegable: only agents that audit files can be given a task; remove `delegable: true`"
+                ),
+            ));
+        }
         let prompt = body.trim().to_string();
         if prompt.is_empty() {
             return Err(err(
@@ -231,6 +259,7 @@ impl AgentDefinition {
             max_rounds,
             model: parsed.model.filter(|m| !m.trim().is_empty()),
             context_tokens,
+            delegable,
             preload: parsed.preload.unwrap_or(false),
             prompt,
             source: source.to_string(),
@@ -355,6 +384,14 @@ mod tests {
                 "invalid front matter",
             ),
             ("---\nname: a b\ndescription: d\n---\nb\n", "may only use"),
+            (
+                "---\nname: a\ndescription: d\ndelegable: maybe\n---\nb\n",
+                "invalid front matter",
+            ),
+            (
+                "---\nname: lead\ndescription: d\ndelegable: true\n---\nb\n",
+                "may not be delegable",
+            ),
         ];
         for (text, expected) in cases {
             let e = AgentDefinition::parse("x.md", text)
@@ -362,6 +399,27 @@ mod tests {
                 .to_string();
             assert!(e.contains(expected), "{text:?} gave {e}");
         }
+    }
+
+    #[test]
+    fn listing_the_task_tool_is_rejected_with_file_and_line() {
+        let text = "---\nname: nester\ndescription: d\ntools: [read_file, task]\n---\nb\n";
+        let e = AgentDefinition::parse(".fanscan/agents/nester.md", text).unwrap_err();
+        assert_eq!(e.line, Some(4));
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with(".fanscan/agents/nester.md:4: tool \"task\" may not be listed"),
+            "{shown}"
+        );
+        assert!(!crate::tools::names().any(|n| n == TASK_TOOL));
+    }
+
+    #[test]
+    fn delegable_is_read_and_defaults_to_false() {
+        let d = AgentDefinition::parse("a.md", GOOD).unwrap();
+        assert!(!d.delegable);
+        let text = "---\nname: a\ndescription: d\ndelegable: true\n---\nb\n";
+        assert!(AgentDefinition::parse("a.md", text).unwrap().delegable);
     }
 
     #[test]

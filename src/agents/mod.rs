@@ -6,10 +6,13 @@
 //! file is an error that names it: none is skipped silently.
 
 pub(crate) mod definition;
+pub(crate) mod lead;
 pub(crate) mod subagent;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+
+use crate::git::ConfigOrigin;
 
 pub(crate) use definition::{AgentDefinition, DefinitionError};
 pub(crate) use subagent::{AgentRun, AgentStatus, AgentTask, GroupReport, TaskFile, run_subagent};
@@ -40,6 +43,7 @@ const BUILTIN: &[(&str, &str)] = &[
         "security.md",
         include_str!("../../configs/agents/security.md"),
     ),
+    ("lead.md", include_str!("../../configs/agents/lead.md")),
 ];
 
 /// The definitions in effect, by name.
@@ -52,6 +56,12 @@ impl AgentSet {
     /// The built-ins, then `<root>/.fanscan/agents/*.md` over them.
     /// Every file that does not parse is reported, all at once.
     pub fn load(root: &Path) -> Result<Self, Vec<DefinitionError>> {
+        Self::load_from(root, &ConfigOrigin::Worktree)
+    }
+
+    /// As [`AgentSet::load`], the repository's files read from `origin`
+    /// (the working tree, or a diff scan's base ref).
+    pub fn load_from(root: &Path, origin: &ConfigOrigin) -> Result<Self, Vec<DefinitionError>> {
         let mut set = Self::default();
         let mut errors = Vec::new();
         for (file, text) in BUILTIN {
@@ -61,6 +71,14 @@ impl AgentSet {
                 }
                 Err(e) => errors.push(e),
             }
+        }
+        if let ConfigOrigin::BaseRef(reference) = origin {
+            set.load_at_ref(root, reference, &mut errors);
+            return if errors.is_empty() {
+                Ok(set)
+            } else {
+                Err(errors)
+            };
         }
         let dir = root.join(".fanscan").join("agents");
         if dir.is_dir() {
@@ -108,6 +126,57 @@ impl AgentSet {
         }
     }
 
+    /// The repository's agents as they are at `reference`.
+    fn load_at_ref(&mut self, root: &Path, reference: &str, errors: &mut Vec<DefinitionError>) {
+        let dir = ".fanscan/agents";
+        let names = match crate::git::list(root, reference, dir) {
+            Ok(names) => names,
+            Err(e) => {
+                errors.push(DefinitionError {
+                    source: format!("{reference}:{dir}"),
+                    line: None,
+                    message: format!("cannot list the agents at the base ref: {e}"),
+                });
+                return;
+            }
+        };
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for name in names.iter().filter(|n| n.ends_with(".md")) {
+            let file = name.rsplit('/').next().unwrap_or(name);
+            let rel = format!("{dir}/{file}");
+            let source = format!("{reference}:{rel}");
+            let text = match crate::git::show(root, reference, &rel) {
+                Ok(Some(text)) => text,
+                Ok(None) => continue,
+                Err(e) => {
+                    errors.push(DefinitionError {
+                        source,
+                        line: None,
+                        message: format!("cannot read it at the base ref: {e}"),
+                    });
+                    continue;
+                }
+            };
+            match AgentDefinition::parse(&source, &text) {
+                Ok(d) => {
+                    if let Some(other) = seen.insert(d.name.clone(), d.source.clone()) {
+                        errors.push(DefinitionError {
+                            source: d.source.clone(),
+                            line: None,
+                            message: format!(
+                                "agent {:?} is also defined in {other}; names must be unique",
+                                d.name
+                            ),
+                        });
+                        continue;
+                    }
+                    self.agents.insert(d.name.clone(), d);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+
     /// The definition named `name`, or an error listing the names.
     pub fn get(&self, name: &str) -> Result<&AgentDefinition, UnknownAgent> {
         self.agents.get(name).ok_or_else(|| UnknownAgent {
@@ -121,6 +190,12 @@ impl AgentSet {
         self.agents.values()
     }
 
+    /// The agents the lead may delegate to (and the planner may pick for
+    /// a group), sorted by name.
+    pub(crate) fn delegable(&self) -> impl Iterator<Item = &AgentDefinition> {
+        self.agents.values().filter(|a| a.delegable)
+    }
+
     /// What `fanscan agents` prints: each definition's name, source, tools,
     /// rounds, model and description.
     pub fn describe(&self) -> String {
@@ -132,9 +207,10 @@ impl AgentSet {
                 a.tools.join(", ")
             };
             out.push_str(&format!(
-                "{}\n  source:      {}\n  tools:       {tools}\n  max_rounds:  {}\n  model:       {}\n  description: {}\n\n",
+                "{}\n  source:      {}\n  tools:       {tools}\n  delegable:   {}\n  max_rounds:  {}\n  model:       {}\n  description: {}\n\n",
                 a.name,
                 a.source,
+                if a.delegable { "yes" } else { "no" },
                 a.max_rounds,
                 a.model.as_deref().unwrap_or("(the run's)"),
                 a.description
@@ -153,13 +229,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let set = AgentSet::load(dir.path()).unwrap();
         let names: Vec<&str> = set.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, vec!["auditor", "planner", "reducer", "security"]);
+        assert_eq!(
+            names,
+            vec!["auditor", "lead", "planner", "reducer", "security"]
+        );
+        let delegable: Vec<&str> = set.delegable().map(|d| d.name.as_str()).collect();
+        assert_eq!(delegable, vec!["auditor", "security"]);
         assert!(set.get("planner").unwrap().tools.is_empty());
         assert!(
             set.get("nope")
                 .unwrap_err()
                 .to_string()
-                .contains("auditor, planner")
+                .contains("auditor, lead, planner")
         );
     }
 

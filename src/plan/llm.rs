@@ -53,6 +53,9 @@ struct AnswerGroup {
     files: Vec<String>,
     #[serde(default)]
     focus: Option<String>,
+    /// A delegable agent picked for the group, checked by the caller.
+    #[serde(default)]
+    agent: Option<String>,
 }
 
 /// Asks the planner agent and repairs its answer; falls back to the default
@@ -63,6 +66,7 @@ pub(crate) async fn plan(
     definition: &AgentDefinition,
     provider: &dyn Provider,
     max_output_tokens: u32,
+    agents: &[(String, String)],
 ) -> (Plan, Usage) {
     if inventory.files.len() > MAX_PLANNER_FILES {
         let mut plan = pack_plan(inventory, group_tokens);
@@ -82,7 +86,7 @@ pub(crate) async fn plan(
         model: definition.model.clone(),
         system: definition.prompt.clone(),
         messages: vec![Message::User {
-            text: render_task(inventory, group_tokens),
+            text: render_task(inventory, group_tokens) + &super::specialists::planner_note(agents),
         }],
         tools: Vec::new(),
         tool_choice: ToolChoice::None,
@@ -158,18 +162,22 @@ fn repair(inventory: &Inventory, group_tokens: u64, answer: Answer) -> Plan {
         }
         let tokens: u64 = members.iter().map(|f| f.tokens).sum();
         let focus = g.focus.filter(|f| !f.trim().is_empty());
+        let agent = g
+            .agent
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty());
         if tokens > group_tokens && members.len() > 1 {
             split += 1;
             let owned: Vec<FileEntry> = members.into_iter().cloned().collect();
             for mut part in pack(&owned, group_tokens) {
                 part.focus = focus.clone();
+                part.agent = agent.clone();
                 groups.push(part);
             }
         } else {
-            groups.push(make_group(
-                members.iter().map(|f| (f.path.clone(), f.tokens)),
-                focus,
-            ));
+            let mut group = make_group(members.iter().map(|f| (f.path.clone(), f.tokens)), focus);
+            group.agent = agent;
+            groups.push(group);
         }
     }
     let leftovers: Vec<FileEntry> = inventory
@@ -234,6 +242,7 @@ fn offline_answer(inventory: &Inventory) -> Answer {
                 AnswerGroup {
                     files,
                     focus: Some(format!("{top}: {}", languages.join(", "))),
+                    agent: None,
                 }
             })
             .collect(),

@@ -11,6 +11,7 @@ pub(crate) mod estimate;
 pub(crate) mod llm;
 pub(crate) mod render;
 pub(crate) mod shard;
+pub(crate) mod specialists;
 
 use std::collections::BTreeMap;
 
@@ -29,6 +30,10 @@ pub struct Group {
     pub focus: Option<String>,
     /// Estimated tokens of the files.
     pub tokens: u64,
+    /// The agent that audits this group, when the plan names one (the
+    /// `[agents]` globs, the LLM planner's pick); otherwise the run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// The plan of a scan.
@@ -88,6 +93,12 @@ impl Plan {
             text.push_str(&g.tokens.to_string());
             text.push('\0');
             text.push_str(g.focus.as_deref().unwrap_or_default());
+            if let Some(agent) = &g.agent {
+                // Only when named, so that plans without specialists keep
+                // their hash.
+                text.push('\0');
+                text.push_str(agent);
+            }
             text.push('\n');
         }
         crate::util::sha256_hex(text.as_bytes())
@@ -243,6 +254,7 @@ pub(crate) fn make_group(
         tokens: members.iter().map(|(_, t)| t).sum(),
         files,
         focus,
+        agent: None,
     }
 }
 

@@ -52,9 +52,14 @@ pub fn text(inventory: &Inventory, plan: &Plan, estimate: Option<&Estimate>) -> 
         plan.planner
     );
     for g in &plan.groups {
+        let agent = g
+            .agent
+            .as_deref()
+            .map(|a| format!(", agent {a}"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "\n{} ({} files, {} tokens)",
+            "\n{} ({} files, {} tokens{agent})",
             g.id,
             g.files.len(),
             human_count(g.tokens)

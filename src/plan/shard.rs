@@ -144,6 +144,7 @@ mod tests {
                     id: format!("g{i:02}"),
                     files: vec![format!("f{i}")],
                     focus: None,
+                    agent: None,
                     tokens: *t,
                 })
                 .collect(),

@@ -40,6 +40,10 @@ impl Wire for Anthropic {
         "anthropic"
     }
 
+    fn stream_format(&self) -> Option<super::stream::StreamFormat> {
+        Some(super::stream::StreamFormat::Anthropic)
+    }
+
     fn url(&self, base: &str) -> String {
         if base.ends_with("/v1") {
             format!("{base}/messages")

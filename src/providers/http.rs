@@ -24,7 +24,14 @@ pub(crate) enum DecodeError {
     Json(#[from] serde_json::Error),
     #[error("{0}")]
     Shape(&'static str),
+    /// A streamed answer that cannot be used (cut, an error event).
+    #[error(transparent)]
+    Stream(#[from] super::stream::StreamError),
 }
+
+/// Gets a streamed response's body as it arrives: `None` when a body
+/// starts (each attempt), then each chunk.
+pub(crate) type OnChunk<'a> = &'a (dyn Fn(Option<&[u8]>) + Send + Sync);
 
 /// 429s one call may wait out before they count as failed attempts.
 const MAX_RATE_LIMIT_WAITS: u32 = 50;
@@ -188,13 +195,47 @@ impl HttpLayer {
     where
         F: Fn(&[u8]) -> Result<T, DecodeError>,
     {
+        self.post(url, headers, body, tokens, parse, None).await
+    }
+
+    /// [`Self::post_json`] for a streamed answer: each successful
+    /// attempt's body goes to `on_chunk` as it arrives, and `parse` reads
+    /// the whole body at the end (a cut stream is retried like a 5xx).
+    pub(crate) async fn post_streamed<T, F>(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: bytes::Bytes,
+        tokens: u64,
+        parse: F,
+        on_chunk: OnChunk<'_>,
+    ) -> Result<T, ProviderError>
+    where
+        F: Fn(&[u8]) -> Result<T, DecodeError>,
+    {
+        self.post(url, headers, body, tokens, parse, Some(on_chunk))
+            .await
+    }
+
+    async fn post<T, F>(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: bytes::Bytes,
+        tokens: u64,
+        parse: F,
+        on_chunk: Option<OnChunk<'_>>,
+    ) -> Result<T, ProviderError>
+    where
+        F: Fn(&[u8]) -> Result<T, DecodeError>,
+    {
         let mut attempt: u32 = 0;
         let mut rate_waits: u32 = 0;
         loop {
             let slot = self.concurrency.acquire().await;
             self.limits.acquire(tokens).await;
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
-            let outcome = self.send_once(url, headers, &body, &parse).await;
+            let outcome = self.send_once(url, headers, &body, &parse, on_chunk).await;
             drop(slot);
             let (error, server_wait, should_retry) = match outcome {
                 Ok(answer) => {
@@ -247,6 +288,7 @@ impl HttpLayer {
         headers: &HeaderMap,
         body: &bytes::Bytes,
         parse: &F,
+        on_chunk: Option<OnChunk<'_>>,
     ) -> Result<T, (ProviderError, Option<Duration>, bool)>
     where
         F: Fn(&[u8]) -> Result<T, DecodeError>,
@@ -266,9 +308,29 @@ impl HttpLayer {
         let status = response.status();
         let headers = response.headers().clone();
         self.limits.observe_headers(&headers);
-        let bytes = match response.bytes().await {
-            Ok(b) => b,
-            Err(e) => return Err((self.transport_error(url, &e), None, true)),
+        let bytes = match on_chunk {
+            Some(on_chunk) if status.is_success() => {
+                let mut response = response;
+                let mut all = Vec::new();
+                on_chunk(None);
+                loop {
+                    match response.chunk().await {
+                        Ok(Some(chunk)) => {
+                            on_chunk(Some(&chunk));
+                            all.extend_from_slice(&chunk);
+                        }
+                        Ok(None) => break,
+                        // A connection lost mid-stream: `parse` would call
+                        // the body cut; the transport error says why.
+                        Err(e) => return Err((self.transport_error(url, &e), None, true)),
+                    }
+                }
+                bytes::Bytes::from(all)
+            }
+            _ => match response.bytes().await {
+                Ok(b) => b,
+                Err(e) => return Err((self.transport_error(url, &e), None, true)),
+            },
         };
         if status.is_success() {
             return match parse(&bytes) {

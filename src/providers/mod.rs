@@ -15,6 +15,7 @@ pub(crate) mod limits;
 pub(crate) mod offline;
 pub(crate) mod openai;
 pub(crate) mod remote;
+pub(crate) mod stream;
 
 use std::fmt;
 use std::sync::Arc;
@@ -117,6 +118,23 @@ pub(crate) trait Provider: Send + Sync {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+    /// Sends one request and shows the answer's text through `on_text` as
+    /// it arrives. A provider that cannot stream shows it whole, once.
+    /// Only the returned answer is the answer: what was shown of a stream
+    /// that was cut and sent again is void ([`stream::Shown::Restart`]).
+    fn chat_stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        on_text: stream::OnText<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            let response = self.chat(request).await?;
+            if let Some(text) = &response.text {
+                on_text(stream::Shown::Text(text));
+            }
+            Ok(response)
+        })
+    }
     /// What the report should say about how this provider was used (a
     /// request field the server rejected and that was dropped).
     fn notes(&self) -> Vec<String> {

@@ -28,6 +28,10 @@ impl Wire for OpenAi {
         "openai"
     }
 
+    fn stream_format(&self) -> Option<super::stream::StreamFormat> {
+        Some(super::stream::StreamFormat::OpenAi)
+    }
+
     fn url(&self, base: &str) -> String {
         format!("{base}/chat/completions")
     }

@@ -12,6 +12,7 @@ use futures::future::BoxFuture;
 use reqwest::header::HeaderMap;
 
 use super::http::{DecodeError, HttpLayer};
+use super::stream::{Live, OnText, Shown, StreamFormat};
 use super::{EngineKind, Provider, ProviderError};
 use crate::conversation::{ChatRequest, ChatResponse};
 
@@ -60,6 +61,10 @@ pub(crate) trait Wire: Send + Sync {
     ) -> Self::Body<'a>;
     /// The answer, read leniently.
     fn decode(&self, body: &[u8]) -> Result<ChatResponse, DecodeError>;
+    /// The SSE dialect this format streams in, if it streams.
+    fn stream_format(&self) -> Option<StreamFormat> {
+        None
+    }
     /// The optional field a 400 answer's message says the server rejects.
     fn rejects(&self, _message: &str) -> Option<Optional> {
         None
@@ -168,6 +173,64 @@ impl<W: Wire> Remote<W> {
     }
 }
 
+impl<W: Wire> Remote<W> {
+    /// [`Self::call`], streamed: the body asks for SSE, the text is shown
+    /// as it arrives, the answer is read from the whole body.
+    async fn call_stream(
+        &self,
+        request: &ChatRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, ProviderError> {
+        let Some(format) = self.wire.stream_format() else {
+            let response = self.call(request).await?;
+            if let Some(text) = &response.text {
+                on_text(Shown::Text(text));
+            }
+            return Ok(response);
+        };
+        let model = request.model.as_deref().unwrap_or(&self.model);
+        let live = Live::new(format, on_text);
+        let on_chunk = |chunk: Option<&[u8]>| live.chunk(chunk);
+        loop {
+            let mut value = serde_json::to_value(self.wire.encode(model, request, self.features()))
+                .map_err(ProviderError::Encode)?;
+            if let Some(fields) = value.as_object_mut() {
+                fields.insert("stream".into(), true.into());
+                if format == StreamFormat::OpenAi {
+                    // Usage comes in a last chunk only when asked for.
+                    fields.insert(
+                        "stream_options".into(),
+                        serde_json::json!({"include_usage": true}),
+                    );
+                }
+            }
+            let body = serde_json::to_vec(&value).map_err(ProviderError::Encode)?;
+            let answer = self
+                .http
+                .post_streamed(
+                    &self.url,
+                    &self.headers,
+                    body.into(),
+                    request.estimated_tokens(),
+                    |bytes| Ok(super::stream::read_body(format, bytes)?),
+                    &on_chunk,
+                )
+                .await;
+            match answer {
+                Err(ProviderError::Http {
+                    status: 400 | 422,
+                    ref message,
+                    ..
+                }) if self
+                    .wire
+                    .rejects(message)
+                    .is_some_and(|field| self.drop_field(field, message)) => {}
+                other => return other,
+            }
+        }
+    }
+}
+
 impl<W: Wire> Provider for Remote<W> {
     fn name(&self) -> &str {
         self.wire.name()
@@ -186,6 +249,14 @@ impl<W: Wire> Provider for Remote<W> {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(self.call(request))
+    }
+
+    fn chat_stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        on_text: OnText<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(self.call_stream(request, on_text))
     }
 
     fn notes(&self) -> Vec<String> {

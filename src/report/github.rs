@@ -44,6 +44,41 @@ pub(crate) fn render(report: &Report) -> String {
         line(&mut out, command, &properties, &message);
     }
 
+    for x in report.suppressed.iter().filter(|x| x.suppression.by_change) {
+        let f = &x.finding.finding;
+        line(
+            &mut out,
+            "notice",
+            &[
+                ("file", f.path.clone()),
+                ("line", f.line.to_string()),
+                (
+                    "title",
+                    format!("suppressed by this change: {} [{}]", f.title, rule_id(f)),
+                ),
+            ],
+            &format!(
+                "This change adds a fanscan:ignore comment (line {}) that suppresses a {} finding: {}",
+                x.suppression.line,
+                f.severity.as_str(),
+                x.suppression.reason.as_deref().unwrap_or("no reason given")
+            ),
+        );
+    }
+    if report.gate.outcome == crate::gate::Outcome::Fail {
+        line(
+            &mut out,
+            "error",
+            &[("title", "fanscan: gate failed".into())],
+            &format!(
+                "{} (--fail-on {}); {} suppressed, {} baselined.",
+                report.gate.reason,
+                report.gate.fail_on.as_str(),
+                report.suppressed.len(),
+                report.baselined.len()
+            ),
+        );
+    }
     if !report.complete {
         let mut why = report.incomplete_reasons.join(" ");
         let failed = &report.coverage.failed;

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::Report;
 use crate::findings::Severity;
+use crate::gate::{Outcome, Suppressed};
 use crate::reduce::Merged;
 use crate::util::human_count;
 
@@ -29,11 +30,21 @@ pub(super) fn render(report: &Report) -> String {
             report.incomplete_reasons.join(" ")
         );
     }
+    gate(&mut out, report);
     let _ = writeln!(out, "## Summary\n");
     if report.summary.trim().is_empty() {
         let _ = writeln!(out, "(no summary was written)\n");
     } else {
         let _ = writeln!(out, "{}\n", report.summary.trim());
+        // The summary is made before the gate takes findings out: say so,
+        // so that its counts and the gate's agree.
+        let (suppressed, baselined) = (report.suppressed.len(), report.baselined.len());
+        if suppressed + baselined > 0 {
+            let _ = writeln!(
+                out,
+                "_The summary covers every finding the agents reported; {suppressed} of them are suppressed and {baselined} baselined (listed below), and are not gated on._\n"
+            );
+        }
     }
 
     let _ = writeln!(out, "## Findings\n");
@@ -105,8 +116,29 @@ pub(super) fn render(report: &Report) -> String {
         out.push('\n');
     }
 
+    suppressed_and_baselined(&mut out, report);
+
     let c = &report.coverage;
     let _ = writeln!(out, "## Coverage\n");
+    if let Some(d) = &report.diff {
+        let _ = writeln!(
+            out,
+            "Diff scan ({}): {} changed files, {} deleted, {} renamed; unchanged files were not audited.\n",
+            d.source,
+            d.changed.len(),
+            d.deleted.len(),
+            d.renamed.len()
+        );
+        for path in d.deleted.iter().take(50) {
+            let _ = writeln!(out, "  - deleted `{path}`");
+        }
+        for (from, to) in d.renamed.iter().take(50) {
+            let _ = writeln!(out, "  - renamed `{from}` to `{to}`");
+        }
+        if !d.deleted.is_empty() || !d.renamed.is_empty() {
+            out.push('\n');
+        }
+    }
     let _ = writeln!(
         out,
         "- reviewed: {} files{}",
@@ -225,6 +257,114 @@ pub(super) fn render(report: &Report) -> String {
         }
     }
     out
+}
+
+/// The verdict, first thing a CI reader looks for.
+fn gate(out: &mut String, report: &Report) {
+    let g = &report.gate;
+    let mark = match g.outcome {
+        Outcome::Pass => "PASSED",
+        Outcome::Fail => "FAILED",
+        Outcome::Incomplete => "INCOMPLETE",
+    };
+    let rest = g
+        .reason
+        .split_once(": ")
+        .map_or(g.reason.as_str(), |(_, r)| r);
+    let _ = writeln!(
+        out,
+        "**Gate: {mark}** ({rest}; --fail-on {}{}). {} suppressed, {} baselined.\n",
+        g.fail_on.as_str(),
+        if g.gate_unverified {
+            ", unverified findings count"
+        } else {
+            ""
+        },
+        report.suppressed.len(),
+        report.baselined.len()
+    );
+}
+
+/// Findings kept out of the gate, with why: never dropped silently.
+fn suppressed_and_baselined(out: &mut String, report: &Report) {
+    let (by_change, earlier): (Vec<&Suppressed>, Vec<&Suppressed>) = report
+        .suppressed
+        .iter()
+        .partition(|s| s.suppression.by_change);
+    for (title, list) in [
+        ("Suppressed by this change", by_change),
+        ("Suppressed", earlier),
+    ] {
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "## {title} ({}): not gated on\n", list.len());
+        for x in list {
+            let f = &x.finding.finding;
+            let s = &x.suppression;
+            let _ = writeln!(
+                out,
+                "- {} [{}] `{}:{}` ({}): {}{}",
+                f.title,
+                f.rule.as_deref().unwrap_or("-"),
+                f.path,
+                f.line,
+                f.severity.as_str(),
+                s.reason.as_deref().unwrap_or("(no reason given)"),
+                if s.notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" _{}_", s.notes.join("; "))
+                }
+            );
+        }
+        out.push('\n');
+    }
+    if !report.baselined.is_empty() {
+        let _ = writeln!(
+            out,
+            "## Baselined ({}): not gated on\n",
+            report.baselined.len()
+        );
+        for b in &report.baselined {
+            let f = &b.finding.finding;
+            let _ = writeln!(
+                out,
+                "- {} `{}:{}` ({}){}",
+                f.title,
+                f.path,
+                f.line,
+                f.severity.as_str(),
+                b.reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            );
+        }
+        out.push('\n');
+    }
+    if !report.baseline_not_checked.is_empty() {
+        let _ = writeln!(
+            out,
+            "Baseline entries not checked ({}): their files were not reviewed in this run, so whether they remain is unknown.\n",
+            report.baseline_not_checked.len()
+        );
+        for e in report.baseline_not_checked.iter().take(50) {
+            let _ = writeln!(out, "  - {} `{}`", e.title, e.path);
+        }
+        out.push('\n');
+    }
+    if !report.baseline_not_found.is_empty() {
+        let _ = writeln!(
+            out,
+            "Baseline entries no longer found ({}): their files were reviewed and no longer have them; drop them from the baseline.\n",
+            report.baseline_not_found.len()
+        );
+        for e in report.baseline_not_found.iter().take(50) {
+            let _ = writeln!(out, "  - {} `{}`", e.title, e.path);
+        }
+        out.push('\n');
+    }
 }
 
 /// New, fixed, unchanged and not-checked findings since the last

@@ -19,8 +19,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::agents::{AgentStatus, AgentTask, GroupReport};
+use crate::baseline::BaselineEntry;
 use crate::budget::AgentUsage;
 use crate::conversation::Usage;
+use crate::gate::{Baselined, GatePolicy, Outcome, Suppressed, Triage, Verdict};
+use crate::git::ChangeSet;
 use crate::inventory::Skipped;
 use crate::plan::Plan;
 use crate::providers::EngineKind;
@@ -39,6 +42,8 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// The run is incomplete: failed groups, an interrupt, a budget.
     pub const INCOMPLETE: i32 = 3;
+    /// The gate failed: an open finding at or above `--fail-on` remains.
+    pub const GATE_FAILED: i32 = 4;
 }
 
 /// Output formats.
@@ -72,6 +77,22 @@ pub struct Manifest {
     pub plan_hash: String,
     pub group_tokens: u64,
     pub jobs: usize,
+    /// Where each agent definition, the rules and the config came from.
+    #[serde(default)]
+    pub sources: Sources,
+}
+
+/// Where the run's configuration came from: `built-in`, `working tree`,
+/// `base ref REF` (a `--since` scan), or a file named on the command line.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sources {
+    pub config: String,
+    pub rules: String,
+    /// Where the `--baseline` was read from (a file, or the base ref).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    /// Agent name to where its definition came from.
+    pub agents: BTreeMap<String, String>,
 }
 
 /// One group's outcome, as the report shows it.
@@ -222,6 +243,24 @@ pub struct Report {
     pub stats: Stats,
     /// Notes from the planner and reducer.
     pub notes: Vec<String>,
+    /// The gate's verdict.
+    #[serde(default)]
+    pub gate: Verdict,
+    /// Findings kept out of the gate by an inline `fanscan:ignore`.
+    #[serde(default)]
+    pub suppressed: Vec<Suppressed>,
+    /// Findings kept out of the gate by the baseline.
+    #[serde(default)]
+    pub baselined: Vec<Baselined>,
+    /// Baseline entries whose file this run did not review.
+    #[serde(default)]
+    pub baseline_not_checked: Vec<BaselineEntry>,
+    /// Baseline entries whose file was reviewed and no longer has them.
+    #[serde(default)]
+    pub baseline_not_found: Vec<BaselineEntry>,
+    /// A diff scan: the change it covered.
+    #[serde(default)]
+    pub diff: Option<ChangeSet>,
     /// This run's id in the run store (none without a store).
     #[serde(default)]
     pub run_id: Option<i64>,
@@ -235,12 +274,14 @@ pub struct Report {
 }
 
 impl Report {
-    /// The exit code of the run.
+    /// The exit code of the run: 4 when the gate failed, else 3 when
+    /// the run is incomplete, else 0.
     pub fn exit_code(&self) -> i32 {
-        if self.complete {
-            exit::OK
-        } else {
-            exit::INCOMPLETE
+        match self.gate.outcome {
+            Outcome::Fail => exit::GATE_FAILED,
+            Outcome::Incomplete => exit::INCOMPLETE,
+            Outcome::Pass if !self.complete => exit::INCOMPLETE,
+            Outcome::Pass => exit::OK,
         }
     }
 
@@ -317,6 +358,10 @@ pub(crate) struct Parts {
     pub(crate) calls: CallCounts,
     /// What each agent spent (the budget's ledger), the total and its cost.
     pub(crate) spent: (BTreeMap<String, AgentUsage>, Usage, Option<f64>),
+    /// The findings as the gate sorted them (they replace `reduced`'s).
+    pub(crate) triage: Triage,
+    pub(crate) policy: GatePolicy,
+    pub(crate) diff: Option<ChangeSet>,
 }
 
 /// Assembles the report: coverage accounts for every planned file, the
@@ -335,6 +380,9 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         run_notes,
         calls,
         spent: (agents, usage, cost_usd),
+        triage,
+        policy,
+        diff,
     } = parts;
     let coverage = coverage(skipped, &reports, &not_started);
     let mut incomplete_reasons = stopped;
@@ -367,6 +415,8 @@ pub(crate) fn assemble(parts: Parts) -> Report {
             "{max_rounds} agents reached max_rounds; their summaries were still taken"
         ));
     }
+    let complete = incomplete_reasons.is_empty();
+    let gate = crate::gate::verdict(policy, &triage.findings, &triage.unverified, complete);
     Report {
         schema_version: SCHEMA_VERSION,
         tool: ToolInfo {
@@ -380,7 +430,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         started_at: run.started_at,
         duration_ms: run.duration_ms,
         manifest: run.manifest,
-        complete: incomplete_reasons.is_empty(),
+        complete,
         incomplete_reasons,
         summary: reduced.summary,
         groups: reports
@@ -393,8 +443,8 @@ pub(crate) fn assemble(parts: Parts) -> Report {
             })
             .collect(),
         plan,
-        findings: reduced.findings,
-        unverified: reduced.unverified,
+        findings: triage.findings,
+        unverified: triage.unverified,
         unparsed: reports
             .iter()
             .flat_map(|r| {
@@ -424,6 +474,12 @@ pub(crate) fn assemble(parts: Parts) -> Report {
             resumed_groups: reused.values().filter(|r| **r == Reused::Resumed).count(),
         },
         notes,
+        gate,
+        suppressed: triage.suppressed,
+        baselined: triage.baselined,
+        baseline_not_checked: triage.not_checked,
+        baseline_not_found: triage.not_found,
+        diff,
         run_id: None,
         since_last_run: None,
         shard: None,

@@ -15,6 +15,11 @@
 //! would point at nothing. They are counted in a notification instead and
 //! listed in the Markdown and JSON reports.
 //!
+//! Suppressed and baselined findings are results too, each with a
+//! `suppressions` entry (`inSource` for a `fanscan:ignore` comment,
+//! `external` for the baseline) and its justification: code scanning shows
+//! them as closed alerts, so they are visible and never gated on.
+//!
 //! The SARIF types come from `serde-sarif` (generated from the official
 //! schema, so every field code scanning reads is there: `partialFingerprints`,
 //! property bags, `automationDetails`, `invocations`).
@@ -85,7 +90,14 @@ pub(crate) fn render(report: &Report, category: Option<&str>) -> Result<String, 
 
 /// The SARIF log of `report`.
 fn log(report: &Report, category: Option<&str>) -> s::Sarif {
-    let rules = rules(&report.findings);
+    let every: Vec<Merged> = report
+        .findings
+        .iter()
+        .chain(report.suppressed.iter().map(|x| &x.finding))
+        .chain(report.baselined.iter().map(|x| &x.finding))
+        .cloned()
+        .collect();
+    let rules = rules(&every);
     let index: BTreeMap<&str, i64> = rules
         .iter()
         .enumerate()
@@ -99,6 +111,44 @@ fn log(report: &Report, category: Option<&str>) -> s::Sarif {
             let position = index.get(id.as_str()).copied();
             result(m, id, position)
         })
+        .chain(report.suppressed.iter().map(|x| {
+            let id = rule_id(&x.finding.finding);
+            let position = index.get(id.as_str()).copied();
+            let mut r = result(&x.finding, id, position);
+            let why = x
+                .suppression
+                .reason
+                .clone()
+                .unwrap_or_else(|| "no reason given".into());
+            let mut suppression = s::Suppression::builder().kind(json!("inSource")).build();
+            suppression.status = Some(json!("accepted"));
+            suppression.justification = Some(if x.suppression.by_change {
+                format!("{why} (suppressed by this change)")
+            } else {
+                why
+            });
+            suppression.properties = Some(bag(
+                None,
+                [
+                    ("line", json!(x.suppression.line)),
+                    ("rules", json!(x.suppression.rules)),
+                    ("byChange", json!(x.suppression.by_change)),
+                ],
+            ));
+            r.suppressions = Some(vec![suppression]);
+            r
+        }))
+        .chain(report.baselined.iter().map(|x| {
+            let id = rule_id(&x.finding.finding);
+            let position = index.get(id.as_str()).copied();
+            let mut r = result(&x.finding, id, position);
+            let mut suppression = s::Suppression::builder().kind(json!("external")).build();
+            suppression.status = Some(json!("accepted"));
+            suppression.justification =
+                Some(x.reason.clone().unwrap_or_else(|| "in the baseline".into()));
+            r.suppressions = Some(vec![suppression]);
+            r
+        }))
         .collect();
 
     let mut driver = s::ToolComponent::builder()
@@ -134,6 +184,14 @@ fn log(report: &Report, category: Option<&str>) -> s::Sarif {
             (
                 "engine",
                 serde_json::to_value(report.engine).unwrap_or(Value::Null),
+            ),
+            (
+                "gate",
+                serde_json::to_value(&report.gate).unwrap_or(Value::Null),
+            ),
+            (
+                "diff",
+                serde_json::to_value(&report.diff).unwrap_or(Value::Null),
             ),
         ],
     ));
@@ -415,6 +473,22 @@ fn invocation(report: &Report) -> s::Invocation {
             [("kind", json!("unverified")), ("findings", json!(list))],
         ));
     }
+    if !report.baseline_not_checked.is_empty() {
+        let paths: Vec<&str> = report
+            .baseline_not_checked
+            .iter()
+            .map(|e| e.path.as_str())
+            .collect();
+        notes.push(notification(
+            "note",
+            &format!(
+                "{} of the baseline not checked: their files were not reviewed in this run: {}",
+                plural(paths.len(), "finding"),
+                listing(&paths)
+            ),
+            [("kind", json!("baseline_not_checked"))],
+        ));
+    }
     let mut invocation = s::Invocation::builder()
         .execution_successful(report.complete)
         .build();
@@ -556,6 +630,7 @@ pub(crate) mod tests {
                 plan_hash: String::new(),
                 group_tokens: 0,
                 jobs: 1,
+                sources: crate::report::Sources::default(),
             },
             complete: true,
             incomplete_reasons: Vec::new(),
@@ -573,6 +648,12 @@ pub(crate) mod tests {
             coverage: Coverage::default(),
             stats: Stats::default(),
             notes: Vec::new(),
+            gate: crate::gate::Verdict::default(),
+            suppressed: Vec::new(),
+            baselined: Vec::new(),
+            baseline_not_checked: Vec::new(),
+            baseline_not_found: Vec::new(),
+            diff: None,
             run_id: None,
             since_last_run: None,
             shard: None,

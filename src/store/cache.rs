@@ -115,9 +115,17 @@ impl Session {
 
     /// Splits `tasks` into stored results and tasks to run, hashing every
     /// file now, before any agent runs.
-    pub(crate) fn reuse(&self, root: &Path, base: &KeyBase, tasks: Vec<AgentTask>) -> Split {
+    pub(crate) fn reuse(
+        &self,
+        root: &Path,
+        base: &KeyBase,
+        by_group: &HashMap<String, KeyBase>,
+        tasks: Vec<AgentTask>,
+    ) -> Split {
         let mut split = Split::default();
         for task in tasks {
+            // A group the plan gives its own agent is keyed by that agent.
+            let base = by_group.get(&task.group).unwrap_or(base);
             let hashes = hash_files(root, &task);
             // A file that cannot be read makes the group uncacheable.
             if hashes.iter().any(String::is_empty) {

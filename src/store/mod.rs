@@ -19,6 +19,7 @@
 pub(crate) mod cache;
 pub(crate) mod runs;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -381,19 +382,41 @@ impl ScanStore {
             &run.manifest,
             &settings,
         )?;
-        let base = |d: &AgentDefinition| KeyBase {
-            agent: d.name.clone(),
-            agent_hash: d.hash.clone(),
-            provider: run.provider.clone(),
-            model: ctx.model_of(&d.name),
-            rules_hash: ctx.rules_hash().to_string(),
-        };
+        let base = |d: &AgentDefinition| Self::key_base(ctx, &run.provider, d);
         Ok(Some(Self {
             session: Arc::new(Session::new(store, run_id, s.cache)),
             auditor: base(auditor),
             reducer: base(reducer),
             max_bytes: s.store_max_bytes,
         }))
+    }
+
+    /// What the cache keys of groups audited by `d` share.
+    fn key_base(ctx: &Context, provider: &str, d: &AgentDefinition) -> KeyBase {
+        KeyBase {
+            agent: d.name.clone(),
+            agent_hash: d.hash.clone(),
+            provider: provider.to_string(),
+            model: ctx.model_of(&d.name),
+            rules_hash: ctx.rules_hash().to_string(),
+        }
+    }
+
+    /// The key bases of the groups a plan gives their own agent, by group.
+    pub(crate) fn key_bases(
+        &self,
+        ctx: &Context,
+        specialists: &HashMap<String, Arc<AgentDefinition>>,
+    ) -> HashMap<String, KeyBase> {
+        specialists
+            .iter()
+            .map(|(group, d)| {
+                (
+                    group.clone(),
+                    Self::key_base(ctx, &self.auditor.provider, d),
+                )
+            })
+            .collect()
     }
 
     /// The journal the fan-out commits each finished group to.
@@ -449,7 +472,12 @@ impl ScanStore {
 
 /// Splits `tasks` into stored results and tasks to run (all to run
 /// without a store). Hashes every file, off the async threads.
-pub(crate) async fn split(run: Option<&ScanStore>, root: &Path, tasks: Vec<AgentTask>) -> Split {
+pub(crate) async fn split(
+    run: Option<&ScanStore>,
+    root: &Path,
+    tasks: Vec<AgentTask>,
+    by_group: HashMap<String, KeyBase>,
+) -> Split {
     let Some(run) = run else {
         return Split {
             reused: Vec::new(),
@@ -460,7 +488,7 @@ pub(crate) async fn split(run: Option<&ScanStore>, root: &Path, tasks: Vec<Agent
     let base = run.auditor.clone();
     let root = root.to_path_buf();
     let backup = tasks.clone();
-    tokio::task::spawn_blocking(move || session.reuse(&root, &base, tasks))
+    tokio::task::spawn_blocking(move || session.reuse(&root, &base, &by_group, tasks))
         .await
         .unwrap_or(Split {
             reused: Vec::new(),

@@ -68,9 +68,10 @@ fn offline_scan_finds_planted_issues_at_exact_lines() {
         "json",
         "--quiet",
     ]);
+    // Its high findings fail the default gate (--fail-on high).
     assert_eq!(
         out.status.code(),
-        Some(0),
+        Some(4),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

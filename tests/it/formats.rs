@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use fanscan::{Context, Format, ProviderArgs, Report, RunControl, ScanArgs, Settings, Ui};
+use fanscan::{Context, Format, ProviderArgs, Report, RunControl, ScanArgs, Settings, Ui, exit};
 
 use crate::cli::planted;
 use crate::common::{Repo, fanscan};
@@ -66,7 +66,7 @@ fn budget_repo() -> (Repo, ScanArgs) {
     (repo, args)
 }
 
-fn schema_errors(log: &str) -> Vec<String> {
+pub fn schema_errors(log: &str) -> Vec<String> {
     let schema: Value = serde_json::from_str(
         &std::fs::read_to_string(SCHEMA).unwrap_or_else(|e| panic!("{SCHEMA}: {e}")),
     )
@@ -225,7 +225,15 @@ async fn github_annotations_cover_verified_findings_and_an_incomplete_run() {
     let repo = planted();
     let report = scan(repo.path(), &ScanArgs::default()).await;
     let text = report.render(Format::Github).unwrap();
-    assert_eq!(text.lines().count(), report.findings.len());
+    // One line per finding, then the failed gate (its high findings).
+    assert_eq!(text.lines().count(), report.findings.len() + 1);
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .starts_with("::error title=fanscan%3A gate failed::"),
+        "{text}"
+    );
     assert!(
         text.lines()
             .any(|l| l.starts_with("::error file=app/db.py,line=2,title="))
@@ -302,7 +310,7 @@ fn the_cli_spells_the_formats_sarif_github_and_codeclimate() {
         let out = fanscan(&["scan", root, "--format", format, "--quiet"]);
         assert_eq!(
             out.status.code(),
-            Some(0),
+            Some(exit::GATE_FAILED),
             "{format}: {}",
             String::from_utf8_lossy(&out.stderr)
         );

@@ -5,14 +5,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
 mod agent_loop;
+mod ask;
 mod cli;
 mod common;
 mod configs;
 mod formats;
+mod gate;
 mod pipeline;
 mod resilience;
 mod shards;
 mod snapshots;
+mod specialists;
 mod store;
 mod tokens;
 mod vendored;
