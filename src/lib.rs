@@ -321,7 +321,7 @@ pub async fn merge(
         .iter()
         .map(|p| report::shard::load(p).map(|r| (p.clone(), r)))
         .collect::<Result<Vec<_>, _>>()?;
-    let joined = report::shard::join(loaded)?;
+    let mut joined = report::shard::join(loaded)?;
     let inventory = ctx.inventory()?;
     let scope = ctx.in_scope(&inventory);
     let (local, _) = ctx.plan(&scope).await?;
@@ -340,7 +340,7 @@ pub async fn merge(
     );
     let (run, warned) =
         store::ScanStore::open(ctx, auditor, reducer, &ctx.run_info(&joined.plan, &started))?;
-    let reports = joined.reports;
+    let reports = std::mem::take(&mut joined.reports);
     let (checked, lines, reports) = tokio::task::spawn_blocking(move || {
         let (checked, lines) = verify::verify_keeping_lines(&reports, &inventory, &tools);
         (checked, lines, reports)
@@ -351,22 +351,7 @@ pub async fn merge(
     let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
     let triage = triage(ctx, &mut reduced, &reports, &lines);
-    let (mut agents, mut usage, mut cost) = joined.spent;
-    let (own_agents, own_usage, own_cost) = spend.ledger();
-    for (name, used) in own_agents {
-        let entry = agents.entry(name).or_default();
-        entry.usage.add(used.usage);
-        entry.cost_usd = entry.cost_usd.zip(used.cost_usd).map(|(a, b)| a + b);
-    }
-    usage.add(own_usage);
-    cost = cost.zip(own_cost).map(|(a, b)| a + b);
-    let own = ctx.call_counts();
-    let mut calls = joined.calls;
-    calls.requests += own.requests;
-    calls.retries += own.retries;
-    calls.rate_limited += own.rate_limited;
-    calls.lowest_concurrency =
-        report::shard::lowest(calls.lowest_concurrency, own.lowest_concurrency);
+    let (calls, spent) = joined.with_merge(spend.ledger(), ctx.call_counts());
     let not_started = plan_tasks_named(&joined.plan, &scope, &joined.not_started);
     let mut report = report::assemble(report::Parts {
         run: ctx.run_info(&joined.plan, &started),
@@ -379,7 +364,7 @@ pub async fn merge(
         stopped: [joined.stopped, ui.control.reasons()].concat(),
         run_notes: [warned, joined.notes, ctx.provider.notes()].concat(),
         calls,
-        spent: (agents, usage, cost),
+        spent,
         triage,
         policy: settings.gate,
         diff: ctx.changes.clone(),

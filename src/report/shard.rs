@@ -154,7 +154,7 @@ pub(crate) struct Joined {
     pub(crate) notes: Vec<String>,
     pub(crate) calls: CallCounts,
     /// What the shards spent, per agent, in total, and its cost.
-    pub(crate) spent: (BTreeMap<String, AgentUsage>, Usage, Option<f64>),
+    pub(crate) spent: Spent,
     /// The shard (K/N) that audited each file, for the checkout check.
     pub(crate) audited_by: BTreeMap<String, (String, String)>,
 }
@@ -320,6 +320,30 @@ fn gather(plan: Plan, parts: Vec<(String, Report, ShardPart)>) -> Joined {
     joined
 }
 
+/// What an agent spent, per agent, in total, and its cost.
+pub(crate) type Spent = (BTreeMap<String, AgentUsage>, Usage, Option<f64>);
+
+impl Joined {
+    /// The shards' counters and spending plus the merge's own (`own`,
+    /// `own_calls`: the reducer's call).
+    pub(crate) fn with_merge(&self, own: Spent, own_calls: CallCounts) -> (CallCounts, Spent) {
+        let (mut agents, mut usage, mut cost) = self.spent.clone();
+        for (name, used) in own.0 {
+            let entry = agents.entry(name).or_default();
+            entry.usage.add(used.usage);
+            entry.cost_usd = entry.cost_usd.zip(used.cost_usd).map(|(a, b)| a + b);
+        }
+        usage.add(own.1);
+        cost = cost.zip(own.2).map(|(a, b)| a + b);
+        let mut calls = self.calls;
+        calls.requests += own_calls.requests;
+        calls.retries += own_calls.retries;
+        calls.rate_limited += own_calls.rate_limited;
+        calls.lowest_concurrency = lowest(calls.lowest_concurrency, own_calls.lowest_concurrency);
+        (calls, (agents, usage, cost))
+    }
+}
+
 /// Adds a part's counters and spending to the joined ones.
 fn add_stats(joined: &mut Joined, report: &Report) {
     let s = &report.stats;
@@ -344,7 +368,7 @@ fn add_stats(joined: &mut Joined, report: &Report) {
 }
 
 /// The lower of two "lowest concurrency" counters, where 0 means never cut.
-pub(crate) fn lowest(a: u64, b: u64) -> u64 {
+fn lowest(a: u64, b: u64) -> u64 {
     match (a, b) {
         (0, x) | (x, 0) => x,
         (a, b) => a.min(b),
