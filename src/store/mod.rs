@@ -199,8 +199,25 @@ impl Store {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
         };
-        store.prepare()?;
-        Ok(store)
+        // Switching a new file to WAL takes a lock that SQLite's busy
+        // handler does not wait for: two processes creating one store at
+        // once (two CI jobs) retry here instead of failing.
+        let mut waited = Duration::ZERO;
+        loop {
+            match store.prepare() {
+                Err(StoreError::Sqlite { source, .. })
+                    if waited < BUSY_TIMEOUT
+                        && matches!(
+                            source.sqlite_error_code(),
+                            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                        ) =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                    waited += Duration::from_millis(20);
+                }
+                other => return other.map(|()| store),
+            }
+        }
     }
 
     /// Opens an existing store for reading (`history`, `diff`).
