@@ -264,7 +264,7 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
         ctx.tools
             .scoped(inventory.files.iter().map(|f| f.path.clone())),
     );
-    let spend = ctx.spend(ui.control.clone());
+    let spend = ctx.spend(ui.control.clone(), None);
     let offline = ctx.provider.engine() == EngineKind::RuleEngine;
     // One prompt-cache scope per question: the lead's turns share a key,
     // and each task's turns theirs.

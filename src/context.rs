@@ -266,16 +266,29 @@ impl Context {
     }
 
     /// The run's budget over `control`, every call priced by its model.
-    pub(crate) fn spend(&self, control: RunControl) -> Spend {
+    ///
+    /// `planner` is what the LLM planner already spent, counted first.
+    pub(crate) fn spend(&self, control: RunControl, planner: Option<Usage>) -> Spend {
         let pricer = self.pricer();
         let price = pricer(self.provider.model());
-        Spend::new(
+        let spend = Spend::new(
             self.settings.max_tokens,
             self.settings.max_cost,
             price,
             control,
         )
-        .with_pricer(Box::new(pricer))
+        .with_pricer(Box::new(pricer));
+        if let Some(usage) = planner.filter(|_| self.settings.planner == PlannerKind::Llm) {
+            spend.add("planner", usage, &self.model_of("planner"));
+        }
+        spend
+    }
+
+    /// The tools, reading only what the inventory covers: excluded or
+    /// ignored files stay out of every prompt.
+    pub(crate) fn scoped_tools(&self, inventory: &Inventory) -> ToolContext {
+        self.tools
+            .scoped(inventory.files.iter().map(|f| f.path.clone()))
     }
 
     /// The model agent `name` runs on: its own, else the run's.
@@ -669,6 +682,25 @@ fn load_baseline(settings: &Settings) -> Result<(Option<Baseline>, Option<String
             Some(Baseline::load(path)?),
             Some(format!("file ({})", path.display())),
         )),
+    }
+}
+
+impl Ui {
+    /// Starts the one event consumer of a run of `groups` groups: progress
+    /// on the terminal, transcripts to their directory.
+    pub(crate) fn progress(
+        &self,
+        groups: usize,
+    ) -> (
+        tokio::sync::mpsc::UnboundedSender<crate::events::Event>,
+        crate::progress::Running,
+    ) {
+        crate::progress::Consumer {
+            multi: self.multi.clone(),
+            total_groups: groups as u64,
+            transcripts: self.transcripts.clone(),
+        }
+        .start()
     }
 }
 

@@ -101,32 +101,18 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let (plan, planner_usage) = ctx.plan(&scope).await?;
     let tasks = shard_tasks(settings, &plan, &scope)?;
     ctx.check_budget(&plan, &auditor)?;
-    let spend = Arc::new(ctx.spend(ui.control.clone()));
-    if settings.planner == PlannerKind::Llm {
-        spend.add("planner", planner_usage, &ctx.model_of("planner"));
-    }
-    // Agents read only what the scan covers: excluded or ignored files stay
-    // out of every prompt.
-    let tools = Arc::new(
-        ctx.tools
-            .scoped(inventory.files.iter().map(|f| f.path.clone())),
-    );
-    let (run, warned) =
-        store::ScanStore::open(ctx, &auditor, reducer, &ctx.run_info(&plan, &started))?;
-    // A group the plan gives its own agent is cached under that agent.
+    let spend = Arc::new(ctx.spend(ui.control.clone(), Some(planner_usage)));
+    let tools = Arc::new(ctx.scoped_tools(&inventory));
     let specialists = ctx.specialists(&plan)?;
-    let keys = run
-        .as_ref()
-        .map(|r| r.key_bases(ctx, &specialists))
-        .unwrap_or_default();
-    let split = store::split(run.as_ref(), &settings.root, tasks, keys).await;
-    let tasks = split.fresh;
-    let (events, progress) = progress::Consumer {
-        multi: ui.multi.clone(),
-        total_groups: tasks.len() as u64,
-        transcripts: ui.transcripts.clone(),
-    }
-    .start();
+    let store = store::prepare(
+        ctx,
+        (&auditor, reducer),
+        &ctx.run_info(&plan, &started),
+        &specialists,
+        tasks,
+    )
+    .await?;
+    let (events, progress) = ui.progress(store.split.fresh.len());
     let fanned = FanOut {
         definition: auditor,
         provider: Arc::clone(&ctx.provider),
@@ -138,21 +124,17 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         control: ui.control.clone(),
         spend: Arc::clone(&spend),
         specialists,
-        journal: run.as_ref().map(store::ScanStore::journal),
+        journal: store.run.as_ref().map(store::ScanStore::journal),
         cache_scope: Arc::from(plan.hash()),
     }
-    .run(tasks)
+    .run(store.split.fresh)
     .await;
     let consumed = progress.finish().await;
-    let (reports, reused) = store::cache::in_plan_order(&plan, split.reused, fanned.reports);
+    let (reports, reused) = store::cache::in_plan_order(&plan, store.split.reused, fanned.reports);
 
-    let (checked, lines, reports) = tokio::task::spawn_blocking(move || {
-        let (checked, lines) = verify::verify_keeping_lines(&reports, &inventory, &tools);
-        (checked, lines, reports)
-    })
-    .await
-    .map_err(ScanError::Verify)?;
+    let (checked, lines, reports) = verify_off_thread(reports, inventory, tools).await?;
 
+    let run = store.run;
     let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
     let triage = triage(ctx, &mut reduced, &reports, &lines);
@@ -167,7 +149,12 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         not_started: fanned.not_started,
         reduced,
         stopped: ui.control.reasons(),
-        run_notes: [warned, ctx.provider.notes(), consumed.transcript_errors].concat(),
+        run_notes: [
+            store.warnings,
+            ctx.provider.notes(),
+            consumed.transcript_errors,
+        ]
+        .concat(),
         calls: ctx.call_counts(),
         spent: spend.ledger(),
         triage,
@@ -175,10 +162,23 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         diff: ctx.changes.clone(),
     });
     report.shard = part;
-    if let Some(run) = &run {
-        run.finish(&mut report);
-    }
+    run.iter().for_each(|run| run.finish(&mut report));
     Ok(report)
+}
+
+/// Verification reads files: it runs off the async threads, and gives the
+/// reports back with the lines it read (suppressions are found in them).
+async fn verify_off_thread(
+    reports: Vec<GroupReport>,
+    inventory: Inventory,
+    tools: Arc<tools::ToolContext>,
+) -> Result<(Vec<verify::Checked>, verify::FileLines, Vec<GroupReport>), ScanError> {
+    tokio::task::spawn_blocking(move || {
+        let (checked, lines) = verify::verify_keeping_lines(&reports, &inventory, &tools);
+        (checked, lines, reports)
+    })
+    .await
+    .map_err(ScanError::Verify)
 }
 
 /// The findings as the gate sorts them: fanscan's own findings on a change
@@ -334,20 +334,13 @@ pub async fn merge(
         .into());
     }
     report::shard::check_checkout(ctx.tools.root(), &joined)?;
-    let tools = Arc::new(
-        ctx.tools
-            .scoped(inventory.files.iter().map(|f| f.path.clone())),
-    );
+    let tools = Arc::new(ctx.scoped_tools(&inventory));
     let (run, warned) =
         store::ScanStore::open(ctx, auditor, reducer, &ctx.run_info(&joined.plan, &started))?;
     let reports = std::mem::take(&mut joined.reports);
-    let (checked, lines, reports) = tokio::task::spawn_blocking(move || {
-        let (checked, lines) = verify::verify_keeping_lines(&reports, &inventory, &tools);
-        (checked, lines, reports)
-    })
-    .await
-    .map_err(ScanError::Verify)?;
-    let spend = ctx.spend(ui.control.clone());
+    let (checked, lines, reports) = verify_off_thread(reports, inventory, tools).await?;
+    // The shards planned; the merge pays only its reducer.
+    let spend = ctx.spend(ui.control.clone(), None);
     let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
     let triage = triage(ctx, &mut reduced, &reports, &lines);
@@ -369,9 +362,7 @@ pub async fn merge(
         policy: settings.gate,
         diff: ctx.changes.clone(),
     });
-    if let Some(run) = &run {
-        run.finish(&mut report);
-    }
+    run.iter().for_each(|run| run.finish(&mut report));
     Ok(report)
 }
 

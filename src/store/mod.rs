@@ -487,6 +487,37 @@ impl ScanStore {
     }
 }
 
+/// The store's part of a scan before the fan-out: the run's row (none
+/// without a store), the warning why when it could not be written, and the
+/// plan's tasks split into stored results and tasks to run.
+pub(crate) struct Prepared {
+    pub(crate) run: Option<ScanStore>,
+    pub(crate) warnings: Vec<String>,
+    pub(crate) split: Split,
+}
+
+/// Opens the store, starts the run's row and splits `tasks`; a group the
+/// plan gives its own agent (`specialists`) is cached under that agent.
+pub(crate) async fn prepare(
+    ctx: &Context,
+    (auditor, reducer): (&AgentDefinition, &AgentDefinition),
+    info: &RunInfo,
+    specialists: &HashMap<String, Arc<AgentDefinition>>,
+    tasks: Vec<AgentTask>,
+) -> Result<Prepared, StoreError> {
+    let (run, warnings) = ScanStore::open(ctx, auditor, reducer, info)?;
+    let keys = run
+        .as_ref()
+        .map(|r| r.key_bases(ctx, specialists))
+        .unwrap_or_default();
+    let split = split(run.as_ref(), ctx.tools.root(), tasks, keys).await;
+    Ok(Prepared {
+        run,
+        warnings,
+        split,
+    })
+}
+
 /// Splits `tasks` into stored results and tasks to run (all to run
 /// without a store). Hashes every file, off the async threads.
 pub(crate) async fn split(

@@ -691,6 +691,7 @@ mod tests {
         let (_d, ctx) = context(&[
             (
                 "src/a.rs",
+                // fanscan:ignore[secret/aws-access-key] test fixture: the redactor must catch it
                 b"fn main() {}\nlet k = \"AKIAIOSFODNN7EXAMPLQ\";\n",
             ),
             ("src/b.py", b"def main(): pass\n"),

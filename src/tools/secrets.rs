@@ -261,10 +261,12 @@ mod tests {
     #[test]
     fn redacts_each_kind_and_keeps_lines() {
         let r = Redactor::new();
+        // fanscan:ignore[secret/aws-access-key] test fixture: the redactor must catch it
         let text = "a\nkey = \"AKIAIOSFODNN7EXAMPLF\"\nghp_abcdefghijklmnopqrstuvwxyz0123456789\n\
-                    password = \"hunter22!\"\nSLACK=xoxb-1234567890-abcdef\nok line\n";
+                    password = \"hunter22!\"\nSLACK=xoxb-1234567890-abcdef\nok line\n"; // fanscan:ignore[secret/slack-token] test fixture: the redactor must catch it
         let (out, found) = r.redact(text);
         assert_eq!(out.lines().count(), text.lines().count());
+        // fanscan:ignore[secret/aws-access-key] test fixture: the redactor must catch it
         assert!(!out.contains("AKIAIOSFODNN7EXAMPLF"));
         assert!(out.contains("[REDACTED:aws-access-key]"));
         assert!(out.contains("[REDACTED:github-token]"));
@@ -286,6 +288,7 @@ mod tests {
     fn redacts_whole_private_key_blocks() {
         let r = Redactor::new();
         let text =
+            // fanscan:ignore[secret/private-key] test fixture: the redactor must catch it
             "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----\ny\n";
         let (out, found) = r.redact(text);
         assert_eq!(
@@ -305,12 +308,16 @@ mod tests {
         let r = Redactor::new();
         for (line, secret) in [
             ("DB_PASSWORD=\"hunter2hunter2\"", "hunter2hunter2"),
+            // fanscan:ignore[secret/password] test fixture: the redactor must catch it
             ("SECRET_KEY = 'abcdef123456'", "abcdef123456"),
             ("  client_secret: \"s3cr3t-value\"", "s3cr3t-value"),
             ("password=hunter2hunter2", "hunter2hunter2"),
             ("  password: s3cr3tpass9", "s3cr3tpass9"),
+            // fanscan:ignore[secret/url-credentials] test fixture: the redactor must catch it
             ("url = \"postgres://app:p%40ssw0rd@db/x\"", "p%40ssw0rd"),
+            // fanscan:ignore[secret/url-credentials] test fixture: the redactor must catch it
             ("REDIS=redis://:s3cret@host:6379", "s3cret"),
+            // fanscan:ignore[secret/url-credentials] test fixture: the redactor must catch it
             ("mysql://root:pa$$word@h", "pa$$word"),
         ] {
             let (out, found) = r.redact(line);

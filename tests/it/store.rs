@@ -441,3 +441,39 @@ fn history_and_diff_of_two_runs() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no run 9"));
 }
+
+#[test]
+fn a_scan_of_a_relative_root_is_cached_like_any_other() {
+    let repo = tree();
+    let run = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fanscan"))
+            .current_dir(repo.path())
+            .args([
+                "scan",
+                ".",
+                "--quiet",
+                "--format",
+                "json",
+                "--fail-on",
+                "never",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<fanscan::Report>(&out.stdout).unwrap()
+    };
+    let cold = run();
+    assert_eq!(cold.stats.cached_groups, 0);
+    let warm = run();
+    assert_eq!(
+        warm.stats.cached_groups,
+        warm.groups.len(),
+        "every group from the store"
+    );
+    assert!(!warm.groups.is_empty());
+}
