@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use crate::gate::{FailOn, GatePolicy};
 use crate::git::ConfigOrigin;
+use crate::plan::shard::{Shard, ShardError};
 use crate::report::Format;
 
 /// Which wire format answers.
@@ -92,6 +93,42 @@ pub struct ProviderArgs {
     /// A price table instead of the built-in configs/prices.toml.
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
+}
+
+/// Which share of the plan a `scan` runs (`--shard K/N`, or a Kubernetes
+/// Indexed Job's `$JOB_COMPLETION_INDEX` with `--shard-from-env`).
+#[derive(Args, Clone, Debug, Default)]
+pub struct ShardArgs {
+    /// Run only shard K of N (counted from 1) of the plan's groups and
+    /// write a partial JSON report for `fanscan merge`.
+    #[arg(long, value_name = "K/N", value_parser = Shard::parse, conflicts_with = "shard_from_env")]
+    pub shard: Option<Shard>,
+    /// Take the shard from $JOB_COMPLETION_INDEX (0-based, set by a
+    /// Kubernetes Indexed Job): shard index+1 of --shard-count.
+    #[arg(long, requires = "shard_count")]
+    pub shard_from_env: bool,
+    /// N for --shard-from-env: the Job's `completions`.
+    #[arg(long, value_name = "N", requires = "shard_from_env")]
+    pub shard_count: Option<usize>,
+}
+
+impl ShardArgs {
+    /// The shard to run, if any; `env` looks up `JOB_COMPLETION_INDEX`.
+    pub fn resolve(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Shard>, ShardError> {
+        if let Some(shard) = self.shard {
+            return Ok(Some(shard));
+        }
+        match (self.shard_from_env, self.shard_count) {
+            (true, Some(count)) => {
+                let index = env("JOB_COMPLETION_INDEX").ok_or(ShardError::EnvMissing)?;
+                Shard::from_index(&index, count).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
 }
 
 /// Options of `scan` and `plan`.
@@ -308,6 +345,9 @@ pub struct Settings {
     pub cache: bool,
     /// Bound of the stored results in bytes (0: none).
     pub store_max_bytes: u64,
+    /// Run only this shard of the plan (`--shard`); set by the caller
+    /// after resolving, from [`ShardArgs`].
+    pub shard: Option<Shard>,
 }
 
 /// An API key. Its `Debug` never shows it, so no log or error can.
@@ -647,6 +687,7 @@ impl Settings {
                 .or(file.store_max_mb)
                 .unwrap_or(1024)
                 .saturating_mul(1024 * 1024),
+            shard: None,
         })
     }
 

@@ -46,7 +46,9 @@ pub use agents::subagent::{AgentStatus, AgentTask, FileHash, GroupReport, TaskFi
 pub use ask::{Answer, AskError, Citation, CitationStatus, LeadSummary, TaskSummary, Totals, ask};
 pub use baseline::{Baseline, BaselineEntry, BaselineError};
 pub use budget::AgentUsage;
-pub use config::{GateArgs, PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings};
+pub use config::{
+    GateArgs, PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings, ShardArgs,
+};
 pub use context::{Context, SetupError, Ui};
 pub use control::RunControl;
 pub use events::{Event, EventSink};
@@ -56,9 +58,11 @@ pub use gate::{Baselined, FailOn, GatePolicy, Outcome, Suppressed, Verdict};
 pub use git::{ChangeSet, ConfigOrigin};
 pub use inventory::{Inventory, InventoryOptions, walk};
 pub use plan::render::{json as plan_json, text as plan_text};
+pub use plan::shard::{Shard, ShardError};
 pub use plan::{Plan, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
+pub use report::shard::{MergeError, ShardPart};
 pub use report::since::{FindingRef, SinceLastRun};
 pub use report::{Format, Report, exit};
 pub use store::{StoreError, diff_text, history_text};
@@ -76,6 +80,9 @@ pub enum ScanError {
     /// The run store is foreign, corrupted or newer (exit code 2).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Parts that cannot be merged, or a shard that cannot run (exit code 2).
+    #[error(transparent)]
+    Merge(#[from] MergeError),
 }
 
 /// The whole pipeline: inventory → plan → fan-out → verify → reduce →
@@ -92,6 +99,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     // reach the whole inventory, for context.
     let scope = ctx.in_scope(&inventory);
     let (plan, planner_usage) = ctx.plan(&scope).await?;
+    let tasks = shard_tasks(settings, &plan, &scope)?;
     ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone(), Some(planner_usage)));
     let tools = Arc::new(ctx.scoped_tools(&inventory));
@@ -101,7 +109,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         (&auditor, reducer),
         &ctx.run_info(&plan, &started),
         &specialists,
-        plan.tasks(&scope),
+        tasks,
     )
     .await?;
     let (events, progress) = ui.progress(store.split.fresh.len());
@@ -130,6 +138,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
     let triage = triage(ctx, &mut reduced, &reports, &lines);
+    let part = settings.shard.map(|s| shard_part(s, &plan, &reports, ui));
 
     let mut report = report::assemble(report::Parts {
         run: ctx.run_info(&plan, &started),
@@ -152,6 +161,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         policy: settings.gate,
         diff: ctx.changes.clone(),
     });
+    report.shard = part;
     run.iter().for_each(|run| run.finish(&mut report));
     Ok(report)
 }
@@ -235,6 +245,10 @@ async fn reduce_or_reuse(
     checked: &[verify::Checked],
     reports: &[GroupReport],
 ) -> reduce::Reduced {
+    if let Some(shard) = ctx.settings.shard {
+        // The reducer runs once, in `fanscan merge`.
+        return reduce::partial(checked, &shard.to_string());
+    }
     if let Some(stored) = run.and_then(|r| r.reduced(reports)) {
         return stored;
     }
@@ -252,4 +266,110 @@ async fn reduce_or_reuse(
         run.keep_reduced(reports, &reduced);
     }
     reduced
+}
+
+/// The tasks of the groups this run audits: all, or its shard's share.
+fn shard_tasks(
+    settings: &Settings,
+    plan: &Plan,
+    inventory: &Inventory,
+) -> Result<Vec<AgentTask>, ScanError> {
+    let tasks = plan.tasks(inventory);
+    let Some(shard) = settings.shard else {
+        return Ok(tasks);
+    };
+    if settings.planner == PlannerKind::Llm {
+        return Err(MergeError::LlmPlanner.into());
+    }
+    let mine = plan::shard::groups_of(plan, shard);
+    Ok(tasks
+        .into_iter()
+        .filter(|t| mine.contains(&t.group))
+        .collect())
+}
+
+/// What a shard's partial report adds: its place in the plan and its
+/// groups' full results.
+fn shard_part(shard: Shard, plan: &Plan, reports: &[GroupReport], ui: &Ui) -> ShardPart {
+    ShardPart {
+        index: shard.index,
+        count: shard.count,
+        plan_hash: plan.hash(),
+        groups: plan::shard::groups_of(plan, shard),
+        stopped: ui.control.reasons(),
+        reports: reports.to_vec(),
+    }
+}
+
+/// `fanscan merge`: checks that the partial reports at `parts` come from
+/// one plan and cover each of its groups exactly once, that the checkout
+/// (the context's root) holds the files they audited, then verifies,
+/// reduces and reports them as one run.
+pub async fn merge(
+    ctx: &Context,
+    ui: &Ui,
+    parts: &[std::path::PathBuf],
+) -> Result<Report, ScanError> {
+    let started = context::Started::now();
+    let settings = &ctx.settings;
+    if settings.planner == PlannerKind::Llm {
+        return Err(MergeError::LlmPlanner.into());
+    }
+    let auditor = ctx.agent(&settings.agent)?;
+    let reducer = ctx.agent("reducer")?;
+    let loaded = parts
+        .iter()
+        .map(|p| report::shard::load(p).map(|r| (p.clone(), r)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut joined = report::shard::join(loaded)?;
+    let inventory = ctx.inventory()?;
+    let scope = ctx.in_scope(&inventory);
+    let (local, _) = ctx.plan(&scope).await?;
+    if local.hash() != joined.plan.hash() {
+        return Err(MergeError::CheckoutPlan {
+            root: settings.root.display().to_string(),
+            ours: local.hash(),
+            theirs: joined.plan.hash(),
+        }
+        .into());
+    }
+    report::shard::check_checkout(ctx.tools.root(), &joined)?;
+    let tools = Arc::new(ctx.scoped_tools(&inventory));
+    let (run, warned) =
+        store::ScanStore::open(ctx, auditor, reducer, &ctx.run_info(&joined.plan, &started))?;
+    let reports = std::mem::take(&mut joined.reports);
+    let (checked, lines, reports) = verify_off_thread(reports, inventory, tools).await?;
+    // The shards planned; the merge pays only its reducer.
+    let spend = ctx.spend(ui.control.clone(), None);
+    let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
+    spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
+    let triage = triage(ctx, &mut reduced, &reports, &lines);
+    let (calls, spent) = joined.with_merge(spend.ledger(), ctx.call_counts());
+    let not_started = plan_tasks_named(&joined.plan, &scope, &joined.not_started);
+    let mut report = report::assemble(report::Parts {
+        run: ctx.run_info(&joined.plan, &started),
+        plan: joined.plan,
+        skipped: scope.skipped,
+        reports,
+        reused: joined.reused,
+        not_started,
+        reduced,
+        stopped: [joined.stopped, ui.control.reasons()].concat(),
+        run_notes: [warned, joined.notes, ctx.provider.notes()].concat(),
+        calls,
+        spent,
+        triage,
+        policy: settings.gate,
+        diff: ctx.changes.clone(),
+    });
+    run.iter().for_each(|run| run.finish(&mut report));
+    Ok(report)
+}
+
+/// The tasks of the groups named `ids`, in plan order.
+fn plan_tasks_named(plan: &Plan, inventory: &Inventory, ids: &[String]) -> Vec<AgentTask> {
+    plan.tasks(inventory)
+        .into_iter()
+        .filter(|t| ids.contains(&t.group))
+        .collect()
 }

@@ -13,7 +13,8 @@ use indicatif::{MultiProgress, ProgressDrawTarget};
 
 use fanscan::{
     AgentTask, AskError, Baseline, Context, Event, EventSink, FailOn, Format, GateArgs,
-    ProviderArgs, Report, RunControl, ScanArgs, ScanError, Settings, SetupError, Ui, exit,
+    ProviderArgs, Report, RunControl, ScanArgs, ScanError, Settings, SetupError, Shard, ShardArgs,
+    Ui, exit,
 };
 
 const EXIT_CODES: &str = "Exit codes:
@@ -60,6 +61,8 @@ enum Command {
         scan: ScanArgs,
         #[command(flatten)]
         gate: GateArgs,
+        #[command(flatten)]
+        shard: ShardArgs,
         /// Report format (of stdout, or of a plain --output FILE).
         #[arg(long, value_enum)]
         format: Option<Format>,
@@ -81,6 +84,37 @@ enum Command {
         /// Seconds running agents get to finish after Ctrl-C before they are cancelled.
         #[arg(long, value_name = "SECS", default_value_t = 30)]
         grace: u64,
+    },
+    /// Merge the partial reports of `scan --shard K/N` into one run's report:
+    /// checks they come from one plan and cover it exactly once, then
+    /// verifies, reduces and reports them in the checkout at --path.
+    #[command(after_help = format!("Run it in a checkout of the commit the shards scanned, with the same\nscan options (--include, --exclude, --group-tokens, ...) and provider:\nthe files are read again to verify the findings, and the reducer runs here.\n\n{EXIT_CODES}"))]
+    Merge {
+        /// The partial reports (JSON), one per shard.
+        #[arg(required = true, value_name = "PART")]
+        parts: Vec<PathBuf>,
+        /// The repository's root (a checkout of the commit the shards scanned).
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+        #[command(flatten)]
+        provider: ProviderArgs,
+        #[command(flatten)]
+        scan: ScanArgs,
+        #[command(flatten)]
+        gate: GateArgs,
+        /// Report format (of stdout, or of a plain --output FILE).
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+        /// Write the report to FILE instead of stdout, or (FORMAT=FILE, repeatable)
+        /// also write it in FORMAT: md, json, sarif, github, codeclimate.
+        #[arg(long, short, value_name = "[FORMAT=]FILE")]
+        output: Vec<String>,
+        /// The SARIF `automationDetails.id`.
+        #[arg(long, value_name = "CATEGORY")]
+        category: Option<String>,
+        /// Do not append the Markdown report to $GITHUB_STEP_SUMMARY.
+        #[arg(long)]
+        no_step_summary: bool,
     },
     /// Ask one question about a repository: a lead agent answers it,
     /// delegating the reading to sub-agents (the `task` tool), several at
@@ -236,6 +270,7 @@ fn main() -> ExitCode {
                 provider,
                 scan,
                 gate,
+                shard,
                 format,
                 output,
                 category,
@@ -243,25 +278,22 @@ fn main() -> ExitCode {
                 transcripts,
                 grace,
             } => {
-                // The one environment variable of the outputs, read here.
-                let step_summary = if no_step_summary {
-                    None
-                } else {
-                    std::env::var_os("GITHUB_STEP_SUMMARY")
-                        .filter(|v| !v.is_empty())
-                        .map(PathBuf::from)
-                };
-                let outputs = match Outputs::parse(&output, category, step_summary) {
-                    Ok(o) => o,
+                let env = |name: &str| std::env::var(name).ok();
+                let shard = match shard.resolve(&env) {
+                    Ok(s) => s,
                     Err(e) => {
                         eprintln!("fanscan: {e}");
                         return exit::USAGE;
                     }
                 };
+                let outputs = match outputs(&output, category, no_step_summary) {
+                    Ok(o) => o,
+                    Err(code) => return code,
+                };
                 scan_command(
                     &path,
                     &provider,
-                    &scan,
+                    (&scan, shard),
                     &gate,
                     format,
                     outputs,
@@ -269,6 +301,26 @@ fn main() -> ExitCode {
                     grace,
                     multi,
                     quiet,
+                )
+                .await
+            }
+            Command::Merge {
+                parts,
+                path,
+                provider,
+                scan,
+                gate,
+                format,
+                output,
+                category,
+                no_step_summary,
+            } => {
+                let outputs = match outputs(&output, category, no_step_summary) {
+                    Ok(o) => o,
+                    Err(code) => return code,
+                };
+                merge_command(
+                    &parts, &path, &provider, &scan, &gate, format, outputs, multi, quiet,
                 )
                 .await
             }
@@ -316,7 +368,7 @@ fn main() -> ExitCode {
                 scan_command(
                     &path,
                     &provider,
-                    &scan,
+                    (&scan, None),
                     &gate,
                     Some(Format::Md),
                     outputs,
@@ -455,7 +507,7 @@ fn output_failed(e: &anyhow::Error) -> i32 {
 async fn scan_command(
     path: &Path,
     provider: &ProviderArgs,
-    scan: &ScanArgs,
+    (scan, shard): (&ScanArgs, Option<Shard>),
     gate: &GateArgs,
     format: Option<Format>,
     outputs: Outputs,
@@ -467,8 +519,10 @@ async fn scan_command(
     let env = |name: &str| std::env::var(name).ok();
     let ctx = match Settings::resolve(path, provider, scan, format, &env)
         .map_err(SetupError::from)
-        .and_then(|s| Context::new(s.with_gate(gate)))
-    {
+        .and_then(|mut s| {
+            s.shard = shard;
+            Context::new(s.with_gate(gate))
+        }) {
         Ok(c) => c,
         Err(e) => return setup_failed(&e),
     };
@@ -481,22 +535,88 @@ async fn scan_command(
     };
     let result = fanscan::scan(&ctx, &ui).await;
     watcher.abort();
-    let report = match result {
-        Ok(r) => r,
-        Err(ScanError::Setup(e)) => return setup_failed(&e),
-        Err(ScanError::Store(e)) => {
-            eprintln!("fanscan: {e}");
-            return exit::USAGE;
-        }
-        Err(e @ ScanError::Verify(_)) => {
-            eprintln!("fanscan: {e}");
-            return exit::ERROR;
-        }
+    match result {
+        Ok(report) => write_outputs(&ctx, &report, &outputs, quiet),
+        Err(e) => scan_failed(e),
+    }
+}
+
+/// The report's outputs: `--output` (plain or FORMAT=FILE), the SARIF
+/// category and $GITHUB_STEP_SUMMARY; a bad one is exit code 2.
+fn outputs(
+    output: &[String],
+    category: Option<String>,
+    no_step_summary: bool,
+) -> Result<Outputs, i32> {
+    // The one environment variable of the outputs, read here.
+    let step_summary = if no_step_summary {
+        None
+    } else {
+        std::env::var_os("GITHUB_STEP_SUMMARY")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
     };
+    Outputs::parse(output, category, step_summary).map_err(|e| {
+        eprintln!("fanscan: {e}");
+        exit::USAGE
+    })
+}
+
+/// `fanscan merge`: the parts' report as one run's, with the outputs and
+/// exit codes of `scan`.
+#[allow(clippy::too_many_arguments)]
+async fn merge_command(
+    parts: &[PathBuf],
+    path: &Path,
+    provider: &ProviderArgs,
+    scan: &ScanArgs,
+    gate: &GateArgs,
+    format: Option<Format>,
+    outputs: Outputs,
+    multi: MultiProgress,
+    quiet: bool,
+) -> i32 {
+    let env = |name: &str| std::env::var(name).ok();
+    let ctx = match Settings::resolve(path, provider, scan, format, &env)
+        .map_err(SetupError::from)
+        .and_then(|s| Context::new(s.with_gate(gate)))
+    {
+        Ok(c) => c,
+        Err(e) => return setup_failed(&e),
+    };
+    let ui = Ui {
+        multi,
+        transcripts: None,
+        control: RunControl::default(),
+    };
+    match fanscan::merge(&ctx, &ui, parts).await {
+        Ok(report) => write_outputs(&ctx, &report, &outputs, quiet),
+        Err(e) => scan_failed(e),
+    }
+}
+
+/// Prints why a scan or merge made no report; its exit code.
+fn scan_failed(error: ScanError) -> i32 {
+    match error {
+        ScanError::Setup(e) => setup_failed(&e),
+        e @ (ScanError::Store(_) | ScanError::Merge(_)) => {
+            eprintln!("fanscan: {e}");
+            exit::USAGE
+        }
+        e @ ScanError::Verify(_) => {
+            eprintln!("fanscan: {e}");
+            exit::ERROR
+        }
+    }
+}
+
+/// Writes the report to every output, the baseline when asked, and a
+/// one-line summary to stderr; the exit code.
+fn write_outputs(ctx: &Context, report: &Report, outputs: &Outputs, quiet: bool) -> i32 {
     let mut code = report.exit_code();
     let category = outputs.category.as_deref();
     if outputs.stdout || outputs.plain.is_some() {
-        match render_as(&report, ctx.settings.format, category) {
+        match render_as(report, ctx.settings.format, category) {
             Ok(text) => {
                 if let Err(e) = emit(outputs.plain.as_deref(), &text) {
                     code = output_failed(&e);
@@ -510,14 +630,14 @@ async fn scan_command(
         }
     }
     for (format, file) in &outputs.extra {
-        if let Err(e) = render_as(&report, *format, category).and_then(|t| emit(Some(file), &t)) {
+        if let Err(e) = render_as(report, *format, category).and_then(|t| emit(Some(file), &t)) {
             code = output_failed(&e);
         }
     }
     if let Some(summary) = &outputs.step_summary {
         // The job summary is a convenience: a failure to append is a
         // warning, never a changed verdict.
-        let appended = render_as(&report, Format::Md, None).and_then(|text| {
+        let appended = render_as(report, Format::Md, None).and_then(|text| {
             let mut file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)

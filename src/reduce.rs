@@ -45,6 +45,23 @@ pub(crate) struct Reduced {
     pub usage: Usage,
 }
 
+/// A shard's share, deduplicated but not reduced: no model is asked, the
+/// reducer runs once in `fanscan merge` over every shard's reports.
+pub(crate) fn partial(checked: &[Checked], shard: &str) -> Reduced {
+    let (findings, unverified) = dedupe(checked);
+    Reduced {
+        summary: format!(
+            "Partial report of shard {shard}: {} verified findings in this shard's groups. \
+             The summary is written once, by `fanscan merge` over every shard's part.",
+            findings.len()
+        ),
+        findings,
+        unverified,
+        notes: Vec::new(),
+        usage: Usage::default(),
+    }
+}
+
 /// The stable fingerprint of a finding: path, rule (or title), evidence
 /// and which occurrence of that evidence in the file it is. The tool
 /// layer's secrets quote no evidence (they must not be echoed): for them

@@ -6,9 +6,8 @@
 //! plans the same repository assigns the same groups, with no coordination.
 //! Pure: no I/O.
 //!
-//! Not wired to `fanscan scan --shard` / `fanscan merge` yet (issue 11,
-//! what is left): the assignment and its parsing are here and tested.
-#![allow(dead_code)]
+//! `fanscan scan --shard K/N` runs the groups whose shard is K;
+//! `fanscan merge` checks that the parts cover the plan exactly once.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,21 +15,48 @@ use super::Plan;
 
 /// Shard K of N, 1-based.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Shard {
-    pub(crate) index: usize,
-    pub(crate) count: usize,
+pub struct Shard {
+    /// K, from 1.
+    pub index: usize,
+    /// N.
+    pub count: usize,
 }
 
 /// The most shards a plan is split into.
-const MAX_SHARDS: usize = 10_000;
+pub(crate) const MAX_SHARDS: usize = 10_000;
+
+/// A shard that cannot be: names it and the fix (a usage error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    #[error("--shard {text:?} is not K/N: write e.g. --shard 2/4 (shard 2 of 4, counted from 1)")]
+    NotKOverN { text: String },
+    #[error(
+        "the shard count must be from 1 to {MAX_SHARDS}, not {count}: pass e.g. --shard 1/4 or --shard-count 4"
+    )]
+    Count { count: usize },
+    #[error(
+        "shard {index} of {count} does not exist: shards are counted from 1 to {count} (e.g. --shard 1/{count})"
+    )]
+    Index { index: usize, count: usize },
+    #[error(
+        "$JOB_COMPLETION_INDEX {value:?} is not a number: it is the 0-based index a Kubernetes Indexed Job sets"
+    )]
+    EnvIndex { value: String },
+    #[error(
+        "$JOB_COMPLETION_INDEX {value} is not below --shard-count {count}: give the Job's `completions` as --shard-count"
+    )]
+    EnvIndexTooLarge { value: usize, count: usize },
+    #[error(
+        "--shard-from-env needs $JOB_COMPLETION_INDEX, which a Kubernetes Indexed Job sets; elsewhere pass --shard K/N"
+    )]
+    EnvMissing,
+}
 
 impl Shard {
     /// Parses `K/N` (1-based).
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let bad = || {
-            format!(
-                "--shard {text:?} is not K/N: write e.g. --shard 2/4 (shard 2 of 4, counted from 1)"
-            )
+    pub fn parse(text: &str) -> Result<Self, ShardError> {
+        let bad = || ShardError::NotKOverN {
+            text: text.to_string(),
         };
         let (k, n) = text.trim().split_once('/').ok_or_else(bad)?;
         let index: usize = k.trim().parse().map_err(|_| bad())?;
@@ -39,24 +65,26 @@ impl Shard {
     }
 
     /// From a 0-based completion index (`$JOB_COMPLETION_INDEX`) and N.
-    pub(crate) fn from_index(index: &str, count: usize) -> Result<Self, String> {
-        let zero_based: usize = index.trim().parse().map_err(|_| {
-            format!("$JOB_COMPLETION_INDEX {index:?} is not a number (it is 0-based, set by a Kubernetes Indexed Job)")
+    pub fn from_index(index: &str, count: usize) -> Result<Self, ShardError> {
+        let zero_based: usize = index.trim().parse().map_err(|_| ShardError::EnvIndex {
+            value: index.to_string(),
         })?;
+        Self::new(1, count)?;
+        if zero_based >= count {
+            return Err(ShardError::EnvIndexTooLarge {
+                value: zero_based,
+                count,
+            });
+        }
         Self::new(zero_based + 1, count)
-            .map_err(|e| format!("$JOB_COMPLETION_INDEX {index} with --shard-count {count}: {e}"))
     }
 
-    fn new(index: usize, count: usize) -> Result<Self, String> {
+    pub(crate) fn new(index: usize, count: usize) -> Result<Self, ShardError> {
         if count == 0 || count > MAX_SHARDS {
-            return Err(format!(
-                "the shard count must be from 1 to {MAX_SHARDS}, not {count}"
-            ));
+            return Err(ShardError::Count { count });
         }
         if index == 0 || index > count {
-            return Err(format!(
-                "shard {index} of {count} does not exist: shards are counted from 1 to {count}"
-            ));
+            return Err(ShardError::Index { index, count });
         }
         Ok(Self { index, count })
     }
@@ -88,6 +116,16 @@ pub(crate) fn assign(plan: &Plan, count: usize) -> Vec<usize> {
         shard_of[group] = lightest + 1;
     }
     shard_of
+}
+
+/// The ids of the groups of `plan` that `shard` runs, in plan order.
+pub(crate) fn groups_of(plan: &Plan, shard: Shard) -> Vec<String> {
+    plan.groups
+        .iter()
+        .zip(assign(plan, shard.count))
+        .filter(|(_, s)| *s == shard.index)
+        .map(|(g, _)| g.id.clone())
+        .collect()
 }
 
 #[cfg(test)]
@@ -146,9 +184,15 @@ mod tests {
             Shard::from_index("0", 3).unwrap(),
             Shard { index: 1, count: 3 }
         );
-        assert!(Shard::parse("0/4").unwrap_err().contains("counted from 1"));
+        assert!(
+            Shard::parse("0/4")
+                .unwrap_err()
+                .to_string()
+                .contains("counted from 1")
+        );
         assert!(Shard::parse("5/4").is_err());
-        assert!(Shard::parse("two").unwrap_err().contains("K/N"));
+        assert!(Shard::parse("1/0").is_err());
+        assert!(Shard::parse("two").unwrap_err().to_string().contains("K/N"));
         assert!(Shard::from_index("3", 3).is_err());
         assert!(Shard::from_index("x", 3).is_err());
     }

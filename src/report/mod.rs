@@ -11,6 +11,7 @@ mod codeclimate;
 mod github;
 mod markdown;
 mod sarif;
+pub(crate) mod shard;
 pub(crate) mod since;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -266,6 +267,10 @@ pub struct Report {
     /// What changed since the last complete run in the store.
     #[serde(default)]
     pub since_last_run: Option<since::SinceLastRun>,
+    /// A shard's partial report (`scan --shard K/N`): which shard of which
+    /// plan, with its groups' full results for `fanscan merge`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<shard::ShardPart>,
 }
 
 impl Report {
@@ -477,6 +482,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         diff,
         run_id: None,
         since_last_run: None,
+        shard: None,
     }
 }
 

@@ -656,6 +656,7 @@ pub(crate) mod tests {
             diff: None,
             run_id: None,
             since_last_run: None,
+            shard: None,
         }
     }
 

@@ -199,8 +199,25 @@ impl Store {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
         };
-        store.prepare()?;
-        Ok(store)
+        // Switching a new file to WAL takes a lock that SQLite's busy
+        // handler does not wait for: two processes creating one store at
+        // once (two CI jobs) retry here instead of failing.
+        let mut waited = Duration::ZERO;
+        loop {
+            match store.prepare() {
+                Err(StoreError::Sqlite { source, .. })
+                    if waited < BUSY_TIMEOUT
+                        && matches!(
+                            source.sqlite_error_code(),
+                            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                        ) =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                    waited += Duration::from_millis(20);
+                }
+                other => return other.map(|()| store),
+            }
+        }
     }
 
     /// Opens an existing store for reading (`history`, `diff`).
@@ -448,7 +465,14 @@ impl ScanStore {
     pub(crate) fn finish(&self, report: &mut Report) {
         let store = &self.session.store;
         report.run_id = Some(self.session.run_id);
-        match runs::finish(store, self.session.run_id, report) {
+        let recorded = if report.shard.is_some() {
+            // A shard's part is not a run of the repository: never "the
+            // last complete run" that the next one is compared with.
+            runs::end_part(store, self.session.run_id, report).map(|()| None)
+        } else {
+            runs::finish(store, self.session.run_id, report)
+        };
+        match recorded {
             Ok(since) => report.since_last_run = since,
             Err(e) => report
                 .notes

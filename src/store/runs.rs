@@ -96,6 +96,28 @@ pub(crate) fn finish(
     }))
 }
 
+/// Ends run `run_id`, a shard's part (`scan --shard`): its counts, never
+/// complete and with no findings, so no later run is compared with it.
+pub(crate) fn end_part(store: &Store, run_id: i64, report: &Report) -> Result<(), StoreError> {
+    let planned: usize = report.plan.groups.iter().map(|g| g.files.len()).sum();
+    store.with(|conn| {
+        conn.execute(
+            "UPDATE runs SET ended_at = ?2, complete = 0, planned_files = ?3, reviewed_files = ?4,
+             groups = ?5, cached_groups = ?6, cost_usd = ?7 WHERE id = ?1",
+            params![
+                run_id,
+                jiff::Timestamp::now().to_string(),
+                planned as i64,
+                report.coverage.reviewed.len() as i64,
+                report.groups.len() as i64,
+                report.stats.cached_groups as i64,
+                report.stats.cost_usd
+            ],
+        )
+        .map(|_| ())
+    })
+}
+
 /// The last complete run before `before`: id, start and findings.
 fn last_complete(
     store: &Store,

@@ -1,0 +1,356 @@
+//! The shipped manifests for running shards: `configs/k8s/` (an Indexed
+//! Job, a merge Job, a CronJob, their ConfigMap) and
+//! `configs/ci/github/nightly.yml`. Each parses; N agrees everywhere; the
+//! shard arguments line up with the index; and their scripts, run as they
+//! are with `sh` against a temporary repository and the mock model, make
+//! parts that merge into the report of one run.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use fanscan::Report;
+
+use crate::common::{MockModel, Repo, auditor_behaviour};
+
+fn config(path: &str) -> Value {
+    let full = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    let text = std::fs::read_to_string(&full).unwrap();
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Six directories, one group each with `group_tokens = 100`.
+fn tree() -> Repo {
+    let padding = "// ".to_string() + &"pad ".repeat(50);
+    let mut files = Vec::new();
+    for dir in ["a", "b", "c", "d", "e", "f"] {
+        files.push((
+            format!("{dir}/lib.rs"),
+            format!("fn f(s: &str) -> u32 {{\n    s.parse().unwrap()\n}}\n{padding}\n"),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    Repo::new(&refs)
+}
+
+/// The shipped fanscan.toml of the ConfigMap, pointed at the mock and
+/// scaled down to the small tree (base_url and group_tokens).
+fn test_config(dir: &Path, mock: &MockModel) -> PathBuf {
+    let map = config("configs/k8s/fanscan-config.yaml");
+    assert_eq!(map["kind"], "ConfigMap");
+    let shipped = map["data"]["fanscan.toml"].as_str().unwrap();
+    assert!(shipped.contains("api_key_env = \"OPENAI_API_KEY\""));
+    let text: String = shipped
+        .lines()
+        .filter(|l| !l.starts_with("group_tokens") && !l.starts_with("max_cost"))
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        + &format!("group_tokens = 100\nbase_url = \"{}\"\n", mock.base_url());
+    let path = dir.join("fanscan.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `PATH` with the built `fanscan` first.
+fn path_with_fanscan() -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_fanscan")).parent().unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Runs `script` with `sh -c` in `cwd` with `env`; its exit code and stderr.
+async fn sh(script: String, cwd: PathBuf, env: Vec<(String, String)>) -> (i32, String) {
+    tokio::task::spawn_blocking(move || {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(cwd)
+            .env("PATH", path_with_fanscan())
+            .envs(env)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+/// The one container's script of a pod template.
+fn script(pod: &Value) -> String {
+    let containers = pod["spec"]["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 1);
+    let c = &containers[0];
+    assert_eq!(c["command"], serde_json::json!(["sh", "-c"]));
+    c["args"][0].as_str().unwrap().to_string()
+}
+
+/// Checks the API key comes from a Secret.
+fn key_from_secret(pod: &Value) {
+    let env = pod["spec"]["containers"][0]["env"].as_array().unwrap();
+    let key = env
+        .iter()
+        .find(|e| e["name"] == "OPENAI_API_KEY")
+        .expect("the API key is in the environment");
+    let secret = &key["valueFrom"]["secretKeyRef"];
+    assert!(
+        secret["name"].is_string() && secret["key"].is_string(),
+        "{key}"
+    );
+    assert!(key.get("value").is_none(), "never a literal key");
+}
+
+/// Checks an Indexed Job spec; its N.
+fn indexed(spec: &Value) -> u64 {
+    assert_eq!(spec["completionMode"], "Indexed");
+    let n = spec["completions"].as_u64().unwrap();
+    assert_eq!(spec["parallelism"].as_u64(), Some(n));
+    assert!(n >= 2);
+    let script = script(&spec["template"]);
+    assert!(
+        script.contains(&format!("--shard-from-env --shard-count {n} ")),
+        "{script}"
+    );
+    assert!(script.contains("$JOB_COMPLETION_INDEX"));
+    key_from_secret(&spec["template"]);
+    n
+}
+
+fn fingerprints(report: &Report) -> BTreeSet<String> {
+    report
+        .findings
+        .iter()
+        .map(|m| m.fingerprint.clone())
+        .collect()
+}
+
+/// One unsharded run of `repo` with `config`, through the binary.
+async fn one_run(repo: &Repo, config: &Path) -> Report {
+    let script = format!(
+        "fanscan scan . --config {} --no-store --quiet --format json",
+        config.display()
+    );
+    let cwd = repo.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(cwd)
+            .env("PATH", path_with_fanscan())
+            .env("OPENAI_API_KEY", "test-key")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubernetes_indexed_job_and_merge_job_make_one_run() {
+    let shards = config("configs/k8s/shards-job.yaml");
+    assert_eq!(shards["kind"], "Job");
+    let n = indexed(&shards["spec"]);
+    let merge_job = config("configs/k8s/merge-job.yaml");
+    assert_eq!(merge_job["kind"], "Job");
+    key_from_secret(&merge_job["spec"]["template"]);
+    let merge_script = script(&merge_job["spec"]["template"]);
+    assert!(merge_script.contains("fanscan merge"), "{merge_script}");
+    // The merge reads where the shards write.
+    let parts_root = |job: &Value| {
+        job["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "PARTS_ROOT")
+            .unwrap()["value"]
+            .clone()
+    };
+    assert_eq!(parts_root(&shards), parts_root(&merge_job));
+
+    let repo = tree();
+    let mock = MockModel::openai(auditor_behaviour("unwrap")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(dir.path(), &mock);
+    let parts = dir.path().join("parts");
+    let env = |index: Option<u64>| {
+        let mut env = vec![
+            ("REPO".to_string(), repo.path().display().to_string()),
+            ("PARTS_ROOT".into(), parts.display().to_string()),
+            ("FANSCAN_CONFIG".into(), config.display().to_string()),
+            ("OPENAI_API_KEY".into(), "test-key".into()),
+        ];
+        if let Some(i) = index {
+            env.push(("JOB_COMPLETION_INDEX".into(), i.to_string()));
+        }
+        env
+    };
+    let shard_script = script(&shards["spec"]["template"]);
+    for index in 0..n {
+        let (code, err) = sh(shard_script.clone(), dir.path().into(), env(Some(index))).await;
+        assert_eq!(code, 0, "pod {index}: {err}");
+        let part: Report = serde_json::from_str(
+            &std::fs::read_to_string(parts.join(format!("part-{index}.json"))).unwrap(),
+        )
+        .unwrap();
+        let shard = part.shard.unwrap();
+        assert_eq!((shard.index as u64, shard.count as u64), (index + 1, n));
+    }
+    let (code, err) = sh(merge_script, dir.path().into(), env(None)).await;
+    assert_eq!(code, 0, "merge: {err}");
+    let merged: Report =
+        serde_json::from_str(&std::fs::read_to_string(parts.join("report.json")).unwrap()).unwrap();
+    let one = one_run(&repo, &config).await;
+    assert!(merged.complete && !one.findings.is_empty());
+    assert_eq!(fingerprints(&merged), fingerprints(&one));
+    assert_eq!(merged.coverage, one.coverage);
+    assert_eq!(merged.plan.groups.len(), 6, "one group a directory");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubernetes_cronjob_shards_and_merges_on_pod_zero() {
+    let cron = config("configs/k8s/nightly-cronjob.yaml");
+    assert_eq!(cron["kind"], "CronJob");
+    assert!(cron["spec"]["schedule"].is_string());
+    let job = &cron["spec"]["jobTemplate"]["spec"];
+    let n = indexed(job);
+    let script = script(&job["template"]);
+    assert!(
+        script.contains(&format!("-ge {n} ]")),
+        "pod 0 waits for N parts: {script}"
+    );
+
+    let repo = tree();
+    let mock = MockModel::openai(auditor_behaviour("unwrap")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(dir.path(), &mock);
+    let parts = dir.path().join("parts");
+    // Pod 0 merges, so it runs last here (it would wait in a cluster).
+    for index in (1..n).chain([0]) {
+        let env = vec![
+            ("REPO".to_string(), repo.path().display().to_string()),
+            ("PARTS_ROOT".into(), parts.display().to_string()),
+            ("FANSCAN_CONFIG".into(), config.display().to_string()),
+            ("OPENAI_API_KEY".into(), "test-key".into()),
+            ("JOB_COMPLETION_INDEX".into(), index.to_string()),
+        ];
+        let (code, err) = sh(script.clone(), dir.path().into(), env).await;
+        assert_eq!(code, 0, "pod {index}: {err}");
+    }
+    let night = std::fs::read_dir(&parts)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let report = std::fs::read_to_string(night.join("report.md")).unwrap();
+    assert!(report.contains("unwrap"), "{report}");
+    // Each shard index has its own store, and the merge one.
+    for index in 0..n {
+        assert!(parts.join(format!("store-{index}.db")).is_file());
+    }
+    assert!(parts.join("store-merge.db").is_file());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_github_matrix_workflow_uploads_parts_and_merges_them() {
+    let wf = config("configs/ci/github/nightly.yml");
+    assert!(wf["on"]["schedule"][0]["cron"].is_string());
+    let shard_job = &wf["jobs"]["shard"];
+    let matrix: Vec<u64> = shard_job["strategy"]["matrix"]["shard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let n = matrix.len() as u64;
+    assert_eq!(matrix, (1..=n).collect::<Vec<_>>(), "shards 1..=N");
+    let step = |job: &Value, needle: &str| -> Value {
+        job["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| {
+                s["run"].as_str().is_some_and(|r| r.contains(needle))
+                    || s["uses"].as_str().is_some_and(|u| u.starts_with(needle))
+            })
+            .unwrap_or_else(|| panic!("no step {needle}"))
+            .clone()
+    };
+    let scan = step(shard_job, "fanscan scan");
+    let scan_run = scan["run"].as_str().unwrap();
+    assert!(
+        scan_run.contains(&format!("--shard ${{{{ matrix.shard }}}}/{n} ")),
+        "{scan_run}"
+    );
+    assert_eq!(
+        scan["env"]["OPENAI_API_KEY"],
+        "${{ secrets.OPENAI_API_KEY }}"
+    );
+    let upload = step(shard_job, "actions/upload-artifact");
+    let name = upload["with"]["name"].as_str().unwrap();
+    let merge_job = &wf["jobs"]["merge"];
+    assert_eq!(merge_job["needs"], "shard");
+    let download = step(merge_job, "actions/download-artifact");
+    let pattern = download["with"]["pattern"].as_str().unwrap();
+    assert_eq!(
+        pattern.trim_end_matches('*'),
+        name.trim_end_matches("${{ matrix.shard }}"),
+        "the merge downloads what the shards upload"
+    );
+    let merge_run = step(merge_job, "fanscan merge")["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let repo = tree();
+    let mock = MockModel::openai(auditor_behaviour("unwrap")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(dir.path(), &mock);
+    let temp = dir.path().join("runner-temp");
+    std::fs::create_dir_all(temp.join("parts")).unwrap();
+    let env = vec![
+        ("FANSCAN_CONFIG".to_string(), config.display().to_string()),
+        ("OPENAI_API_KEY".into(), "test-key".into()),
+    ];
+    let expand = |run: &str, shard: Option<u64>| {
+        let run = run.replace("${{ runner.temp }}", &temp.display().to_string());
+        match shard {
+            Some(k) => run.replace("${{ matrix.shard }}", &k.to_string()),
+            None => run,
+        }
+    };
+    for k in 1..=n {
+        let (code, err) = sh(expand(scan_run, Some(k)), repo.path().into(), env.clone()).await;
+        assert_eq!(code, 0, "shard {k}: {err}");
+        // What upload-artifact and download-artifact (merge-multiple) do.
+        let part = format!("part-{k}.json");
+        std::fs::rename(temp.join(&part), temp.join("parts").join(&part)).unwrap();
+    }
+    let (code, err) = sh(expand(&merge_run, None), repo.path().into(), env.clone()).await;
+    assert_eq!(code, 0, "merge: {err}");
+    let sarif: Value =
+        serde_json::from_str(&std::fs::read_to_string(temp.join("fanscan.sarif")).unwrap())
+            .unwrap();
+    let one = one_run(&repo, &config).await;
+    assert_eq!(
+        sarif["runs"][0]["results"].as_array().unwrap().len(),
+        one.findings.len()
+    );
+    assert!(!one.findings.is_empty());
+}
