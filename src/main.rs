@@ -517,6 +517,18 @@ async fn scan_command(
     quiet: bool,
 ) -> i32 {
     let env = |name: &str| std::env::var(name).ok();
+    // A shard's partial report is JSON: `fanscan merge` reads it.
+    let format = match (&shard, format) {
+        (Some(_), None | Some(Format::Json)) => Some(Format::Json),
+        (Some(_), Some(other)) => {
+            eprintln!(
+                "fanscan: --format {} with --shard: a shard writes its partial report as JSON for `fanscan merge`; drop --format (or add --output md=FILE for a readable copy)",
+                format!("{other:?}").to_lowercase()
+            );
+            return exit::USAGE;
+        }
+        (None, format) => format,
+    };
     let ctx = match Settings::resolve(path, provider, scan, format, &env)
         .map_err(SetupError::from)
         .and_then(|mut s| {

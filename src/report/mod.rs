@@ -277,6 +277,15 @@ impl Report {
     /// The exit code of the run: 4 when the gate failed, else 3 when
     /// the run is incomplete, else 0.
     pub fn exit_code(&self) -> i32 {
+        // A shard's part is not the run: `fanscan merge` gates the whole.
+        // A shard says only whether it ran its share.
+        if self.shard.is_some() {
+            return if self.complete {
+                exit::OK
+            } else {
+                exit::INCOMPLETE
+            };
+        }
         match self.gate.outcome {
             Outcome::Fail => exit::GATE_FAILED,
             Outcome::Incomplete => exit::INCOMPLETE,

@@ -416,3 +416,62 @@ async fn shards_against_a_model_ask_each_group_once_and_merge_to_one_run() {
     );
     assert!(merged.stats.agents.contains_key("reducer"));
 }
+
+/// A shard with high findings: its part is JSON without `--format`, and it
+/// exits 0 (it ran its share): the gate belongs to the merge, not to each
+/// pod of an Indexed Job, which a failing exit code would retry.
+#[test]
+fn a_shard_writes_json_and_leaves_the_gate_to_the_merge() {
+    let repo = Repo::new(&[
+        (
+            "a/db.py",
+            "def find(cur, name):\n    cur.execute(\"SELECT * FROM users WHERE name = '\" + name + \"'\")\n",
+        ),
+        ("b/ok.py", "print('x')\n"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let part = dir.path().join("part-1.json");
+    let run = fanscan(&[
+        "scan",
+        path_str(repo.path()),
+        "--no-store",
+        "--shard",
+        "1/1",
+        "--output",
+        path_str(&part),
+        "--quiet",
+    ]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = read_report(&part);
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.finding.severity == fanscan::Severity::High)
+    );
+    // The merge gates the whole run: the high finding fails it.
+    let merged = merge(&repo, &[part.as_path()], "json");
+    assert_eq!(
+        merged.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    // A shard asked for another format is told why not.
+    let run = fanscan(&[
+        "scan",
+        path_str(repo.path()),
+        "--no-store",
+        "--shard",
+        "1/1",
+        "--format",
+        "md",
+    ]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("partial report as JSON"));
+}
