@@ -712,7 +712,7 @@ fn write_outputs(ctx: &Context, report: &Report, outputs: &Outputs, quiet: bool)
     }
     if !quiet {
         eprintln!(
-            "fanscan: {} groups, {} verified findings, {} unverified, {} suppressed, {} baselined; {}; gate {}",
+            "fanscan: {} groups, {} open verified findings, {} unverified, {} suppressed, {} baselined; {}; gate {}",
             report.groups.len(),
             report.findings.len(),
             report.unverified.len(),

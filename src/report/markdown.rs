@@ -15,13 +15,17 @@ pub(super) fn render(report: &Report) -> String {
     let _ = writeln!(out, "# fanscan report: {}\n", report.root);
     let _ = writeln!(
         out,
-        "Provider `{}`, model `{}`: {}. {} groups, {} files reviewed, {} verified findings.\n",
+        "Provider `{}`, model `{}`: {}. {} groups, {} files reviewed, {} open verified findings{}.\n",
         report.provider,
         report.model,
         report.engine,
         report.groups.len(),
         report.coverage.reviewed.len(),
-        report.findings.len()
+        report.findings.len(),
+        match (report.suppressed.len(), report.baselined.len()) {
+            (0, 0) => String::new(),
+            (s, b) => format!(" (besides {s} suppressed and {b} baselined, listed below)"),
+        }
     );
     if !report.complete {
         let _ = writeln!(
