@@ -482,6 +482,23 @@ impl Outputs {
     }
 }
 
+/// GitHub keeps at most 1 MiB of a step's summary and drops a larger one
+/// whole: a long report is cut at a line, with a note where the rest is.
+const STEP_SUMMARY_MAX: usize = 1_000_000;
+
+fn step_summary_text(markdown: &str) -> String {
+    const NOTE: &str = "\n\n_The report is longer than a job summary may be (1 MiB): the rest is in the report fanscan wrote (`--output`)._\n";
+    if markdown.len() < STEP_SUMMARY_MAX {
+        return format!("{markdown}\n");
+    }
+    let mut end = STEP_SUMMARY_MAX - NOTE.len();
+    while !markdown.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = markdown[..end].rfind('\n').unwrap_or(end);
+    format!("{}{NOTE}", &markdown[..cut])
+}
+
 /// The report in `format`; SARIF with the category.
 fn render_as(report: &Report, format: Format, category: Option<&str>) -> anyhow::Result<String> {
     match format {
@@ -657,7 +674,7 @@ fn write_outputs(ctx: &Context, report: &Report, outputs: &Outputs, quiet: bool)
                 .with_context(|| {
                     format!("{}: cannot open $GITHUB_STEP_SUMMARY", summary.display())
                 })?;
-            file.write_all(format!("{text}\n").as_bytes())
+            file.write_all(step_summary_text(&text).as_bytes())
                 .with_context(|| {
                     format!(
                         "{}: cannot append to $GITHUB_STEP_SUMMARY",
@@ -999,5 +1016,23 @@ async fn run_agent_command(
         exit::OK
     } else {
         exit::INCOMPLETE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_step_summary_is_cut_at_a_line_under_githubs_limit() {
+        let short = step_summary_text("# report\n");
+        assert_eq!(short, "# report\n\n");
+        let long: String = (0..200_000).map(|i| format!("line {i} é\n")).collect();
+        let text = step_summary_text(&long);
+        assert!(text.len() < STEP_SUMMARY_MAX);
+        assert!(text.ends_with("(`--output`)._\n"));
+        let body = text.split("\n\n_The report").next().unwrap();
+        assert!(long.starts_with(body));
+        assert!(body.ends_with(" é"), "cut at a line end");
     }
 }
