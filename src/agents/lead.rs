@@ -417,29 +417,20 @@ impl Lead<'_> {
     }
 
     /// A `task` call's agent and arguments, or the error the model sees.
-    fn parse_task(&self, arguments: &str) -> Result<(&AgentDefinition, TaskArgs), String> {
-        let args: TaskArgs = serde_json::from_str(arguments).map_err(|e| {
-            format!(
-                "invalid arguments for task: {e}; send a JSON object with \"agent\", \"description\" and \"prompt\" (strings)"
-            )
-        })?;
+    fn parse_task(&self, arguments: &str) -> Result<(&AgentDefinition, TaskArgs), TaskError> {
+        let args: TaskArgs = serde_json::from_str(arguments).map_err(TaskError::Arguments)?;
         let valid: Vec<&str> = self.agents.delegable().map(|a| a.name.as_str()).collect();
         let definition = self
             .agents
             .get(&args.agent)
             .ok()
             .filter(|a| a.delegable)
-            .ok_or_else(|| {
-                format!(
-                    "unknown agent {:?} for task; the agents you can delegate to are: {}",
-                    args.agent,
-                    valid.join(", ")
-                )
+            .ok_or_else(|| TaskError::UnknownAgent {
+                agent: args.agent.clone(),
+                valid: valid.join(", "),
             })?;
         if args.prompt.trim().is_empty() {
-            return Err(
-                "task needs a non-empty \"prompt\": the sub-agent sees nothing else".into(),
-            );
+            return Err(TaskError::EmptyPrompt);
         }
         Ok((definition, args))
     }
@@ -552,6 +543,19 @@ fn call_target(call: &ToolCall) -> String {
         .iter()
         .find_map(|k| value.get(k).and_then(|p| p.as_str()).map(one_line))
         .unwrap_or_default()
+}
+
+/// A `task` call the model must correct; told to it as an error result.
+#[derive(Debug, thiserror::Error)]
+enum TaskError {
+    #[error(
+        "invalid arguments for task: {0}; send a JSON object with \"agent\", \"description\" and \"prompt\" (strings)"
+    )]
+    Arguments(serde_json::Error),
+    #[error("unknown agent {agent:?} for task; the agents you can delegate to are: {valid}")]
+    UnknownAgent { agent: String, valid: String },
+    #[error("task needs a non-empty \"prompt\": the sub-agent sees nothing else")]
+    EmptyPrompt,
 }
 
 #[cfg(test)]
