@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use indicatif::{MultiProgress, ProgressDrawTarget};
 
 use fanscan::{
@@ -32,6 +32,26 @@ const LARGE_REPOSITORIES: &str = "Large repositories: a plan may have at most --
 --group-tokens (fewer, larger groups), narrow the scan with --include,
 --exclude or a .fanscanignore, and see the estimate first with
 `fanscan plan --estimate`.";
+
+/// Where and in which formats a report goes (`scan` and `merge`).
+#[derive(Args, Debug)]
+struct OutputArgs {
+    /// Report format (of stdout, or of a plain --output FILE).
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// Write the report to FILE instead of stdout, or (FORMAT=FILE, repeatable)
+    /// also write it in FORMAT: md, json, sarif, github, codeclimate.
+    /// E.g. --output sarif=fanscan.sarif --output md=report.md.
+    #[arg(long, short, value_name = "[FORMAT=]FILE")]
+    output: Vec<String>,
+    /// The SARIF `automationDetails.id`, so several scans of one
+    /// repository (nightly, pull request) keep separate alerts.
+    #[arg(long, value_name = "CATEGORY")]
+    category: Option<String>,
+    /// Do not append the Markdown report to $GITHUB_STEP_SUMMARY.
+    #[arg(long)]
+    no_step_summary: bool,
+}
 
 /// Audit a code repository with fanned-out, read-only LLM sub-agents.
 #[derive(Parser, Debug)]
@@ -63,21 +83,8 @@ enum Command {
         gate: GateArgs,
         #[command(flatten)]
         shard: ShardArgs,
-        /// Report format (of stdout, or of a plain --output FILE).
-        #[arg(long, value_enum)]
-        format: Option<Format>,
-        /// Write the report to FILE instead of stdout, or (FORMAT=FILE, repeatable)
-        /// also write it in FORMAT: md, json, sarif, github, codeclimate.
-        /// E.g. --output sarif=fanscan.sarif --output md=report.md.
-        #[arg(long, short, value_name = "[FORMAT=]FILE")]
-        output: Vec<String>,
-        /// The SARIF `automationDetails.id`, so several scans of one
-        /// repository (nightly, pull request) keep separate alerts.
-        #[arg(long, value_name = "CATEGORY")]
-        category: Option<String>,
-        /// Do not append the Markdown report to $GITHUB_STEP_SUMMARY.
-        #[arg(long)]
-        no_step_summary: bool,
+        #[command(flatten)]
+        out: OutputArgs,
         /// Write each agent's conversation to DIR/<group>.jsonl.
         #[arg(long, value_name = "DIR")]
         transcripts: Option<PathBuf>,
@@ -102,19 +109,8 @@ enum Command {
         scan: ScanArgs,
         #[command(flatten)]
         gate: GateArgs,
-        /// Report format (of stdout, or of a plain --output FILE).
-        #[arg(long, value_enum)]
-        format: Option<Format>,
-        /// Write the report to FILE instead of stdout, or (FORMAT=FILE, repeatable)
-        /// also write it in FORMAT: md, json, sarif, github, codeclimate.
-        #[arg(long, short, value_name = "[FORMAT=]FILE")]
-        output: Vec<String>,
-        /// The SARIF `automationDetails.id`.
-        #[arg(long, value_name = "CATEGORY")]
-        category: Option<String>,
-        /// Do not append the Markdown report to $GITHUB_STEP_SUMMARY.
-        #[arg(long)]
-        no_step_summary: bool,
+        #[command(flatten)]
+        out: OutputArgs,
     },
     /// Ask one question about a repository: a lead agent answers it,
     /// delegating the reading to sub-agents (the `task` tool), several at
@@ -271,10 +267,7 @@ fn main() -> ExitCode {
                 scan,
                 gate,
                 shard,
-                format,
-                output,
-                category,
-                no_step_summary,
+                out,
                 transcripts,
                 grace,
             } => {
@@ -286,7 +279,8 @@ fn main() -> ExitCode {
                         return exit::USAGE;
                     }
                 };
-                let outputs = match outputs(&output, category, no_step_summary) {
+                let format = out.format;
+                let outputs = match outputs(out) {
                     Ok(o) => o,
                     Err(code) => return code,
                 };
@@ -310,12 +304,10 @@ fn main() -> ExitCode {
                 provider,
                 scan,
                 gate,
-                format,
-                output,
-                category,
-                no_step_summary,
+                out,
             } => {
-                let outputs = match outputs(&output, category, no_step_summary) {
+                let format = out.format;
+                let outputs = match outputs(out) {
                     Ok(o) => o,
                     Err(code) => return code,
                 };
@@ -572,11 +564,13 @@ async fn scan_command(
 
 /// The report's outputs: `--output` (plain or FORMAT=FILE), the SARIF
 /// category and $GITHUB_STEP_SUMMARY; a bad one is exit code 2.
-fn outputs(
-    output: &[String],
-    category: Option<String>,
-    no_step_summary: bool,
-) -> Result<Outputs, i32> {
+fn outputs(out: OutputArgs) -> Result<Outputs, i32> {
+    let OutputArgs {
+        output,
+        category,
+        no_step_summary,
+        ..
+    } = out;
     // The one environment variable of the outputs, read here.
     let step_summary = if no_step_summary {
         None
@@ -585,7 +579,7 @@ fn outputs(
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    Outputs::parse(output, category, step_summary).map_err(|e| {
+    Outputs::parse(&output, category, step_summary).map_err(|e| {
         eprintln!("fanscan: {e}");
         exit::USAGE
     })
