@@ -20,12 +20,14 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::definition::TASK_TOOL;
-use super::subagent::{AgentRun, AgentStatus, AgentTask, GroupReport, run_subagent};
+use super::subagent::{
+    AgentRun, AgentStatus, AgentTask, GroupReport, Turn, record_turn, run_subagent,
+};
 use super::{AgentDefinition, AgentSet};
 use crate::budget::Spend;
 use crate::control::RunControl;
 use crate::conversation::{
-    ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, ToolSpec, Usage,
+    ChatRequest, ChatResponse, Message, ToolCall, ToolChoice, ToolSpec, Usage,
 };
 use crate::events::EventSink;
 use crate::findings::strip_marker;
@@ -201,18 +203,8 @@ impl Lead<'_> {
                     break;
                 }
             };
-            if let Some(text) = &response.text {
-                last_text = Some(text.clone());
-            }
-            let paused = response.finish == FinishReason::Other("pause_turn".into());
-            let calls = response.tool_calls.clone();
-            let assistant = Message::Assistant {
-                text: response.text.clone(),
-                tool_calls: calls.clone(),
-            };
-            self.events
-                .transcript(|| json!({"type": "message", "message": assistant}));
-            messages.push(assistant);
+            let Turn { calls, paused } =
+                record_turn(response, self.events, &mut messages, &mut last_text);
             if calls.is_empty() {
                 if paused {
                     continue;
@@ -561,6 +553,8 @@ enum TaskError {
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
+
+    use crate::conversation::FinishReason;
     use std::time::Duration;
 
     use futures::future::BoxFuture;

@@ -463,19 +463,9 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
                 break;
             }
         };
-        if let Some(text) = &response.text {
-            last_text = Some(text.clone());
-        }
         let says_done = response.text.as_deref().is_some_and(says_complete);
-        let paused = response.finish == FinishReason::Other("pause_turn".into());
-        let calls = response.tool_calls.clone();
-        let assistant = Message::Assistant {
-            text: response.text.clone(),
-            tool_calls: calls.clone(),
-        };
-        run.events
-            .transcript(|| json!({"type": "message", "message": assistant}));
-        messages.push(assistant);
+        let Turn { calls, paused } =
+            record_turn(response, run.events, &mut messages, &mut last_text);
         if calls.is_empty() {
             if paused {
                 continue;
@@ -604,6 +594,37 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     run.events
         .finished(report.status.as_str(), report.findings.len());
     report
+}
+
+/// What a model's answer asks of the loop.
+pub(crate) struct Turn {
+    /// The tool calls to run (none: the model has answered).
+    pub(crate) calls: Vec<ToolCall>,
+    /// The server paused the turn (`pause_turn`): send it back as it is.
+    pub(crate) paused: bool,
+}
+
+/// Records a model's answer: its text as the latest, the assistant message
+/// appended to the conversation and the transcript. Shared by the
+/// sub-agent loop and the lead's.
+pub(crate) fn record_turn(
+    response: ChatResponse,
+    events: &EventSink,
+    messages: &mut Vec<Message>,
+    last_text: &mut Option<String>,
+) -> Turn {
+    if let Some(text) = &response.text {
+        *last_text = Some(text.clone());
+    }
+    let paused = response.finish == FinishReason::Other("pause_turn".into());
+    let calls = response.tool_calls;
+    let assistant = Message::Assistant {
+        text: response.text,
+        tool_calls: calls.clone(),
+    };
+    events.transcript(|| json!({"type": "message", "message": assistant}));
+    messages.push(assistant);
+    Turn { calls, paused }
 }
 
 /// The one nudge of a model that ends while files of its group were
