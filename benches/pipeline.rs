@@ -45,8 +45,8 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use fanscan::{
-    Context, InventoryOptions, ProviderArgs, ProviderKind, RunControl, ScanArgs, Settings, Ui,
-    pack_plan, walk,
+    Context, InventoryOptions, ProviderArgs, ProviderKind, Routing, RunControl, ScanArgs, Settings,
+    Ui, pack_plan, walk,
 };
 
 /// Sizes: the real ones under `cargo bench`, small ones as a smoke test.
@@ -251,7 +251,7 @@ fn ours(root: &Path) -> (usize, usize, Duration, Duration) {
     let start = Instant::now();
     let inventory = walk(root, &InventoryOptions::default()).unwrap();
     let walked = start.elapsed();
-    let plan = pack_plan(&inventory, 24_000);
+    let plan = pack_plan(&inventory, 24_000, &Routing::single("auditor"));
     let total = start.elapsed();
     let groups = black_box(&plan).groups.len();
     (inventory.files.len(), groups, walked, total - walked)
@@ -571,8 +571,9 @@ fn fanout_efficiency(c: &mut Criterion, scale: &Scale) -> Vec<String> {
     };
     let server = rt.block_on(mock(auditor.clone()));
     let settings = settings(dir.path(), &server, JOBS, 0);
-    let inventory = Context::new(settings.clone()).unwrap().inventory().unwrap();
-    let plan = pack_plan(&inventory, settings.group_tokens);
+    let ctx = Context::new(settings.clone()).unwrap();
+    let inventory = ctx.inventory().unwrap();
+    let plan = pack_plan(&inventory, settings.group_tokens, &ctx.routing().unwrap());
     let tasks = plan.tasks(&inventory);
     assert_eq!(tasks.len(), groups, "one group per file");
     // One request first, so the server's thread is known before measuring.

@@ -27,7 +27,7 @@ use crate::fanout::{FanOut, FanOutResult};
 use crate::findings::{Finding, Origin, Severity};
 use crate::git::{ChangeSet, ConfigOrigin, GitError};
 use crate::inventory::{Inventory, InventoryError, InventoryOptions};
-use crate::plan::{Plan, PlanError};
+use crate::plan::{Plan, PlanError, Routing};
 use crate::prices::{Price, PriceError, Prices};
 use crate::providers::http::{CallStats, HttpLayer, RetryPolicy};
 use crate::providers::limits::{Concurrency, RateLimits};
@@ -315,13 +315,28 @@ impl Context {
         )?)
     }
 
-    /// Plans the scan with the configured planner, within `--max-groups`.
+    /// Who audits each file: `--agent` alone when forced, else the
+    /// `[agents]` globs, the planner's picks among the delegable agents and
+    /// the run's agent.
+    pub fn routing(&self) -> Result<Routing, SetupError> {
+        let s = &self.settings;
+        if s.agent_forced {
+            return Ok(Routing::single(&s.agent));
+        }
+        let delegable = self.agents.delegable().map(|a| a.name.clone()).collect();
+        Routing::new(&s.agent, &s.agent_globs, delegable)
+            .map_err(|e| ConfigError(e.to_string()).into())
+    }
+
+    /// Plans the scan with the configured planner, within `--max-groups`;
+    /// every group has one agent (see [`Context::routing`]).
     /// Returns the plan and the tokens the planner used.
     pub async fn plan(&self, inventory: &Inventory) -> Result<(Plan, Usage), SetupError> {
         let s = &self.settings;
-        let (plan, usage) = match s.planner {
+        let routing = self.routing()?;
+        let (mut plan, usage) = match s.planner {
             PlannerKind::Pack => (
-                crate::plan::pack_plan(inventory, s.group_tokens),
+                crate::plan::pack_plan(inventory, s.group_tokens, &routing),
                 Usage::default(),
             ),
             PlannerKind::Llm => {
@@ -342,22 +357,11 @@ impl Context {
                     self.provider.as_ref(),
                     s.max_output_tokens,
                     &choices,
+                    &routing,
                 )
                 .await
             }
         };
-        let mut plan = plan;
-        {
-            use crate::plan::specialists;
-            if s.agent_forced {
-                specialists::clear(&mut plan);
-            } else {
-                let valid: Vec<&str> = self.agents.delegable().map(|a| a.name.as_str()).collect();
-                specialists::keep_valid(&mut plan, &valid);
-                specialists::assign_by_globs(&mut plan, &s.agent_globs);
-                specialists::fill(&mut plan, &s.agent);
-            }
-        }
         plan.check_cap(s.max_groups)?;
         if let Some(c) = &self.changes {
             plan.notes.push(format!(
@@ -568,8 +572,7 @@ impl Context {
         Ok(fan.run(tasks).await)
     }
 
-    /// The definitions of the agents a plan names for its groups, by group
-    /// id (the groups that name none take the run's agent).
+    /// The definition of each group's agent, by group id.
     pub(crate) fn specialists(
         &self,
         plan: &Plan,
@@ -577,17 +580,16 @@ impl Context {
         let mut by_name: BTreeMap<&str, Arc<AgentDefinition>> = BTreeMap::new();
         let mut out = std::collections::HashMap::new();
         for group in &plan.groups {
-            if let Some(name) = &group.agent {
-                let definition = match by_name.get(name.as_str()) {
-                    Some(d) => Arc::clone(d),
-                    None => {
-                        let d = Arc::new(self.agent(name)?.clone());
-                        by_name.insert(name, Arc::clone(&d));
-                        d
-                    }
-                };
-                out.insert(group.id.clone(), definition);
-            }
+            let name = group.agent.as_str();
+            let definition = match by_name.get(name) {
+                Some(d) => Arc::clone(d),
+                None => {
+                    let d = Arc::new(self.agent(name)?.clone());
+                    by_name.insert(name, Arc::clone(&d));
+                    d
+                }
+            };
+            out.insert(group.id.clone(), definition);
         }
         Ok(out)
     }

@@ -59,7 +59,7 @@ pub use git::{ChangeSet, ConfigOrigin};
 pub use inventory::{Inventory, InventoryOptions, walk};
 pub use plan::render::{json as plan_json, text as plan_text};
 pub use plan::shard::{Shard, ShardError};
-pub use plan::{Plan, pack_plan};
+pub use plan::{Plan, Routing, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
 pub use report::shard::{MergeError, ShardPart};

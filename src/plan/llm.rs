@@ -2,12 +2,16 @@
 //! languages; never contents) and answers a JSON plan, which is validated
 //! and repaired here.
 //!
-//! Takes the inventory, the planner definition and a provider; gives a
-//! [`Plan`] in which every inventoried file is in exactly one group and no
-//! group is over budget (a single file larger than the budget stays alone).
-//! Unknown paths are dropped, duplicates kept once, leftovers packed by the
-//! default planner, oversize groups split; each repair is noted. If the
-//! planner fails outright, the default plan is used and the notes say so.
+//! Takes the inventory, the planner definition, a provider and the
+//! [`Routing`] of files to agents; gives a [`Plan`] in which every
+//! inventoried file is in exactly one group, no group is over budget (a
+//! single file larger than the budget stays alone) and no group mixes
+//! agents. Unknown paths are dropped, duplicates kept once, leftovers packed
+//! by the default planner, oversize groups split, a group whose files go to
+//! different agents (an `[agents]` glob outranks the planner's pick) split
+//! by agent, a pick that is no delegable agent dropped; each repair is
+//! noted. If the planner fails outright, the default plan is used and the
+//! notes say so.
 //! A run without a language model (the offline rule engine) takes the
 //! deterministic plan of [`offline_answer`] instead of asking anything.
 
@@ -15,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
-use super::{Plan, make_group, pack, pack_plan};
+use super::{Plan, Routing, pack, pack_agents, pack_plan};
 use crate::agents::AgentDefinition;
 use crate::conversation::{ChatRequest, Message, ToolChoice, Usage};
 use crate::inventory::{FileEntry, Inventory};
@@ -67,9 +71,10 @@ pub(crate) async fn plan(
     provider: &dyn Provider,
     max_output_tokens: u32,
     agents: &[(String, String)],
+    routing: &Routing,
 ) -> (Plan, Usage) {
     if inventory.files.len() > MAX_PLANNER_FILES {
-        let mut plan = pack_plan(inventory, group_tokens);
+        let mut plan = pack_plan(inventory, group_tokens, routing);
         plan.notes.push(format!(
             "the LLM planner was not asked: {} files are more than the {MAX_PLANNER_FILES} one planner prompt can list; the default pack plan is used",
             inventory.files.len()
@@ -78,7 +83,7 @@ pub(crate) async fn plan(
     }
     if provider.engine() == EngineKind::RuleEngine {
         return (
-            repair(inventory, group_tokens, offline_answer(inventory)),
+            repair(inventory, group_tokens, offline_answer(inventory), routing),
             Usage::default(),
         );
     }
@@ -98,9 +103,9 @@ pub(crate) async fn plan(
             let usage = response.usage_or_estimate(&request);
             let text = response.text.unwrap_or_default();
             match parse_answer(&text) {
-                Some(answer) => (repair(inventory, group_tokens, answer), usage),
+                Some(answer) => (repair(inventory, group_tokens, answer, routing), usage),
                 None => {
-                    let mut plan = pack_plan(inventory, group_tokens);
+                    let mut plan = pack_plan(inventory, group_tokens, routing);
                     plan.notes.push(
                         "the planner's answer had no JSON plan; the default pack plan is used"
                             .to_string(),
@@ -110,7 +115,7 @@ pub(crate) async fn plan(
             }
         }
         Err(e) => {
-            let mut plan = pack_plan(inventory, group_tokens);
+            let mut plan = pack_plan(inventory, group_tokens, routing);
             plan.notes.push(format!(
                 "the planner failed ({e}); the default pack plan is used"
             ));
@@ -131,7 +136,7 @@ fn parse_answer(text: &str) -> Option<Answer> {
     serde_json::from_str(text.get(start..=end)?).ok()
 }
 
-fn repair(inventory: &Inventory, group_tokens: u64, answer: Answer) -> Plan {
+fn repair(inventory: &Inventory, group_tokens: u64, answer: Answer, routing: &Routing) -> Plan {
     let known: BTreeMap<&str, &FileEntry> = inventory
         .files
         .iter()
@@ -141,6 +146,8 @@ fn repair(inventory: &Inventory, group_tokens: u64, answer: Answer) -> Plan {
     let mut unknown = 0usize;
     let mut duplicates = 0usize;
     let mut split = 0usize;
+    let mut mixed = 0usize;
+    let mut bad_picks: BTreeMap<String, usize> = BTreeMap::new();
     let mut groups = Vec::new();
     for g in answer.groups {
         let mut members: Vec<&FileEntry> = Vec::new();
@@ -160,25 +167,35 @@ fn repair(inventory: &Inventory, group_tokens: u64, answer: Answer) -> Plan {
         if members.is_empty() {
             continue;
         }
-        let tokens: u64 = members.iter().map(|f| f.tokens).sum();
         let focus = g.focus.filter(|f| !f.trim().is_empty());
-        let agent = g
+        let pick = g
             .agent
             .map(|a| a.trim().to_string())
             .filter(|a| !a.is_empty());
-        if tokens > group_tokens && members.len() > 1 {
-            split += 1;
-            let owned: Vec<FileEntry> = members.into_iter().cloned().collect();
-            for mut part in pack(&owned, group_tokens) {
-                part.focus = focus.clone();
-                part.agent = agent.clone();
-                groups.push(part);
-            }
-        } else {
-            let mut group = make_group(members.iter().map(|f| (f.path.clone(), f.tokens)), focus);
-            group.agent = agent;
-            groups.push(group);
+        if let Some(p) = &pick
+            && !routing.accepts(p)
+            && !routing.delegable().is_empty()
+        {
+            *bad_picks.entry(p.clone()).or_default() += 1;
         }
+        // Each file's own agent: a glob outranks the pick.
+        let mut by_agent: BTreeMap<&str, Vec<&FileEntry>> = BTreeMap::new();
+        for f in members {
+            by_agent
+                .entry(routing.agent_of(&f.path, pick.as_deref()))
+                .or_default()
+                .push(f);
+        }
+        if by_agent.len() > 1 {
+            mixed += 1;
+        }
+        let over = by_agent.values().any(|part| {
+            part.len() > 1 && part.iter().map(|f| f.tokens).sum::<u64>() > group_tokens
+        });
+        if over {
+            split += 1;
+        }
+        groups.extend(pack_agents(by_agent, group_tokens, focus.as_deref()));
     }
     let leftovers: Vec<FileEntry> = inventory
         .files
@@ -197,6 +214,18 @@ fn repair(inventory: &Inventory, group_tokens: u64, answer: Answer) -> Plan {
             "{duplicates} files the planner put in more than one group were kept in the first"
         ));
     }
+    for (agent, n) in bad_picks {
+        notes.push(format!(
+            "the planner named agent {agent:?} for {n} group(s), which is not one of the delegable agents ({}); their files go to the agent of their [agents] glob, else the run's agent ({})",
+            routing.delegable().join(", "),
+            routing.default_agent()
+        ));
+    }
+    if mixed > 0 {
+        notes.push(format!(
+            "split {mixed} planner groups whose files go to different agents (an [agents] glob outranks the planner's pick), one group per agent"
+        ));
+    }
     if split > 0 {
         notes.push(format!(
             "split {split} planner groups that were over the {group_tokens}-token budget"
@@ -207,7 +236,7 @@ fn repair(inventory: &Inventory, group_tokens: u64, answer: Answer) -> Plan {
             "{} files the planner left out were packed by the default planner",
             leftovers.len()
         ));
-        groups.extend(pack(&leftovers, group_tokens));
+        groups.extend(pack(&leftovers, group_tokens, routing));
     }
     Plan {
         planner: "llm".into(),
@@ -283,13 +312,76 @@ mod tests {
 ```"#,
         )
         .unwrap();
-        let plan = repair(&inv, 100, answer);
+        let plan = repair(&inv, 100, answer, &Routing::single("auditor"));
         let mut all: Vec<String> = plan.groups.iter().flat_map(|g| g.files.clone()).collect();
         all.sort();
         assert_eq!(all, vec!["a.rs", "b.rs", "c.rs", "d/e.rs", "d/f.rs"]);
         assert!(plan.groups.iter().all(|g| g.tokens <= 100));
         assert_eq!(plan.notes.len(), 4, "{:?}", plan.notes);
         assert_eq!(plan.groups[0].focus.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn an_answer_that_mixes_agents_is_split_one_group_per_agent() {
+        let inv = inventory(&[
+            ("src/app/Main.java", 10),
+            ("src/app/handler.go", 10),
+            ("src/app/models.py", 10),
+            ("src/app/views.py", 10),
+            ("web/a.py", 10),
+        ]);
+        let routing = Routing::new(
+            "auditor",
+            &[("src/**/*.py".to_string(), "security".to_string())],
+            vec!["auditor".into(), "security".into()],
+        )
+        .unwrap();
+        let answer = parse_answer(
+            r#"{"groups":[
+              {"files":["src/app/Main.java","src/app/handler.go","src/app/models.py"],"agent":"auditor","focus":"app"},
+              {"files":["src/app/views.py","web/a.py"],"agent":"reducer"}
+            ]}"#,
+        )
+        .unwrap();
+        let plan = repair(&inv, 100, answer, &routing);
+        let groups: Vec<(&str, Vec<&str>, Option<&str>)> = plan
+            .groups
+            .iter()
+            .map(|g| {
+                (
+                    g.agent.as_str(),
+                    g.files.iter().map(String::as_str).collect(),
+                    g.focus.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            groups,
+            vec![
+                (
+                    "auditor",
+                    vec!["src/app/Main.java", "src/app/handler.go"],
+                    Some("app")
+                ),
+                ("security", vec!["src/app/models.py"], Some("app")),
+                ("security", vec!["src/app/views.py"], None),
+                ("auditor", vec!["web/a.py"], None),
+            ]
+        );
+        assert!(
+            plan.notes
+                .iter()
+                .any(|n| n.starts_with("split 2 planner groups whose files go to different agents")),
+            "{:?}",
+            plan.notes
+        );
+        assert!(
+            plan.notes
+                .iter()
+                .any(|n| n.contains("agent \"reducer\" for 1 group(s)")),
+            "{:?}",
+            plan.notes
+        );
     }
 
     #[test]

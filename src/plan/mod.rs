@@ -1,11 +1,13 @@
 //! Planning: splitting the inventory into file groups, one sub-agent each.
 //!
-//! Takes an [`Inventory`] and a token budget per group; gives a [`Plan`].
-//! The default planner ([`pack`]) is deterministic: files of a directory
-//! stay together where they fit, neighbouring directories share a group up
-//! to the budget, and a file larger than the budget gets a group of its own.
-//! The LLM planner ([`llm`]) asks the planner agent and then validates and
-//! repairs its answer so that every file is in exactly one group.
+//! Takes an [`Inventory`], a token budget per group and the [`Routing`]
+//! that names each file's agent; gives a [`Plan`]. The default planner
+//! ([`pack`]) is deterministic: files of a directory stay together where
+//! they fit, neighbouring directories share a group up to the budget, and a
+//! file larger than the budget gets a group of its own. Each agent's files
+//! are packed apart, so no group mixes agents. The LLM planner ([`llm`])
+//! asks the planner agent and then validates and repairs its answer so that
+//! every file is in exactly one group, with its own agent.
 
 pub(crate) mod estimate;
 pub(crate) mod llm;
@@ -16,6 +18,8 @@ pub(crate) mod specialists;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+pub use specialists::Routing;
 
 use crate::agents::{AgentTask, TaskFile};
 use crate::inventory::{FileEntry, Inventory};
@@ -30,10 +34,9 @@ pub struct Group {
     pub focus: Option<String>,
     /// Estimated tokens of the files.
     pub tokens: u64,
-    /// The agent that audits this group, when the plan names one (the
-    /// `[agents]` globs, the LLM planner's pick); otherwise the run's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<String>,
+    /// The agent that audits this group: the agent of every one of its
+    /// files (see [`Routing`]).
+    pub agent: String,
 }
 
 /// The plan of a scan.
@@ -78,8 +81,8 @@ impl Plan {
             .collect()
     }
 
-    /// SHA-256 of the plan's groups (ids, files, tokens, focus), for the
-    /// run manifest.
+    /// SHA-256 of the plan's groups (ids, files, tokens, focus, agent), for
+    /// the run manifest.
     pub fn hash(&self) -> String {
         let mut text = String::new();
         for g in &self.groups {
@@ -93,12 +96,8 @@ impl Plan {
             text.push_str(&g.tokens.to_string());
             text.push('\0');
             text.push_str(g.focus.as_deref().unwrap_or_default());
-            if let Some(agent) = &g.agent {
-                // Only when named, so that plans without specialists keep
-                // their hash.
-                text.push('\0');
-                text.push_str(agent);
-            }
+            text.push('\0');
+            text.push_str(&g.agent);
             text.push('\n');
         }
         crate::util::sha256_hex(text.as_bytes())
@@ -182,8 +181,53 @@ fn parent(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
 }
 
-/// Packs files (sorted by path) into groups under `budget` tokens.
-pub(crate) fn pack(files: &[FileEntry], budget: u64) -> Vec<Group> {
+/// Packs files into groups under `budget` tokens, one agent per group:
+/// each agent's files (as `routing` names them) are packed apart. Groups
+/// are ordered by the directory each starts in, then by agent, so a plan
+/// of one agent keeps the tree's order and its group ids.
+pub(crate) fn pack(files: &[FileEntry], budget: u64, routing: &Routing) -> Vec<Group> {
+    let mut by_agent: BTreeMap<&str, Vec<&FileEntry>> = BTreeMap::new();
+    for f in files {
+        by_agent
+            .entry(routing.agent_of(&f.path, None))
+            .or_default()
+            .push(f);
+    }
+    pack_agents(by_agent, budget, None)
+}
+
+/// Packs each agent's files apart into groups under `budget` (see
+/// [`pack`]); every group gets `focus`.
+pub(crate) fn pack_agents(
+    by_agent: BTreeMap<&str, Vec<&FileEntry>>,
+    budget: u64,
+    focus: Option<&str>,
+) -> Vec<Group> {
+    let mut keyed: Vec<(&str, &str, Vec<&FileEntry>)> = Vec::new();
+    for (agent, files) in by_agent {
+        for members in pack_files(files, budget) {
+            let start = members.first().map_or("", |f| parent(&f.path));
+            keyed.push((start, agent, members));
+        }
+    }
+    // Stable: one agent's groups keep the packing order, whose starting
+    // directories never decrease.
+    keyed.sort_by(|a, b| a.0.cmp(b.0).then_with(|| a.1.cmp(b.1)));
+    keyed
+        .into_iter()
+        .map(|(_, agent, members)| {
+            make_group(
+                members.iter().map(|f| (f.path.clone(), f.tokens)),
+                focus.map(str::to_string),
+                agent,
+            )
+        })
+        .collect()
+}
+
+/// Packs files of one agent into lists under `budget` tokens, in the
+/// order of their directories.
+fn pack_files(files: Vec<&FileEntry>, budget: u64) -> Vec<Vec<&FileEntry>> {
     let budget = budget.max(1);
     let mut by_dir: BTreeMap<&str, Vec<&FileEntry>> = BTreeMap::new();
     for f in files {
@@ -225,9 +269,6 @@ pub(crate) fn pack(files: &[FileEntry], budget: u64) -> Vec<Group> {
     }
     close(&mut current, &mut current_tokens, &mut groups);
     groups
-        .into_iter()
-        .map(|members| make_group(members.iter().map(|f| (f.path.clone(), f.tokens)), None))
-        .collect()
 }
 
 fn close<'a>(
@@ -241,10 +282,11 @@ fn close<'a>(
     *tokens = 0;
 }
 
-/// A group from (path, tokens) members, ids and order settled.
+/// A group of `agent` from (path, tokens) members, ids and order settled.
 pub(crate) fn make_group(
     members: impl Iterator<Item = (String, u64)>,
     focus: Option<String>,
+    agent: &str,
 ) -> Group {
     let mut members: Vec<(String, u64)> = members.collect();
     members.sort();
@@ -254,16 +296,16 @@ pub(crate) fn make_group(
         tokens: members.iter().map(|(_, t)| t).sum(),
         files,
         focus,
-        agent: None,
+        agent: agent.to_string(),
     }
 }
 
-/// The default plan.
-pub fn pack_plan(inventory: &Inventory, group_tokens: u64) -> Plan {
+/// The default plan: [`pack`] with `routing`.
+pub fn pack_plan(inventory: &Inventory, group_tokens: u64, routing: &Routing) -> Plan {
     Plan {
         planner: "pack".into(),
         group_tokens,
-        groups: pack(&inventory.files, group_tokens),
+        groups: pack(&inventory.files, group_tokens, routing),
         notes: Vec::new(),
     }
 }
@@ -292,7 +334,7 @@ mod tests {
             file("c/small.rs", 5),
             file("d/x.rs", 5),
         ];
-        let groups = pack(&files, 100);
+        let groups = pack(&files, 100, &Routing::single("auditor"));
         let members: Vec<Vec<&str>> = groups
             .iter()
             .map(|g| g.files.iter().map(String::as_str).collect())
@@ -307,6 +349,89 @@ mod tests {
             ]
         );
         assert!(groups.iter().all(|g| g.tokens <= 100 || g.files.len() == 1));
+        assert!(groups.iter().all(|g| g.agent == "auditor"));
+    }
+
+    #[test]
+    fn globs_that_split_a_directory_never_mix_agents_in_a_group() {
+        let files = vec![
+            file("src/app/Main.java", 10),
+            file("src/app/handler.go", 10),
+            file("src/app/models.py", 10),
+            file("src/app/views.py", 10),
+            file("src/lib/util.py", 10),
+            file("src/lib/util.go", 10),
+            file("tools/gen.py", 10),
+        ];
+        let routing = Routing::new(
+            "auditor",
+            &[("src/**/*.py".to_string(), "security".to_string())],
+            vec!["auditor".into(), "security".into()],
+        )
+        .unwrap();
+        // The budget would fit the whole tree in one group.
+        let groups = pack(&files, 1000, &routing);
+        let members: Vec<(&str, Vec<&str>)> = groups
+            .iter()
+            .map(|g| {
+                (
+                    g.agent.as_str(),
+                    g.files.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            members,
+            vec![
+                (
+                    "auditor",
+                    vec![
+                        "src/app/Main.java",
+                        "src/app/handler.go",
+                        "src/lib/util.go",
+                        "tools/gen.py"
+                    ]
+                ),
+                (
+                    "security",
+                    vec!["src/app/models.py", "src/app/views.py", "src/lib/util.py"]
+                ),
+            ]
+        );
+        // With one agent the same files make the same groups as before.
+        let one = pack(&files, 1000, &Routing::single("auditor"));
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].id, group_id(&one[0].files));
+    }
+
+    #[test]
+    fn groups_of_several_agents_are_ordered_by_where_they_start() {
+        let files = vec![
+            file("a/x.py", 60),
+            file("a/y.rs", 60),
+            file("b/x.py", 60),
+            file("b/y.rs", 60),
+        ];
+        let routing = Routing::new(
+            "auditor",
+            &[("**/*.py".to_string(), "security".to_string())],
+            Vec::new(),
+        )
+        .unwrap();
+        let groups = pack(&files, 100, &routing);
+        let order: Vec<(&str, &str)> = groups
+            .iter()
+            .map(|g| (g.files[0].as_str(), g.agent.as_str()))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                ("a/y.rs", "auditor"),
+                ("a/x.py", "security"),
+                ("b/y.rs", "auditor"),
+                ("b/x.py", "security"),
+            ]
+        );
     }
 
     #[test]
@@ -327,7 +452,11 @@ mod tests {
         let plan = Plan {
             planner: "pack".into(),
             group_tokens: 10,
-            groups: pack(&[file("a", 10), file("b/c", 10)], 10),
+            groups: pack(
+                &[file("a", 10), file("b/c", 10)],
+                10,
+                &Routing::single("auditor"),
+            ),
             notes: vec![],
         };
         let e = plan.check_cap(1).unwrap_err().to_string();

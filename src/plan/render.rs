@@ -1,5 +1,5 @@
-//! What `fanscan plan` prints: the groups of a plan with their files, the
-//! planner's notes and the optional estimate, as text or JSON.
+//! What `fanscan plan` prints: the groups of a plan with their agent and
+//! files, the planner's notes and the optional estimate, as text or JSON.
 //!
 //! Takes the inventory, the plan and an estimate; gives the text. Pure
 //! functions, so the output has snapshot tests.
@@ -52,17 +52,13 @@ pub fn text(inventory: &Inventory, plan: &Plan, estimate: Option<&Estimate>) -> 
         plan.planner
     );
     for g in &plan.groups {
-        let agent = g
-            .agent
-            .as_deref()
-            .map(|a| format!(", agent {a}"))
-            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "\n{} ({} files, {} tokens{agent})",
+            "\n{} ({} files, {} tokens, agent {})",
             g.id,
             g.files.len(),
-            human_count(g.tokens)
+            human_count(g.tokens),
+            g.agent
         );
         for f in &g.files {
             let _ = writeln!(out, "  {f}");

@@ -144,7 +144,7 @@ mod tests {
                     id: format!("g{i:02}"),
                     files: vec![format!("f{i}")],
                     focus: None,
-                    agent: None,
+                    agent: "auditor".into(),
                     tokens: *t,
                 })
                 .collect(),

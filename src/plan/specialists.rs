@@ -1,19 +1,101 @@
-//! Which agent audits each group: the specialists of a plan.
+//! Which agent audits each file: the routing that the planners pack by.
 //!
-//! Takes a [`Plan`] and what may name agents for its groups (the
-//! `[agents]` globs of `fanscan.toml`, the LLM planner's picks); gives the
-//! plan with [`super::Group::agent`] set, or notes saying why a pick was
-//! not kept. `--agent` forces one agent for every group and clears the
-//! picks. A group gets the agent whose globs match the most of its files
-//! (a tie goes to the name first in order); a group no glob matches keeps
-//! the run's agent. Once any group names an agent, every group does, so
-//! the plan shows who audits what.
-
-use std::collections::BTreeMap;
+//! Takes the run's agent, the `[agents]` globs of `fanscan.toml` and the
+//! delegable agents; gives a [`Routing`] that names each file's agent: the
+//! agent of the `[agents]` glob that matches it first, else the LLM
+//! planner's pick for the group it put the file in (when that pick is a
+//! delegable agent), else the run's agent. `--agent` forces one agent for
+//! every file ([`Routing::single`]). The planners never put files of two
+//! agents in one group, so a group's agent is its every file's agent.
+//!
+//! When globs naming different agents match one file, the longest glob
+//! wins (it is the more specific one: `src/auth/**` over `src/**`); a tie
+//! goes to the glob first in byte order, as `fanscan.toml`'s table is read.
 
 use globset::{Glob, GlobMatcher};
 
-use super::Plan;
+/// An `[agents]` glob that does not compile.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "fanscan.toml [agents]: {glob:?} is not a valid glob ({source}); write e.g. \"src/auth/**\" = \"security\""
+)]
+pub(crate) struct RoutingError {
+    glob: String,
+    source: globset::Error,
+}
+
+/// Who audits each file of a plan.
+#[derive(Clone, Debug)]
+pub struct Routing {
+    /// The run's agent: a file no glob and no pick names goes to it.
+    default: String,
+    /// The `[agents]` globs and their agent, the one that wins first.
+    globs: Vec<(GlobMatcher, String)>,
+    /// The names a planner's pick may be; empty when picks are ignored.
+    delegable: Vec<String>,
+}
+
+impl Routing {
+    /// Every file to `agent` (`--agent` forced, or a run with no map).
+    pub fn single(agent: &str) -> Self {
+        Self {
+            default: agent.to_string(),
+            globs: Vec::new(),
+            delegable: Vec::new(),
+        }
+    }
+
+    /// The `[agents]` globs (glob, agent) first, then the planner's picks
+    /// among `delegable`, then `default`.
+    pub(crate) fn new(
+        default: &str,
+        globs: &[(String, String)],
+        delegable: Vec<String>,
+    ) -> Result<Self, RoutingError> {
+        let mut compiled = Vec::with_capacity(globs.len());
+        for (glob, agent) in globs {
+            let matcher = Glob::new(glob).map_err(|source| RoutingError {
+                glob: glob.clone(),
+                source,
+            })?;
+            compiled.push((glob.as_str(), matcher.compile_matcher(), agent.clone()));
+        }
+        // Longest glob first; ties in byte order of the glob.
+        compiled.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(b.0)));
+        Ok(Self {
+            default: default.to_string(),
+            globs: compiled.into_iter().map(|(_, m, a)| (m, a)).collect(),
+            delegable,
+        })
+    }
+
+    /// The run's agent.
+    pub(crate) fn default_agent(&self) -> &str {
+        &self.default
+    }
+
+    /// Whether a planner's pick of `agent` counts (it is delegable).
+    pub(crate) fn accepts(&self, agent: &str) -> bool {
+        self.delegable.iter().any(|a| a == agent)
+    }
+
+    /// The delegable agents, for a note about a pick that is not one.
+    pub(crate) fn delegable(&self) -> &[String] {
+        &self.delegable
+    }
+
+    /// The agent of `path`: its glob's, else `pick` when delegable, else
+    /// the run's.
+    pub(crate) fn agent_of<'a>(&'a self, path: &str, pick: Option<&'a str>) -> &'a str {
+        if let Some((_, agent)) = self.globs.iter().find(|(m, _)| m.is_match(path)) {
+            return agent;
+        }
+        match pick {
+            Some(p) if self.accepts(p) => p,
+            Some(_) | None => &self.default,
+        }
+    }
+}
 
 /// The planner's instructions for picking an agent per group, from the
 /// delegable agents' (name, description); empty when there is no choice.
@@ -30,140 +112,70 @@ pub(crate) fn planner_note(agents: &[(String, String)]) -> String {
     text
 }
 
-/// The `[agents]` globs compiled, with their agent. The globs were checked
-/// when the settings were resolved; one that no longer compiles is skipped.
-fn compile(globs: &[(String, String)]) -> Vec<(GlobMatcher, &str)> {
-    globs
-        .iter()
-        .filter_map(|(g, a)| Glob::new(g).ok().map(|g| (g.compile_matcher(), a.as_str())))
-        .collect()
-}
-
-/// Names each group's agent from the globs, where they match.
-pub(crate) fn assign_by_globs(plan: &mut Plan, globs: &[(String, String)]) {
-    let matchers = compile(globs);
-    if matchers.is_empty() {
-        return;
-    }
-    for group in &mut plan.groups {
-        let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
-        for file in &group.files {
-            let mut agents: Vec<&str> = matchers
-                .iter()
-                .filter(|(m, _)| m.is_match(file))
-                .map(|(_, a)| *a)
-                .collect();
-            agents.sort_unstable();
-            agents.dedup();
-            for agent in agents {
-                *votes.entry(agent).or_default() += 1;
-            }
-        }
-        // Most files first; a tie goes to the first name (BTreeMap order,
-        // and max_by_key keeps the last maximum, so compare reversed).
-        let best = votes
-            .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
-            .map(|(a, _)| (*a).to_string());
-        if best.is_some() {
-            group.agent = best;
-        }
-    }
-}
-
-/// Drops picks that are not delegable agents, with a note; `valid` are the
-/// delegable names.
-pub(crate) fn keep_valid(plan: &mut Plan, valid: &[&str]) {
-    let mut dropped: BTreeMap<String, usize> = BTreeMap::new();
-    for group in &mut plan.groups {
-        if let Some(agent) = &group.agent
-            && !valid.contains(&agent.as_str())
-        {
-            *dropped.entry(agent.clone()).or_default() += 1;
-            group.agent = None;
-        }
-    }
-    for (agent, n) in dropped {
-        plan.notes.push(format!(
-            "the planner named agent {agent:?} for {n} group(s), which is not one of the delegable agents ({}); the run's agent audits them",
-            valid.join(", ")
-        ));
-    }
-}
-
-/// Once any group names an agent, the others name the run's `default`.
-pub(crate) fn fill(plan: &mut Plan, default: &str) {
-    if plan.groups.iter().any(|g| g.agent.is_some()) {
-        for group in &mut plan.groups {
-            group.agent.get_or_insert_with(|| default.to_string());
-        }
-    }
-}
-
-/// `--agent` was given: no group names its own.
-pub(crate) fn clear(plan: &mut Plan) {
-    for group in &mut plan.groups {
-        group.agent = None;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::make_group;
 
-    fn plan(groups: &[&[&str]]) -> Plan {
-        Plan {
-            planner: "pack".into(),
-            group_tokens: 1000,
-            groups: groups
-                .iter()
-                .map(|files| make_group(files.iter().map(|f| (f.to_string(), 10)), None))
-                .collect(),
-            notes: Vec::new(),
-        }
+    fn globs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(g, a)| (g.to_string(), a.to_string()))
+            .collect()
     }
 
     #[test]
-    fn globs_name_the_agent_of_the_most_files_and_the_rest_keep_the_default() {
-        let mut p = plan(&[
-            &["src/auth/login.rs", "src/auth/token.rs", "src/lib.rs"],
-            &["src/db.rs"],
-            &["web/handlers/a.py", "web/models.py"],
-        ]);
-        let globs = vec![
-            ("src/auth/**".to_string(), "security".to_string()),
-            ("web/handlers/**".to_string(), "security".to_string()),
-            ("web/models.py".to_string(), "auditor".to_string()),
-        ];
-        assign_by_globs(&mut p, &globs);
-        let agents: Vec<Option<&str>> = p.groups.iter().map(|g| g.agent.as_deref()).collect();
-        // The third group is a tie (one file each): the first name wins.
-        assert_eq!(agents, vec![Some("security"), None, Some("auditor")]);
-        fill(&mut p, "auditor");
-        assert_eq!(p.groups[1].agent.as_deref(), Some("auditor"));
-        clear(&mut p);
-        assert!(p.groups.iter().all(|g| g.agent.is_none()));
+    fn a_files_agent_is_its_glob_then_the_pick_then_the_runs() {
+        let routing = Routing::new(
+            "auditor",
+            &globs(&[("src/**/*.py", "security"), ("web/**", "auditor")]),
+            vec!["auditor".into(), "security".into()],
+        )
+        .unwrap();
+        assert_eq!(routing.agent_of("src/a/app.py", None), "security");
+        assert_eq!(
+            routing.agent_of("src/a/app.py", Some("auditor")),
+            "security"
+        );
+        assert_eq!(routing.agent_of("web/x.py", Some("security")), "auditor");
+        assert_eq!(routing.agent_of("src/a/Main.java", None), "auditor");
+        assert_eq!(
+            routing.agent_of("src/a/Main.java", Some("security")),
+            "security"
+        );
+        // A pick that is not delegable does not count.
+        assert_eq!(
+            routing.agent_of("src/a/main.go", Some("reducer")),
+            "auditor"
+        );
     }
 
     #[test]
-    fn invalid_picks_are_dropped_with_a_note() {
-        let mut p = plan(&[&["a.rs"], &["b.rs"]]);
-        p.groups[0].agent = Some("reducer".into());
-        p.groups[1].agent = Some("security".into());
-        keep_valid(&mut p, &["auditor", "security"]);
-        assert_eq!(p.groups[0].agent, None);
-        assert_eq!(p.groups[1].agent.as_deref(), Some("security"));
-        assert!(p.notes[0].contains("agent \"reducer\" for 1 group(s)"));
+    fn the_longest_matching_glob_wins() {
+        let routing = Routing::new(
+            "auditor",
+            &globs(&[("src/**", "auditor"), ("src/auth/**", "security")]),
+            vec!["auditor".into(), "security".into()],
+        )
+        .unwrap();
+        assert_eq!(routing.agent_of("src/auth/login.rs", None), "security");
+        assert_eq!(routing.agent_of("src/db.rs", Some("security")), "auditor");
     }
 
     #[test]
-    fn a_plan_without_specialists_keeps_its_hash() {
-        let mut p = plan(&[&["a.rs"]]);
-        let before = p.hash();
-        fill(&mut p, "auditor");
-        assert_eq!(p.hash(), before);
-        p.groups[0].agent = Some("security".into());
-        assert_ne!(p.hash(), before);
+    fn single_routes_every_file_to_one_agent() {
+        let routing = Routing::single("security");
+        assert_eq!(routing.agent_of("a.rs", Some("auditor")), "security");
+        assert_eq!(routing.default_agent(), "security");
+    }
+
+    #[test]
+    fn a_glob_that_does_not_compile_names_itself_and_the_fix() {
+        let e = Routing::new("auditor", &globs(&[("src/[**", "security")]), Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"src/[**\" is not a valid glob") && e.contains("src/auth/**"),
+            "{e}"
+        );
     }
 }
