@@ -332,6 +332,15 @@ impl Context {
     /// every group has one agent (see [`Context::routing`]).
     /// Returns the plan and the tokens the planner used.
     pub async fn plan(&self, inventory: &Inventory) -> Result<(Plan, Usage), SetupError> {
+        let (plan, usage) = self.plan_uncapped(inventory).await?;
+        plan.check_cap(self.settings.max_groups)?;
+        Ok((plan, usage))
+    }
+
+    /// The plan without the `--max-groups` cap, for `fanscan plan`: the cap
+    /// keeps a scan from starting too many agents, and showing a plan
+    /// starts none. [`Plan::check_cap`] says whether a scan would refuse it.
+    pub async fn plan_uncapped(&self, inventory: &Inventory) -> Result<(Plan, Usage), SetupError> {
         let s = &self.settings;
         let routing = self.routing()?;
         let (mut plan, usage) = match s.planner {
@@ -362,7 +371,6 @@ impl Context {
                 .await
             }
         };
-        plan.check_cap(s.max_groups)?;
         if let Some(c) = &self.changes {
             plan.notes.push(format!(
                 "diff scan ({}): {} changed files, {} in the scan, {} deleted{}",

@@ -27,8 +27,10 @@ const EXIT_CODES: &str = "Exit codes:
   4  the gate failed: a verified finding at or above --fail-on (default
      high) that is neither baselined nor suppressed remains";
 
-const LARGE_REPOSITORIES: &str = "Large repositories: a plan may have at most --max-groups groups
-(default 2000). For a repository of tens of thousands of files, raise
+const LARGE_REPOSITORIES: &str =
+    "Large repositories: a scan refuses a plan of more than --max-groups
+groups (default 2000); `fanscan plan` shows such a plan with the same
+advice as a warning. For a repository of tens of thousands of files, raise
 --group-tokens (fewer, larger groups), narrow the scan with --include,
 --exclude or a .fanscanignore, and see the estimate first with
 `fanscan plan --estimate`.";
@@ -895,18 +897,24 @@ async fn plan_command(
         let ctx = Context::new(Settings::resolve_without_key(path, provider, &scan, &env)?)?;
         // A diff scan's plan holds the changed files only.
         let inventory = ctx.in_scope(&ctx.inventory()?);
-        let (plan, _) = ctx.plan(&inventory).await?;
+        // A plan over --max-groups is shown: the cap keeps `scan` from
+        // starting that many agents, and showing a plan starts none.
+        let (plan, _) = ctx.plan_uncapped(&inventory).await?;
+        let over_cap = plan.check_cap(ctx.settings.max_groups).err();
         let estimate = if estimate {
             Some(ctx.estimate(&plan)?)
         } else {
             None
         };
-        Ok::<_, SetupError>((inventory, plan, estimate))
+        Ok::<_, SetupError>((inventory, plan, estimate, over_cap))
     };
-    let (inventory, plan, estimate) = match planned.await {
+    let (inventory, plan, estimate, over_cap) = match planned.await {
         Ok(p) => p,
         Err(e) => return setup_failed(&e),
     };
+    if let Some(e) = over_cap {
+        eprintln!("fanscan: warning: {e}. `fanscan scan` refuses this plan; `plan` only shows it");
+    }
     let text = if json {
         fanscan::plan_json(&inventory, &plan, estimate.as_ref()).context("cannot encode the plan")
     } else {

@@ -7,16 +7,18 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde_json::Value;
+use sha2::Digest;
 
 use fanscan::{Context, Format, ProviderArgs, Report, RunControl, ScanArgs, Settings, Ui, exit};
 
 use crate::cli::planted;
 use crate::common::{Repo, fanscan};
 
-/// The official schema; CI has `shared/` beside the checkout.
+/// The official schema, kept in the repository (its source and licence:
+/// `tests/fixtures/README.md`).
 const SCHEMA: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/reference/sarif-schema-2.1.0.json"
+    "/tests/fixtures/sarif-schema-2.1.0.json"
 );
 
 async fn scan(repo: &Path, args: &ScanArgs) -> Report {
@@ -209,6 +211,40 @@ async fn sarif_of_an_incomplete_scan_is_valid_and_says_why() {
         .collect();
     assert_eq!(failed, BTreeSet::from(["b/big.py", "c/hash.py"]));
     assert!(notes.iter().all(|n| n["level"] == "error"));
+}
+
+/// The fixture is the published SARIF 2.1.0 schema (Errata 01), unedited:
+/// its id and the SHA-256 the fixtures' README records.
+#[test]
+fn the_schema_is_the_official_sarif_2_1_0() {
+    let bytes = std::fs::read(SCHEMA).unwrap_or_else(|e| panic!("{SCHEMA}: {e}"));
+    let schema: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        schema["id"],
+        "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+    );
+    let sha: String = sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        sha, "c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb4212a2682e",
+        "{SCHEMA} was edited: restore the published file (tests/fixtures/README.md)"
+    );
+}
+
+/// Rules that the published schema has and looser copies (such as the
+/// draft in the serde-sarif crate) lack: a region names where it starts.
+#[test]
+fn the_schema_rejects_what_only_the_published_version_forbids() {
+    let no_start = r#"{"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x"}},
+        "results": [{"message": {"text": "m"},
+        "locations": [{"physicalLocation": {"region": {"startColumn": 3}}}]}]}]}"#;
+    let errors = schema_errors(no_start);
+    assert!(
+        errors.iter().any(|e| e.contains("/region")),
+        "a region without startLine, charOffset or byteOffset passed: {errors:#?}"
+    );
 }
 
 #[test]

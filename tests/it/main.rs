@@ -11,6 +11,8 @@ mod common;
 mod configs;
 mod formats;
 mod gate;
+mod large_plans;
+mod module_graph;
 mod pipeline;
 mod resilience;
 mod shards;
