@@ -3,10 +3,19 @@
 //! Takes the root and [`InventoryOptions`]; gives an [`Inventory`]: every
 //! file to audit (repo-relative `/` path, bytes, language, estimated tokens)
 //! and every file skipped with its reason, both sorted by path. Uses the
-//! `ignore` crate's parallel walker: `.gitignore`, `.ignore`, git's global
-//! excludes and `.fanscanignore` are honoured; hidden files are included
-//! (CI workflows and `.env` files are prime audit targets) but `.git` never
-//! is; symlinks are never followed.
+//! `ignore` crate's parallel walker; hidden files are included (CI workflows
+//! and `.env` files are prime audit targets) but `.git` never is; symlinks
+//! are never followed; an entry the walker cannot read is listed as
+//! `unreadable` with the OS error, never dropped.
+//!
+//! Ignore rules are git's, from the root down: `.gitignore`, `.ignore` and
+//! `.fanscanignore` files in the root and below. When the root is in a git
+//! work tree, git's other sources count too, as git reads them: the
+//! `.gitignore` files from the work tree's top down to the root (when the
+//! root is a subdirectory), `info/exclude` and `core.excludesFile`. Nothing
+//! above the work tree's top (or above the root, outside a work tree)
+//! counts: a checkout nested in another one, or in a directory that holds
+//! some other program's `.gitignore`, keeps every file git keeps.
 //!
 //! Vendored and generated files are skipped the way GitHub Linguist decides:
 //! the built-in Linguist-style list in `configs/vendor.toml` (compiled once
@@ -218,6 +227,8 @@ pub enum InventoryError {
     Missing { path: String },
     #[error("{path}: not a directory; give the repository's root directory")]
     NotADirectory { path: String },
+    #[error("{path}: cannot read the directory ({error}); check its permissions")]
+    Unreadable { path: String, error: String },
     #[error("invalid --include/--exclude glob {glob:?}: {error}")]
     Glob { glob: String, error: String },
     #[error(transparent)]
@@ -236,6 +247,8 @@ enum Item {
     },
     /// The Linguist lines of one `.gitattributes` file.
     Attributes(AttrFile),
+    /// The root itself could not be listed.
+    RootUnreadable(String),
 }
 
 /// Walks `root`.
@@ -276,14 +289,26 @@ pub fn walk(root: &Path, options: &InventoryOptions) -> Result<Inventory, Invent
             .join(", "),
         error: e.to_string(),
     })?;
-    let walker = WalkBuilder::new(&root)
+    let mut builder = WalkBuilder::new(&root);
+    builder
         .hidden(!options.hidden)
         .follow_links(false)
+        // Ignore files above the root are not the crate's to read: git
+        // reads none above the work tree's top, and those between the top
+        // and the root are added below, rooted where git roots them.
+        .parents(false)
+        // `.gitignore` files count outside a git work tree too (an export
+        // or a tarball keeps its author's intent)...
         .require_git(false)
+        // ...but git's own excludes only inside one, rooted at its top.
+        .git_global(false)
         .add_custom_ignore_filename(".fanscanignore")
         .overrides(overrides)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build_parallel();
+        .filter_entry(|e| e.file_name() != ".git");
+    if let Some(tree) = WorkTree::find(&root) {
+        tree.add_rules_above(&mut builder, &root);
+    }
+    let walker = builder.build_parallel();
     let (tx, rx) = mpsc::channel::<Item>();
     let max = options.max_file_bytes;
     let include_vendored = options.include_vendored;
@@ -291,8 +316,14 @@ pub fn walk(root: &Path, options: &InventoryOptions) -> Result<Inventory, Invent
         let tx = tx.clone();
         let root = root.clone();
         Box::new(move |entry| {
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(error) => {
+                    if let Some(item) = walk_error(&root, &error) {
+                        let _ = tx.send(item);
+                    }
+                    return WalkState::Continue;
+                }
             };
             let Some(kind) = entry.file_type() else {
                 return WalkState::Continue;
@@ -357,6 +388,12 @@ pub fn walk(root: &Path, options: &InventoryOptions) -> Result<Inventory, Invent
     for item in rx {
         match item {
             Item::Attributes(file) => attribute_files.push(file),
+            Item::RootUnreadable(error) => {
+                return Err(InventoryError::Unreadable {
+                    path: inventory.root.display().to_string(),
+                    error,
+                });
+            }
             other => items.push(other),
         }
     }
@@ -396,12 +433,137 @@ pub fn walk(root: &Path, options: &InventoryOptions) -> Result<Inventory, Invent
         match item {
             Item::File(f) => inventory.files.push(f),
             Item::Skip(s) => inventory.skipped.push(s),
-            Item::Listed { .. } | Item::Attributes(_) => {}
+            Item::Listed { .. } | Item::Attributes(_) | Item::RootUnreadable(_) => {}
         }
     }
     inventory.files.sort_by(|a, b| a.path.cmp(&b.path));
     inventory.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    // A directory whose listing failed twice the same way is listed once.
+    inventory.skipped.dedup();
     Ok(inventory)
+}
+
+/// What a walker error means for the inventory: an entry under the root
+/// that the OS would not read is a skipped, `unreadable` entry (coverage
+/// stays whole: it is never silently dropped); the root itself unreadable
+/// ends the walk with an error. Errors that name no entry under the root
+/// (an ignore file above the root that the walk does not use) are logged.
+fn walk_error(root: &Path, error: &ignore::Error) -> Option<Item> {
+    /// The innermost path and I/O error of a nested walker error.
+    fn parts(error: &ignore::Error) -> (Option<&Path>, Option<&std::io::Error>) {
+        match error {
+            ignore::Error::WithPath { path, err } => {
+                let (inner, io) = parts(err);
+                (inner.or(Some(path)), io)
+            }
+            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+                parts(err)
+            }
+            ignore::Error::Io(io) => (None, Some(io)),
+            ignore::Error::Partial(_)
+            | ignore::Error::Loop { .. }
+            | ignore::Error::Glob { .. }
+            | ignore::Error::UnrecognizedFileType(_)
+            | ignore::Error::InvalidDefinition => (None, None),
+        }
+    }
+    let (path, io) = parts(error);
+    let (Some(path), Some(io)) = (path, io) else {
+        tracing::debug!("walk: {error}");
+        return None;
+    };
+    let Ok(rel) = path.strip_prefix(root) else {
+        tracing::debug!("walk: {error}");
+        return None;
+    };
+    if rel.as_os_str().is_empty() {
+        return Some(Item::RootUnreadable(io.to_string()));
+    }
+    Some(Item::Skip(Skipped {
+        path: rel.to_string_lossy().replace('\\', "/"),
+        reason: SkipReason::Unreadable {
+            error: io.to_string(),
+        },
+    }))
+}
+
+/// The git work tree a root is in: where git's ignore rules above the root
+/// come from.
+#[derive(Debug, PartialEq, Eq)]
+struct WorkTree {
+    /// The work tree's top (the directory holding `.git`), canonical.
+    top: PathBuf,
+    /// The repository's common git directory, which holds `info/exclude`
+    /// (for a linked worktree, the main repository's; for a submodule, its
+    /// own under the superproject's `.git/modules`).
+    common_dir: PathBuf,
+}
+
+impl WorkTree {
+    /// The work tree whose top is `root` or its nearest ancestor with a
+    /// `.git` directory (one with a `HEAD`) or a `.git` file (`gitdir:
+    /// PATH`, as linked worktrees and submodules have), as git discovers
+    /// it. `None` outside a work tree.
+    fn find(root: &Path) -> Option<Self> {
+        root.ancestors().find_map(|dir| {
+            let dot_git = dir.join(".git");
+            let meta = std::fs::metadata(&dot_git).ok()?;
+            let git_dir = if meta.is_dir() {
+                dot_git.join("HEAD").is_file().then_some(dot_git)?
+            } else if meta.is_file() {
+                let text = std::fs::read_to_string(&dot_git).ok()?;
+                let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+                dir.join(target)
+            } else {
+                return None;
+            };
+            // A linked worktree's git directory names the shared one.
+            let common_dir = match std::fs::read_to_string(git_dir.join("commondir")) {
+                Ok(text) => git_dir.join(text.trim_end_matches(['\n', '\r'])),
+                Err(_) => git_dir,
+            };
+            Some(Self {
+                top: dir.to_path_buf(),
+                common_dir,
+            })
+        })
+    }
+
+    /// Adds git's rules that live outside the root's tree to the walk, in
+    /// git's order of precedence. The walker's explicit ignore files lose
+    /// to every ignore file in the root and below, and among themselves the
+    /// last added wins: `core.excludesFile` first, then `info/exclude`,
+    /// then the `.gitignore` files from the top down to the root's parent.
+    /// Each is rooted where git roots it: the excludes at the top, a
+    /// `.gitignore` at its own directory.
+    fn add_rules_above(&self, builder: &mut WalkBuilder, root: &Path) {
+        let mut sources = Vec::new();
+        if let Some(global) = ignore::gitignore::gitconfig_excludes_path() {
+            sources.push((self.top.clone(), global));
+        }
+        sources.push((
+            self.top.clone(),
+            self.common_dir.join("info").join("exclude"),
+        ));
+        if let Ok(below) = root.strip_prefix(&self.top) {
+            // The top's and those of the directories down to the root's
+            // parent: the root's own is the walker's to read.
+            let mut dir = self.top.clone();
+            for step in below.components() {
+                sources.push((dir.clone(), dir.join(".gitignore")));
+                dir.push(step);
+            }
+        }
+        for (base, file) in sources {
+            if !file.is_file() {
+                continue;
+            }
+            builder.current_dir(base);
+            if let Some(error) = builder.add_ignore(&file) {
+                tracing::warn!("{}: some ignore rules not used: {error}", file.display());
+            }
+        }
+    }
 }
 
 /// Size and content checks of a file the vendored rules let through.
@@ -1257,6 +1419,264 @@ mod tests {
     fn missing_root_is_a_clear_error() {
         let e = walk(Path::new("/no/such/dir"), &InventoryOptions::default()).unwrap_err();
         assert!(e.to_string().contains("no such directory"));
+    }
+
+    /// `git init` in `dir` (the walk never runs git; the tests make real
+    /// work trees with it).
+    fn git_init(dir: &Path) {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["init", "-q"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+
+    #[test]
+    fn ignore_files_above_the_root_do_not_drop_its_files() {
+        // `outer/` is a CI workspace or a store's directory: its ignore
+        // files are not the scanned repository's.
+        for repo_is_git in [false, true] {
+            let dir = tree(&[
+                (".gitignore", b"*.toml\n.gitignore\n"),
+                (".ignore", b"*.md\n"),
+                (".fanscanignore", b"*.rs\n"),
+                ("repo/app.toml", b"x"),
+                ("repo/README.md", b"x"),
+                ("repo/src/main.rs", b"x"),
+                ("repo/.gitignore", b"*.log\n"),
+                ("repo/debug.log", b"x"),
+                ("repo/sub/.gitignore", b"*.tmp\n"),
+                ("repo/sub/x.tmp", b"x"),
+            ]);
+            let repo = dir.path().join("repo");
+            if repo_is_git {
+                git_init(&repo);
+            }
+            let inv = walk(&repo, &InventoryOptions::default()).unwrap();
+            assert_eq!(
+                files(&inv),
+                vec![
+                    ".gitignore",
+                    "README.md",
+                    "app.toml",
+                    "src/main.rs",
+                    "sub/.gitignore"
+                ],
+                "repo is a git work tree: {repo_is_git}"
+            );
+            assert!(inv.skipped.is_empty(), "{:?}", inv.skipped);
+        }
+    }
+
+    #[test]
+    fn a_subdirectory_of_a_work_tree_gets_gits_rules_from_the_top_down() {
+        let dir = tree(&[
+            // Above the work tree's top: never.
+            ("outer.toml", b"x"),
+            (".gitignore", b"*.toml\n"),
+            // The top's rules, relative to the top.
+            (
+                "top/.gitignore",
+                b"*.log\n/sub/anchored.txt\ndeep/x.txt\n/top-only.rs\n",
+            ),
+            ("top/sub/a.log", b"x"),
+            ("top/sub/anchored.txt", b"x"),
+            ("top/sub/deep/x.txt", b"x"),
+            ("top/sub/top-only.rs", b"x"),
+            ("top/sub/app.toml", b"x"),
+            ("top/sub/secret.key", b"x"),
+            ("top/sub/main.rs", b"x"),
+            // The root's own rules win over the top's, as deeper ones do.
+            ("top/sub/.gitignore", b"!b.log\n"),
+            ("top/sub/b.log", b"x"),
+        ]);
+        let top = dir.path().join("top");
+        git_init(&top);
+        std::fs::write(top.join(".git/info/exclude"), "secret.key\n").unwrap();
+        let inv = walk(&top.join("sub"), &InventoryOptions::default()).unwrap();
+        assert_eq!(
+            files(&inv),
+            vec![
+                ".gitignore",
+                "app.toml",
+                "b.log",
+                "deep/x.txt",
+                "main.rs",
+                "top-only.rs"
+            ]
+        );
+        // Without the work tree, only the root and below count.
+        std::fs::remove_dir_all(top.join(".git")).unwrap();
+        let inv = walk(&top.join("sub"), &InventoryOptions::default()).unwrap();
+        assert_eq!(
+            files(&inv),
+            vec![
+                ".gitignore",
+                "a.log",
+                "anchored.txt",
+                "app.toml",
+                "b.log",
+                "deep/x.txt",
+                "main.rs",
+                "secret.key",
+                "top-only.rs"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_linked_worktree_and_a_submodule_find_their_top_and_excludes() {
+        let dir = tree(&[
+            ("main/.git/HEAD", b"ref: refs/heads/main\n"),
+            ("main/.git/info/exclude", b"*.key\n"),
+            ("main/.git/worktrees/wt/HEAD", b"ref: refs/heads/wt\n"),
+            ("main/.git/worktrees/wt/commondir", b"../..\n"),
+            ("main/.git/modules/m/HEAD", b"ref: refs/heads/main\n"),
+            ("main/.git/modules/m/info/exclude", b"*.pem\n"),
+        ]);
+        let main = dir.path().join("main").canonicalize().unwrap();
+        let wt = dir.path().join("wt");
+        std::fs::create_dir_all(wt.join("src")).unwrap();
+        std::fs::write(wt.join(".git"), "gitdir: ../main/.git/worktrees/wt\n").unwrap();
+        let found = WorkTree::find(&wt.join("src").canonicalize().unwrap()).unwrap();
+        assert_eq!(found.top, wt.canonicalize().unwrap());
+        assert_eq!(found.common_dir.canonicalize().unwrap(), main.join(".git"));
+        let sub = main.join("m");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join(".git"), "gitdir: ../.git/modules/m\n").unwrap();
+        std::fs::write(sub.join("a.pem"), "x").unwrap();
+        std::fs::write(sub.join("a.key"), "x").unwrap();
+        let found = WorkTree::find(&sub).unwrap();
+        assert_eq!(found.top, sub);
+        assert_eq!(
+            found.common_dir.canonicalize().unwrap(),
+            main.join(".git/modules/m")
+        );
+        // The submodule's own excludes, not its superproject's.
+        let inv = walk(&sub, &InventoryOptions::default()).unwrap();
+        assert_eq!(files(&inv), vec!["a.key"]);
+        assert_eq!(WorkTree::find(dir.path()), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_the_os_cannot_read_is_listed_unreadable() {
+        // A directory whose path is longer than PATH_MAX (4096 bytes on
+        // Linux): listing it fails with ENAMETOOLONG, for root too (which
+        // a chmod 000 directory does not stop). Built in two halves, each
+        // short enough to create, then one moved into the other.
+        let dir = tree(&[("a.rs", b"x")]);
+        let name = "d".repeat(250);
+        let mut near = dir.path().join("deep");
+        for _ in 0..14 {
+            near.push(&name);
+        }
+        std::fs::create_dir_all(&near).unwrap();
+        let side = dir.path().join("side");
+        let mut far = side.join(&name);
+        for _ in 0..3 {
+            far.push(&name);
+        }
+        std::fs::create_dir_all(&far).unwrap();
+        std::fs::write(far.join("lost.rs"), "x").unwrap();
+        std::fs::rename(&side, near.join("side")).unwrap();
+        let inv = walk(dir.path(), &InventoryOptions::default()).unwrap();
+        assert_eq!(files(&inv), vec!["a.rs"]);
+        assert_eq!(inv.skipped.len(), 1, "{:?}", inv.skipped);
+        let skipped = &inv.skipped[0];
+        assert!(skipped.path.starts_with("deep/ddd"), "{}", skipped.path);
+        assert!(dir.path().join(&skipped.path).as_os_str().len() > 4096);
+        assert_eq!(
+            skipped.reason,
+            SkipReason::Unreadable {
+                error: std::io::Error::from_raw_os_error(36).to_string()
+            }
+        );
+        assert!(
+            skipped
+                .reason
+                .to_string()
+                .starts_with("unreadable: File name too long"),
+            "{}",
+            skipped.reason
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_chmod_000_directory_is_listed_unreadable_unless_the_os_lets_us_read_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tree(&[("a.rs", b"x"), ("locked/b.rs", b"x")]);
+        let locked = dir.path().join("locked");
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let privileged = std::fs::read_dir(&locked).is_ok();
+        let inv = walk(dir.path(), &InventoryOptions::default()).unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if privileged {
+            // Root (as in CI containers) reads it regardless.
+            assert_eq!(files(&inv), vec!["a.rs", "locked/b.rs"]);
+        } else {
+            assert_eq!(files(&inv), vec!["a.rs"]);
+            assert_eq!(
+                inv.skipped,
+                vec![Skipped {
+                    path: "locked".into(),
+                    reason: SkipReason::Unreadable {
+                        error: std::io::Error::from_raw_os_error(13).to_string()
+                    }
+                }]
+            );
+        }
+    }
+
+    #[test]
+    fn walker_errors_become_unreadable_entries_or_a_root_error() {
+        let root = Path::new("/repo");
+        let denied = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        // What the walker gives for a directory it cannot list.
+        let listing = ignore::Error::WithDepth {
+            depth: 2,
+            err: Box::new(ignore::Error::WithPath {
+                path: root.join("src/locked"),
+                err: Box::new(ignore::Error::Io(denied())),
+            }),
+        };
+        match walk_error(root, &listing) {
+            Some(Item::Skip(skipped)) => assert_eq!(
+                skipped,
+                Skipped {
+                    path: "src/locked".into(),
+                    reason: SkipReason::Unreadable {
+                        error: denied().to_string()
+                    }
+                }
+            ),
+            _ => panic!("not a skipped entry"),
+        }
+        let at_root = ignore::Error::WithPath {
+            path: root.to_path_buf(),
+            err: Box::new(ignore::Error::Io(denied())),
+        };
+        assert!(matches!(
+            walk_error(root, &at_root),
+            Some(Item::RootUnreadable(e)) if e == denied().to_string()
+        ));
+        // An ignore file above the root, or a bad glob: not an entry.
+        let above = ignore::Error::WithPath {
+            path: PathBuf::from("/elsewhere/.gitignore"),
+            err: Box::new(ignore::Error::Io(denied())),
+        };
+        assert!(walk_error(root, &above).is_none());
+        let glob = ignore::Error::WithPath {
+            path: root.join(".gitignore"),
+            err: Box::new(ignore::Error::Glob {
+                glob: Some("[".into()),
+                err: "unclosed".into(),
+            }),
+        };
+        assert!(walk_error(root, &glob).is_none());
     }
 
     #[cfg(unix)]

@@ -175,10 +175,45 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// Where a store lives, which decides whether fanscan may write a
+/// `.gitignore` beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// `ROOT/.fanscan/store.db`, the default: fanscan's own directory, where
+    /// a `.gitignore` with anchored lines keeps the store out of `git
+    /// status` and out of the next scan's inventory.
+    Own,
+    /// A path the user chose (`--store`), or a store only read (`history`,
+    /// `diff`): nothing is written beside it. A `.gitignore` in a directory
+    /// the user picked would apply to everything below it.
+    Chosen,
+}
+
+impl Placement {
+    /// The placement of the settings' store at `path`.
+    fn of(settings: &Settings, path: &Path) -> Self {
+        if path == default_path(&settings.root) {
+            Self::Own
+        } else {
+            Self::Chosen
+        }
+    }
+}
+
+/// The default store of the repository at `root`.
+fn default_path(root: &Path) -> PathBuf {
+    root.join(OWN_DIR).join(OWN_FILE)
+}
+
+/// fanscan's own directory under the root, and the store's name in it.
+const OWN_DIR: &str = ".fanscan";
+const OWN_FILE: &str = "store.db";
+
 impl Store {
-    /// Opens (creating if need be) the store at `path`, writing a
-    /// `.gitignore` next to it that ignores the store's files.
-    pub(crate) fn open(path: &Path) -> Result<Self, StoreError> {
+    /// Opens (creating if need be) the store at `path`. In fanscan's own
+    /// directory ([`Placement::Own`]) a `.gitignore` is written beside it
+    /// that ignores the store's files and itself.
+    pub(crate) fn open(path: &Path, placement: Placement) -> Result<Self, StoreError> {
         let shown = path.display().to_string();
         let unavailable = |reason: String| StoreError::Unavailable {
             path: shown.clone(),
@@ -186,7 +221,10 @@ impl Store {
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| unavailable(e.to_string()))?;
-            write_gitignore(dir, path).map_err(|e| unavailable(e.to_string()))?;
+            match placement {
+                Placement::Own => write_gitignore(dir).map_err(|e| unavailable(e.to_string()))?,
+                Placement::Chosen => {}
+            }
         }
         let conn = Connection::open_with_flags(
             path,
@@ -228,7 +266,7 @@ impl Store {
                 reason: "no such file: no scan has used this store yet".into(),
             });
         }
-        Self::open(path)
+        Self::open(path, Placement::Chosen)
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -346,7 +384,7 @@ pub(crate) fn open(
     let Some(path) = &settings.store else {
         return Ok((None, None));
     };
-    match Store::open(path) {
+    match Store::open(path, Placement::of(settings, path)) {
         Ok(store) => Ok((Some(Arc::new(store)), None)),
         Err(e @ StoreError::Unavailable { .. }) => {
             let warning = e.to_string();
@@ -572,23 +610,32 @@ fn classify(path: &str, error: rusqlite::Error) -> StoreError {
     }
 }
 
-/// Writes `dir/.gitignore` ignoring the store's files (and itself), as ruff
-/// does for its cache, unless the directory already has one.
-fn write_gitignore(dir: &Path, store: &Path) -> std::io::Result<()> {
+/// What fanscan writes to `.fanscan/.gitignore`. Every line is anchored
+/// (a leading `/`), so it matches only the store's own files in that
+/// directory and never a file deeper down or of another name; `/.gitignore`
+/// keeps this file itself out of `git status` and out of the next scan (the
+/// first scan planned before it existed, so a plan with it would differ).
+const GITIGNORE: &str = "# Written by fanscan: the run store is local state, not source.\n/.gitignore\n/store.db\n/store.db-*\n";
+
+/// What fanscan before anchored patterns wrote there: it is rewritten.
+const GITIGNORE_UNANCHORED: &str = "# Written by fanscan: the run store is local state, not source.\n.gitignore\nstore.db\nstore.db-*\n";
+
+/// Writes `dir/.gitignore` (`dir` is fanscan's own `.fanscan/`) ignoring
+/// the store's files and itself, as ruff does for its cache, unless the
+/// directory already has one of its own.
+fn write_gitignore(dir: &Path) -> std::io::Result<()> {
     let ignore = dir.join(".gitignore");
-    if ignore.exists() {
-        return Ok(());
+    match std::fs::read(&ignore) {
+        Ok(text) if text != GITIGNORE_UNANCHORED.as_bytes() => return Ok(()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        // Something is there that is not ours to replace.
+        Err(e) => {
+            tracing::debug!("{}: left as it is: {e}", ignore.display());
+            return Ok(());
+        }
     }
-    let name = store
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "store.db".into());
-    std::fs::write(
-        ignore,
-        format!(
-            "# Written by fanscan: the run store is local state, not source.\n.gitignore\n{name}\n{name}-*\n"
-        ),
-    )
+    std::fs::write(ignore, GITIGNORE)
 }
 
 #[cfg(test)]
@@ -599,16 +646,98 @@ mod tests {
     fn a_new_store_is_migrated_and_ignored_by_git() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".fanscan/store.db");
-        let store = Store::open(&path).unwrap();
+        let store = Store::open(&path, Placement::Own).unwrap();
         let version: i64 = store
             .with(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
             .unwrap();
         assert_eq!(version, MIGRATIONS.len() as i64);
         let ignore = std::fs::read_to_string(dir.path().join(".fanscan/.gitignore")).unwrap();
-        assert!(ignore.contains("store.db\n") && ignore.contains("store.db-*"));
+        assert_eq!(ignore, GITIGNORE);
         drop(store);
         // Opening again changes nothing.
-        Store::open(&path).unwrap();
+        Store::open(&path, Placement::Own).unwrap();
+    }
+
+    #[test]
+    fn the_gitignore_is_anchored_and_written_only_in_fanscans_own_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join(".fanscan/store.db");
+        Store::open(&own, Placement::Own).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(".fanscan/.gitignore")).unwrap();
+        let patterns: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(patterns, vec!["/.gitignore", "/store.db", "/store.db-*"]);
+        // Git reads it so: the store's files in that directory, not a
+        // `.gitignore` or `store.db` deeper down.
+        let mut builder = ignore::gitignore::GitignoreBuilder::new(dir.path().join(".fanscan"));
+        assert!(
+            builder
+                .add(dir.path().join(".fanscan/.gitignore"))
+                .is_none()
+        );
+        let matcher = builder.build().unwrap();
+        for (path, ignored) in [
+            (".fanscan/store.db", true),
+            (".fanscan/store.db-wal", true),
+            (".fanscan/.gitignore", true),
+            (".fanscan/agents/.gitignore", false),
+            (".fanscan/agents/store.db", false),
+            (".fanscan/baseline.json", false),
+        ] {
+            let matched = matcher.matched(dir.path().join(path), false).is_ignore();
+            assert_eq!(matched, ignored, "{path}");
+        }
+
+        // A store the user placed: nothing beside it.
+        let audits = dir.path().join("audits");
+        Store::open(&audits.join("app.db"), Placement::Chosen).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&audits)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert!(names.iter().all(|n| n.starts_with("app.db")), "{names:?}");
+    }
+
+    #[test]
+    fn a_users_gitignore_is_kept_and_an_unanchored_one_of_ours_is_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let ignore = dir.path().join(".fanscan/.gitignore");
+        std::fs::create_dir_all(ignore.parent().unwrap()).unwrap();
+        std::fs::write(&ignore, "mine\n").unwrap();
+        Store::open(&dir.path().join(".fanscan/store.db"), Placement::Own).unwrap();
+        assert_eq!(std::fs::read_to_string(&ignore).unwrap(), "mine\n");
+
+        let dir = tempfile::tempdir().unwrap();
+        let ignore = dir.path().join(".fanscan/.gitignore");
+        std::fs::create_dir_all(ignore.parent().unwrap()).unwrap();
+        std::fs::write(&ignore, GITIGNORE_UNANCHORED).unwrap();
+        Store::open(&dir.path().join(".fanscan/store.db"), Placement::Own).unwrap();
+        assert_eq!(std::fs::read_to_string(&ignore).unwrap(), GITIGNORE);
+    }
+
+    #[test]
+    fn only_the_default_store_is_fanscans_own() {
+        let root = tempfile::tempdir().unwrap();
+        let settings = |store: Option<PathBuf>| {
+            let scan = crate::config::ScanArgs {
+                store,
+                ..crate::config::ScanArgs::default()
+            };
+            Settings::resolve(
+                root.path(),
+                &crate::config::ProviderArgs::default(),
+                &scan,
+                None,
+                &|_| None,
+            )
+            .unwrap()
+        };
+        let default = settings(None);
+        let path = default.store.clone().unwrap();
+        assert_eq!(Placement::of(&default, &path), Placement::Own);
+        let chosen = settings(Some(root.path().join("elsewhere/app.db")));
+        let path = chosen.store.clone().unwrap();
+        assert_eq!(Placement::of(&chosen, &path), Placement::Chosen);
     }
 
     #[test]
@@ -619,7 +748,7 @@ mod tests {
         conn.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
             .unwrap();
         drop(conn);
-        let error = Store::open(&path).unwrap_err();
+        let error = Store::open(&path, Placement::Chosen).unwrap_err();
         assert!(matches!(error, StoreError::Foreign { .. }), "{error}");
     }
 
@@ -628,7 +757,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store.db");
         std::fs::write(&path, vec![b'x'; 8192]).unwrap();
-        let error = Store::open(&path).unwrap_err();
+        let error = Store::open(&path, Placement::Chosen).unwrap_err();
         assert!(matches!(error, StoreError::Foreign { .. }), "{error}");
         assert!(error.to_string().contains("--no-store"));
     }

@@ -11,6 +11,7 @@ mod common;
 mod configs;
 mod formats;
 mod gate;
+mod ignores;
 mod large_plans;
 mod module_graph;
 mod pipeline;

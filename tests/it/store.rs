@@ -477,3 +477,80 @@ fn a_scan_of_a_relative_root_is_cached_like_any_other() {
     );
     assert!(!warm.groups.is_empty());
 }
+
+#[tokio::test]
+async fn a_store_outside_the_repository_changes_nothing_a_rescan_sees() {
+    // `fanscan scan --store /srv/audits/app.db /srv/audits/repo`: the store
+    // writes no `.gitignore` beside a path the user chose, so the next scan
+    // of the repository under it still plans its `.gitignore` files and
+    // asks no model.
+    let audits = tempfile::tempdir().unwrap();
+    let root = audits.path().join("repo");
+    let padding = "// ".to_string() + &"pad ".repeat(28);
+    for dir in ["a", "b"] {
+        for i in 0..2 {
+            let path = root.join(format!("{dir}/f{i}.rs"));
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(
+                path,
+                format!("fn f{i}() {{\n    let x = risky_{dir}();\n}}\n{padding}\n"),
+            )
+            .unwrap();
+        }
+    }
+    std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+    std::fs::write(root.join("a/.gitignore"), "*.tmp\n").unwrap();
+    let store = audits.path().join("app.db");
+    let args = ScanArgs {
+        store: Some(store.clone()),
+        ..one_group_per_dir()
+    };
+    let mock = MockModel::openai(auditor_behaviour("risky_")).await;
+    let scan = || async {
+        let ctx = Context::new(mock.settings(&root, &args)).unwrap();
+        let ui = Ui {
+            multi: indicatif::MultiProgress::with_draw_target(
+                indicatif::ProgressDrawTarget::hidden(),
+            ),
+            transcripts: None,
+            control: RunControl::default(),
+        };
+        fanscan::scan(&ctx, &ui).await.unwrap()
+    };
+    let planned = |report: &Report| -> BTreeSet<String> {
+        report
+            .plan
+            .groups
+            .iter()
+            .flat_map(|g| g.files.iter().cloned())
+            .collect()
+    };
+
+    let first = scan().await;
+    assert!(first.complete, "{:?}", first.incomplete_reasons);
+    assert!(store.is_file());
+    let mut beside: Vec<String> = std::fs::read_dir(audits.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with("app.db"))
+        .collect();
+    beside.sort();
+    assert_eq!(beside, vec!["repo"], "nothing but the store beside it");
+    assert!(!root.join(".fanscan").exists());
+    let files = planned(&first);
+    assert!(
+        files.contains(".gitignore") && files.contains("a/.gitignore"),
+        "{files:?}"
+    );
+
+    let asked = mock.requests().len();
+    let second = scan().await;
+    assert_eq!(planned(&second), files);
+    assert_eq!(second.plan, first.plan);
+    assert_eq!(
+        mock.requests().len(),
+        asked,
+        "an unchanged re-scan called the model"
+    );
+    assert_eq!(second.stats.cached_groups, second.groups.len());
+}
