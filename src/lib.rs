@@ -3,10 +3,10 @@
 //! The pipeline reads straight off [`scan`]: inventory → plan → fan-out →
 //! verify → reduce → report. Each stage is a module with a plain data type
 //! at each boundary; nothing is global. The modules form layers, and none
-//! imports from one above it: `util` and `conversation` at the bottom, then
-//! `control`, `findings`, `prices`, `rules`, `budget`, `events`, `tools`
-//! and `providers`, then `agents`, then the stages, then `report`,
-//! `config` and `context`, with `scan` and `ask` on top.
+//! imports from one above it: `util`, `conversation` and `cwe` at the
+//! bottom, then `control`, `findings`, `prices`, `rules`, `budget`,
+//! `events`, `tools` and `providers`, then `agents`, then the stages, then
+//! `report`, `config` and `context`, with `scan` and `ask` on top.
 
 mod agents;
 mod ask;
@@ -16,6 +16,7 @@ mod config;
 mod context;
 mod control;
 mod conversation;
+mod cwe;
 mod events;
 mod fanout;
 mod findings;
@@ -51,6 +52,7 @@ pub use config::{
 };
 pub use context::{Context, SetupError, Ui};
 pub use control::RunControl;
+pub use cwe::{CweEntry, CweError, CweId, CweTable};
 pub use events::{Event, EventSink};
 pub use fanout::FanOutResult;
 pub use findings::{Finding, HowParsed, Origin, Repair, Severity, Unparsed};
