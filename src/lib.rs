@@ -6,7 +6,7 @@
 //! imports from one above it: `util`, `conversation` and `cwe` at the
 //! bottom, then `control`, `findings`, `prices`, `rules`, `budget`,
 //! `events`, `tools` and `providers`, then `agents`, then the stages, then
-//! `report`, `config` and `context`, with `scan` and `ask` on top.
+//! `report`, `config` and `context`, with `scan`, `ask` and `eval` on top.
 
 mod agents;
 mod ask;
@@ -17,6 +17,7 @@ mod context;
 mod control;
 mod conversation;
 mod cwe;
+mod eval;
 mod events;
 mod fanout;
 mod findings;
@@ -53,6 +54,7 @@ pub use config::{
 pub use context::{Context, SetupError, Ui};
 pub use control::RunControl;
 pub use cwe::{CweEntry, CweError, CweId, CweTable};
+pub use eval::{Count, EvalArgs, EvalError, EvalFormat, MatchBy, evaluate};
 pub use events::{Event, EventSink};
 pub use fanout::FanOutResult;
 pub use findings::{Finding, HowParsed, Origin, Repair, Severity, Unparsed};
