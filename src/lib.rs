@@ -3,10 +3,10 @@
 //! The pipeline reads straight off [`scan`]: inventory → plan → fan-out →
 //! verify → reduce → report. Each stage is a module with a plain data type
 //! at each boundary; nothing is global. The modules form layers, and none
-//! imports from one above it: `util` and `conversation` at the bottom, then
-//! `control`, `findings`, `prices`, `rules`, `budget`, `events`, `tools`
-//! and `providers`, then `agents`, then the stages, then `report`,
-//! `config` and `context`, with `scan` and `ask` on top.
+//! imports from one above it: `util`, `conversation` and `cwe` at the
+//! bottom, then `control`, `findings`, `prices`, `rules`, `budget`,
+//! `events`, `tools` and `providers`, then `agents`, then the stages, then
+//! `report`, `config` and `context`, with `scan`, `ask` and `eval` on top.
 
 mod agents;
 mod ask;
@@ -16,6 +16,8 @@ mod config;
 mod context;
 mod control;
 mod conversation;
+mod cwe;
+mod eval;
 mod events;
 mod fanout;
 mod findings;
@@ -51,6 +53,8 @@ pub use config::{
 };
 pub use context::{Context, SetupError, Ui};
 pub use control::RunControl;
+pub use cwe::{CweEntry, CweError, CweId, CweTable};
+pub use eval::{Count, EvalArgs, EvalError, EvalFormat, MatchBy, evaluate};
 pub use events::{Event, EventSink};
 pub use fanout::FanOutResult;
 pub use findings::{Finding, HowParsed, Origin, Repair, Severity, Unparsed};

@@ -195,6 +195,13 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         store: Option<PathBuf>,
     },
+    /// Score JSON reports against labelled truth: per CWE and overall
+    /// TP, FP, FN, TN, precision, recall, F1 and TPR−FPR, with each run's
+    /// tokens and cost. Two or more reports are shown side by side.
+    #[command(
+        after_help = "Exit codes: 0 scored, 1 internal or I/O error, 2 a truth file or report\nthat cannot be read (the message names the file, the line and the fix)."
+    )]
+    Eval(fanscan::EvalArgs),
     /// List the agent definitions in effect.
     Agents {
         #[arg(default_value = ".")]
@@ -381,6 +388,7 @@ fn main() -> ExitCode {
                 estimate,
             } => plan_command(&path, &provider, &scan, json, estimate).await,
             Command::Agents { path } => agents_command(&path),
+            Command::Eval(args) => eval_command(&args),
             Command::History { path, store } => {
                 let store = store.unwrap_or_else(|| path.join(".fanscan").join("store.db"));
                 store_command(fanscan::history_text(&store))
@@ -936,6 +944,19 @@ fn store_command(text: Result<String, fanscan::StoreError>) -> i32 {
         Err(e) => {
             eprintln!("fanscan: {e}");
             exit::USAGE
+        }
+    }
+}
+
+fn eval_command(args: &fanscan::EvalArgs) -> i32 {
+    match fanscan::evaluate(args) {
+        Ok(text) => match emit(None, &text) {
+            Ok(()) => exit::OK,
+            Err(e) => output_failed(&e),
+        },
+        Err(e) => {
+            eprintln!("fanscan: {e}");
+            e.exit_code()
         }
     }
 }

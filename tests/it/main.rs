@@ -9,6 +9,7 @@ mod ask;
 mod cli;
 mod common;
 mod configs;
+mod eval;
 mod formats;
 mod gate;
 mod ignores;

@@ -1,0 +1,128 @@
+//! `fanscan eval`: scores one or more JSON reports against labelled truth.
+//!
+//! Takes the reports (read through a lenient view, [`report`]), a truth
+//! file in one of the formats [`truth`] reads, and how to score
+//! ([`EvalArgs`]); gives the evaluation ([`score`]) per CWE and overall,
+//! with each run's tokens and cost, as Markdown or JSON ([`render`]).
+//! Several reports are scored side by side against the same truth.
+
+mod render;
+mod report;
+mod score;
+mod truth;
+
+use std::path::PathBuf;
+
+use crate::cwe::{CweError, CweTable};
+use crate::report::exit;
+
+pub use score::{Count, MatchBy};
+
+/// The output format of `fanscan eval`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum EvalFormat {
+    #[default]
+    Md,
+    Json,
+}
+
+/// The arguments of `fanscan eval`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EvalArgs {
+    /// The reports to score (`fanscan scan --format json`); two or more are
+    /// shown side by side.
+    #[arg(required = true, value_name = "REPORT")]
+    pub reports: Vec<PathBuf>,
+    /// The labelled truth: fanscan's CSV (path,cwe,vulnerable,lines) or
+    /// JSON, the OWASP Benchmark's expectedresults-*.csv, or the CASTLE
+    /// dataset JSON; the format is told by the content.
+    #[arg(long, value_name = "FILE")]
+    pub truth: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = EvalFormat::Md)]
+    pub format: EvalFormat,
+    /// How many lines from a labelled line a finding may cite and still
+    /// match it.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub line_slack: u32,
+    /// Which findings are the run's predictions.
+    #[arg(long, value_enum, default_value_t = Count::Open)]
+    pub count: Count,
+    /// What a finding must share with a case besides its file (and line).
+    #[arg(long = "match", value_enum, default_value_t = MatchBy::Cwe)]
+    pub match_by: MatchBy,
+}
+
+/// Why an evaluation could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("{path}: cannot read the truth file: {error}")]
+    ReadTruth {
+        path: String,
+        #[source]
+        error: std::io::Error,
+    },
+    /// A truth file that does not parse: where, and the fix.
+    #[error("{place}: {problem}")]
+    Truth { place: String, problem: String },
+    #[error("{path}: cannot read the report: {error}")]
+    ReadReport {
+        path: String,
+        #[source]
+        error: std::io::Error,
+    },
+    /// A report that is not a fanscan JSON report.
+    #[error("{place}: {problem}")]
+    Report { place: String, problem: String },
+    /// The built-in CWE table is broken: a fanscan bug.
+    #[error("the built-in CWE table is broken ({0}): a fanscan bug, please report it")]
+    Table(#[source] CweError),
+    /// The built-in rules' `cwe` keys do not read: a fanscan bug.
+    #[error("the built-in rules' CWEs do not read ({problem}): a fanscan bug, please report it")]
+    BuiltinRules { problem: String },
+    #[error("cannot encode the evaluation as JSON: {0}")]
+    Json(#[source] serde_json::Error),
+}
+
+impl EvalError {
+    /// 2 for bad input (the user's files), 1 for fanscan's own failures.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::ReadTruth { .. }
+            | Self::Truth { .. }
+            | Self::ReadReport { .. }
+            | Self::Report { .. } => exit::USAGE,
+            Self::Table(_) | Self::BuiltinRules { .. } | Self::Json(_) => exit::ERROR,
+        }
+    }
+}
+
+/// serde_json's message without the position it appends: the position
+/// goes in front, as `file:line:column`, like every other place we name.
+pub(crate) fn json_message(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let suffix = format!(" at line {} column {}", error.line(), error.column());
+    text.strip_suffix(&suffix).unwrap_or(&text).to_string()
+}
+
+/// Scores the reports against the truth and renders the evaluation.
+pub fn evaluate(args: &EvalArgs) -> Result<String, EvalError> {
+    let table = CweTable::builtin().map_err(EvalError::Table)?;
+    let truth = truth::load(&args.truth)?;
+    let rules = report::builtin_rule_cwes()?;
+    let runs = args
+        .reports
+        .iter()
+        .map(|path| report::load(path, &rules))
+        .collect::<Result<Vec<_>, _>>()?;
+    let method = score::Method {
+        count: args.count,
+        match_by: args.match_by,
+        line_slack: args.line_slack,
+    };
+    let evaluation = render::Evaluation::new(&truth, &runs, method, table);
+    match args.format {
+        EvalFormat::Md => Ok(evaluation.markdown()),
+        EvalFormat::Json => evaluation.json().map_err(EvalError::Json),
+    }
+}

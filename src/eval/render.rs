@@ -1,0 +1,466 @@
+//! The evaluation as people and programs read it: one [`Evaluation`] value
+//! (the truth, how it was scored, and each run's score, usage and case
+//! outcomes), rendered as Markdown or JSON by pure functions.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::report::RunView;
+use super::score::{self, Counts, MatchBy, Method, Outcome, Rates, RunScore, Tally};
+use super::truth::{Truth, TruthFormat};
+use crate::cwe::{CweId, CweTable};
+
+/// How many missed cases and false alarms the Markdown lists per run (the
+/// JSON has them all).
+const LISTED: usize = 20;
+
+/// The truth, in brief.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct TruthSummary {
+    path: String,
+    format: TruthFormat,
+    cases: u64,
+    vulnerable: u64,
+    safe: u64,
+    cwe_classes: u64,
+}
+
+/// One CWE class's score in the output.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct ClassEval {
+    cwe: String,
+    /// MITRE's name; `None` for an id not in fanscan's table.
+    name: Option<String>,
+    vulnerable: u64,
+    safe: u64,
+    #[serde(flatten)]
+    counts: Counts,
+    #[serde(flatten)]
+    rates: Rates,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct Overall {
+    #[serde(flatten)]
+    counts: Counts,
+    /// The mean of the classes' rates: the headline.
+    #[serde(rename = "macro")]
+    macro_rates: Rates,
+    /// The rates of the summed counts.
+    #[serde(rename = "micro")]
+    micro_rates: Rates,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct UsageEval {
+    requests: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    cached_tokens: u64,
+    #[serde(serialize_with = "score::rounded_money")]
+    cost_usd: Option<f64>,
+    #[serde(serialize_with = "score::rounded_money")]
+    cost_per_true_positive: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct CaseEval {
+    id: String,
+    file: String,
+    cwe: String,
+    vulnerable: bool,
+    lines: Vec<u32>,
+    outcome: Outcome,
+    matched_by: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct RunEval {
+    /// The report file as named on the command line.
+    report: String,
+    provider: Option<String>,
+    model: Option<String>,
+    engine: Option<String>,
+    complete: Option<bool>,
+    overall: Overall,
+    per_cwe: Vec<ClassEval>,
+    findings: Tally,
+    usage: UsageEval,
+    /// Cases whose file the run did not review.
+    not_reviewed: Option<u64>,
+    notes: Vec<String>,
+    cases: Vec<CaseEval>,
+}
+
+/// An evaluation of one or more runs against one truth.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub(crate) struct Evaluation {
+    truth: TruthSummary,
+    method: Method,
+    /// About the truth (CWE ids fanscan does not know).
+    notes: Vec<String>,
+    runs: Vec<RunEval>,
+}
+
+fn class_label(table: &CweTable, id: CweId) -> (String, Option<String>) {
+    (id.to_string(), table.name(id).map(str::to_string))
+}
+
+impl Evaluation {
+    /// Scores every run against the truth.
+    pub(crate) fn new(truth: &Truth, runs: &[RunView], method: Method, table: &CweTable) -> Self {
+        let vulnerable = truth.cases.iter().filter(|c| c.vulnerable).count() as u64;
+        let mut classes: Vec<CweId> = truth.cases.iter().map(|c| c.cwe).collect();
+        classes.sort_unstable();
+        classes.dedup();
+        let notes = classes
+            .iter()
+            .filter(|&&id| !table.is_known(id))
+            .map(|id| {
+                format!("{id} is not in fanscan's CWE table: findings match it by equal id only")
+            })
+            .collect();
+        Self {
+            truth: TruthSummary {
+                path: truth.source.clone(),
+                format: truth.format,
+                cases: truth.cases.len() as u64,
+                vulnerable,
+                safe: truth.cases.len() as u64 - vulnerable,
+                cwe_classes: classes.len() as u64,
+            },
+            method,
+            notes,
+            runs: runs
+                .iter()
+                .map(|run| {
+                    run_eval(
+                        truth,
+                        run,
+                        &score::score(truth, run, &method, table),
+                        &method,
+                        table,
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// The evaluation as JSON (pretty, with a final newline).
+    pub(crate) fn json(&self) -> Result<String, serde_json::Error> {
+        let mut text = serde_json::to_string_pretty(self)?;
+        text.push('\n');
+        Ok(text)
+    }
+
+    /// The evaluation as Markdown.
+    pub(crate) fn markdown(&self) -> String {
+        let mut out = String::new();
+        let t = &self.truth;
+        let _ = writeln!(out, "# fanscan eval\n");
+        let _ = writeln!(
+            out,
+            "Truth: {} ({}): {} cases, {} vulnerable and {} safe, in {} CWE classes.\n",
+            code(&t.path),
+            t.format,
+            t.cases,
+            t.vulnerable,
+            t.safe,
+            t.cwe_classes
+        );
+        let matching = match self.method.match_by {
+            MatchBy::Cwe => "the same CWE or a documented relative",
+            MatchBy::Location => "any CWE (--match location)",
+        };
+        let _ = writeln!(
+            out,
+            "Counted: {}. A finding matches a case in its file with {matching} and, where the case labels lines, cites a line within {} of one.\n",
+            self.method.count.describe(),
+            self.method.line_slack
+        );
+
+        let _ = writeln!(out, "## Overall\n");
+        let _ = writeln!(
+            out,
+            "Counts are summed over the CWE classes; rates are the mean of the classes' rates (a rate with nothing to divide by shows as – and is left out of the mean).\n"
+        );
+        let _ = writeln!(out, "| run {RATE_HEADER}");
+        let _ = writeln!(out, "|---{RATE_RULE}");
+        for run in &self.runs {
+            let _ = writeln!(
+                out,
+                "| {} {}",
+                code(&run.report),
+                rate_cells(&run.overall.counts, &run.overall.macro_rates)
+            );
+        }
+
+        let _ = writeln!(out, "\n## Cost\n");
+        let _ = writeln!(
+            out,
+            "| run | provider | model | requests | input tokens | output tokens | cached tokens | cost | cost per TP |"
+        );
+        let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|");
+        for run in &self.runs {
+            let u = &run.usage;
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                code(&run.report),
+                cell(run.provider.as_deref().unwrap_or("–")),
+                cell(run.model.as_deref().unwrap_or("–")),
+                u.requests,
+                u.input_tokens,
+                u.output_tokens,
+                u.cached_tokens,
+                money(u.cost_usd, "unknown"),
+                money(u.cost_per_true_positive, "–"),
+            );
+        }
+
+        let _ = writeln!(out, "\n## Per CWE\n");
+        let _ = writeln!(out, "| CWE | cases (vulnerable/safe) | run {RATE_HEADER}");
+        let _ = writeln!(out, "|---|---|---{RATE_RULE}");
+        let class_count = self.runs.first().map_or(0, |r| r.per_cwe.len());
+        for i in 0..class_count {
+            for (r, run) in self.runs.iter().enumerate() {
+                let Some(class) = run.per_cwe.get(i) else {
+                    continue;
+                };
+                let (label, cases) = if r == 0 {
+                    let name = class
+                        .name
+                        .as_deref()
+                        .map(|n| format!(" {}", cell(crate::cwe::short_name(n))))
+                        .unwrap_or_else(|| " (not in fanscan's table)".into());
+                    (
+                        format!("{}{name}", class.cwe),
+                        format!(
+                            "{} ({}/{})",
+                            class.vulnerable + class.safe,
+                            class.vulnerable,
+                            class.safe
+                        ),
+                    )
+                } else {
+                    (String::new(), String::new())
+                };
+                let _ = writeln!(
+                    out,
+                    "| {label} | {cases} | {} {}",
+                    code(&run.report),
+                    rate_cells(&class.counts, &class.rates)
+                );
+            }
+        }
+
+        let _ = writeln!(out, "\n## Findings that matched no case\n");
+        let _ = writeln!(
+            out,
+            "| run | findings counted | matched a case | other CWE | off the labelled lines | in an unlabelled file | without a CWE | unreadable CWE |"
+        );
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+        for run in &self.runs {
+            let f = &run.findings;
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                code(&run.report),
+                f.scored,
+                f.matched,
+                f.other_cwe,
+                f.off_lines,
+                f.unlabelled,
+                f.without_cwe,
+                f.unreadable_cwe
+            );
+        }
+
+        let _ = writeln!(out, "\n## Missed and false alarms\n");
+        for run in &self.runs {
+            let _ = writeln!(out, "### {}\n", code(&run.report));
+            list_cases(&mut out, run, Outcome::Fn, "Missed (FN)");
+            list_cases(&mut out, run, Outcome::Fp, "False alarms (FP)");
+        }
+
+        let notes: Vec<String> = self
+            .notes
+            .iter()
+            .cloned()
+            .chain(self.runs.iter().flat_map(|run| {
+                run.notes
+                    .iter()
+                    .map(|n| format!("{}: {n}", code(&run.report)))
+            }))
+            .collect();
+        if !notes.is_empty() {
+            let _ = writeln!(out, "## Notes\n");
+            for note in notes {
+                let _ = writeln!(out, "- {note}");
+            }
+        }
+        out
+    }
+}
+
+const RATE_HEADER: &str = "| TP | FP | FN | TN | TPR | FPR | precision | recall | F1 | TPR−FPR |";
+const RATE_RULE: &str = "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
+
+fn rate_cells(c: &Counts, r: &Rates) -> String {
+    let rate = |x: Option<f64>| x.map_or_else(|| "–".to_string(), |x| format!("{x:.2}"));
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        c.tp,
+        c.fp,
+        c.fn_,
+        c.tn,
+        rate(r.tpr),
+        rate(r.fpr),
+        rate(r.precision),
+        rate(r.recall),
+        rate(r.f1),
+        r.score
+            .map_or_else(|| "–".to_string(), |x| format!("{x:+.2}")),
+    )
+}
+
+fn money(value: Option<f64>, none: &str) -> String {
+    value.map_or_else(|| none.to_string(), |v| format!("${v:.4}"))
+}
+
+/// Text safe in a Markdown table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// Text as inline code in a table cell.
+fn code(text: &str) -> String {
+    format!("`{}`", cell(&text.replace('`', "'")))
+}
+
+fn list_cases(out: &mut String, run: &RunEval, outcome: Outcome, title: &str) {
+    let cases: Vec<&CaseEval> = run.cases.iter().filter(|c| c.outcome == outcome).collect();
+    if cases.is_empty() {
+        let _ = writeln!(out, "{title}: none.\n");
+        return;
+    }
+    let _ = writeln!(out, "{title}: {}\n", cases.len());
+    for case in cases.iter().take(LISTED) {
+        let lines = if case.lines.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = case.lines.iter().map(u32::to_string).collect();
+            format!(", line {}", list.join(", "))
+        };
+        let by = if case.matched_by.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = case.matched_by.iter().map(|m| code(m)).collect();
+            format!(": {}", list.join(", "))
+        };
+        let _ = writeln!(out, "- {} {}{lines}{by}", code(&case.file), case.cwe);
+    }
+    if cases.len() > LISTED {
+        let _ = writeln!(
+            out,
+            "- … and {} more (all of them in --format json)",
+            cases.len() - LISTED
+        );
+    }
+    out.push('\n');
+}
+
+fn run_eval(
+    truth: &Truth,
+    run: &RunView,
+    score: &RunScore,
+    method: &Method,
+    table: &CweTable,
+) -> RunEval {
+    let mut notes = Vec::new();
+    if run.complete == Some(false) {
+        notes.push(
+            "the run is incomplete: cases in files it did not finish reviewing count as missed"
+                .to_string(),
+        );
+    }
+    match score.not_reviewed {
+        Some(n) if n > 0 && n == truth.cases.len() as u64 => notes.push(
+            "none of the labelled files is among the files this run reviewed: write the truth's paths relative to the scanned root, as the report does"
+                .to_string(),
+        ),
+        Some(n) if n > 0 => notes.push(format!(
+            "{n} labelled cases are in files this run did not review: their vulnerable ones count as missed"
+        )),
+        Some(_) | None => {}
+    }
+    if method.match_by == MatchBy::Cwe
+        && score.tally.scored > 0
+        && score.tally.without_cwe + score.tally.unreadable_cwe == score.tally.scored
+    {
+        notes.push(
+            "no finding of this run carries a readable CWE, so none can match: score it by location with --match location"
+                .to_string(),
+        );
+    }
+    let cost_per_tp = run
+        .usage
+        .cost_usd
+        .filter(|_| score.counts.tp > 0)
+        .map(|cost| cost / score.counts.tp as f64);
+    RunEval {
+        report: run.source.clone(),
+        provider: run.provider.clone(),
+        model: run.model.clone(),
+        engine: run.engine.clone(),
+        complete: run.complete,
+        overall: Overall {
+            counts: score.counts,
+            macro_rates: score.macro_rates,
+            micro_rates: score.micro_rates,
+        },
+        per_cwe: score
+            .per_cwe
+            .iter()
+            .map(|class| {
+                let (cwe, name) = class_label(table, class.cwe);
+                ClassEval {
+                    cwe,
+                    name,
+                    vulnerable: class.vulnerable,
+                    safe: class.safe,
+                    counts: class.counts,
+                    rates: class.rates,
+                }
+            })
+            .collect(),
+        findings: score.tally,
+        usage: UsageEval {
+            requests: run.usage.requests,
+            input_tokens: run.usage.input_tokens,
+            output_tokens: run.usage.output_tokens,
+            cached_tokens: run.usage.cached_tokens,
+            cost_usd: run.usage.cost_usd,
+            cost_per_true_positive: cost_per_tp,
+        },
+        not_reviewed: score.not_reviewed,
+        notes,
+        cases: score
+            .cases
+            .iter()
+            .filter_map(|result| {
+                let case = truth.cases.get(result.case)?;
+                Some(CaseEval {
+                    id: case.id.clone(),
+                    file: case.file.to_string(),
+                    cwe: case.cwe.to_string(),
+                    vulnerable: case.vulnerable,
+                    lines: case.lines.clone(),
+                    outcome: result.outcome,
+                    matched_by: result.matched_by.clone(),
+                })
+            })
+            .collect(),
+    }
+}
