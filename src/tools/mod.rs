@@ -542,6 +542,10 @@ impl Tool for Grep {
             let walker = ignore::WalkBuilder::new(&base.real)
                 .hidden(false)
                 .follow_links(false)
+                // As the inventory: no ignore file above the scan root and
+                // no global excludes, or grep would miss files in scope.
+                .parents(false)
+                .git_global(false)
                 .sort_by_file_name(std::cmp::Ord::cmp)
                 .filter_entry(|e| e.file_name() != ".git")
                 .add_custom_ignore_filename(".fanscanignore")
@@ -705,6 +709,19 @@ mod tests {
         assert!(!out.text.contains("AKIA"));
         assert_eq!(out.redactions.len(), 1);
         assert!(ctx.call("grep", r#"{"pattern":"("}"#).is_err());
+    }
+
+    #[test]
+    fn grep_ignores_no_ignore_file_above_the_root() {
+        let outer = tempfile::tempdir().unwrap();
+        std::fs::write(outer.path().join(".gitignore"), "*.toml\n").unwrap();
+        let root = outer.path().join("repo");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("app.toml"), "key = 1\n").unwrap();
+        let ctx =
+            ToolContext::new(&root, ToolLimits::default(), Arc::new(Redactor::new())).unwrap();
+        let out = ctx.call("grep", r#"{"pattern":"key"}"#).unwrap();
+        assert_eq!(out.text, "app.toml:1:key = 1\n");
     }
 
     #[test]
