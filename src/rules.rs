@@ -3,7 +3,10 @@
 //!
 //! Takes a file's lines (as a tool showed them, already redacted); gives
 //! findings with exact paths and lines. Rules may skip test code and
-//! comments, and exclude lines matching a `not_pattern`.
+//! comments, and exclude lines matching a `not_pattern`. Every rule names
+//! the CWE weaknesses it finds, and may carry sample lines it must and must
+//! not report: a sample that disagrees with the rule is a load error, so a
+//! pattern edit cannot silently stop matching what it was written for.
 
 use regex::Regex;
 use serde::Deserialize;
@@ -37,6 +40,12 @@ struct RawRule {
     skip_tests: bool,
     #[serde(default)]
     skip_comments: bool,
+    #[serde(default)]
+    cwe: Vec<u32>,
+    #[serde(default)]
+    examples: Vec<String>,
+    #[serde(default)]
+    counterexamples: Vec<String>,
 }
 
 /// One compiled rule.
@@ -51,6 +60,31 @@ pub(crate) struct Rule {
     not_pattern: Option<Regex>,
     skip_tests: bool,
     skip_comments: bool,
+    /// Never empty; the most specific weakness first.
+    cwe: Vec<u32>,
+}
+
+impl Rule {
+    /// The CWE ids of the weakness this rule finds (`[89]` for CWE-89),
+    /// never empty, the most specific first: a finding that carries one
+    /// CWE takes the first.
+    // Read by the step that puts CWEs on findings (issue 17); tests use it now.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn cwe(&self) -> &[u32] {
+        &self.cwe
+    }
+
+    /// Whether this rule reports `line` in non-test code: the pattern
+    /// matches (outside a comment when the rule skips comments) and the
+    /// `not_pattern` does not.
+    fn reports(&self, line: &str) -> bool {
+        let code = if self.skip_comments {
+            strip_comment(line)
+        } else {
+            line
+        };
+        self.pattern.is_match(code) && !self.not_pattern.as_ref().is_some_and(|n| n.is_match(line))
+    }
 }
 
 /// A rule file that cannot be used: names the file, the rule and the fix.
@@ -113,8 +147,22 @@ impl RuleSet {
                 .map(Regex::new)
                 .transpose()
                 .map_err(|e| at(format!("invalid not_pattern: {e}")))?;
-            rules.push(Rule {
-                id: raw.id,
+            if raw.cwe.is_empty() {
+                return Err(at(
+                    "names no CWE: add `cwe = [N]` with the CWE id(s) of the weakness it finds, most specific first (e.g. `cwe = [89]` for SQL injection)".into(),
+                ));
+            }
+            if let Some(zero) = raw.cwe.iter().find(|c| **c == 0) {
+                return Err(at(format!(
+                    "`cwe` holds {zero}, which is no CWE id: write the number of CWE-N, e.g. `cwe = [89]`"
+                )));
+            }
+            let mut distinct = std::collections::BTreeSet::new();
+            if let Some(twice) = raw.cwe.iter().find(|c| !distinct.insert(**c)) {
+                return Err(at(format!("`cwe` names {twice} twice: keep one")));
+            }
+            let rule = Rule {
+                id: raw.id.clone(),
                 languages: raw.languages,
                 severity,
                 title: raw.title,
@@ -123,13 +171,32 @@ impl RuleSet {
                 not_pattern,
                 skip_tests: raw.skip_tests,
                 skip_comments: raw.skip_comments,
-            });
+                cwe: raw.cwe,
+            };
+            if let Some(line) = raw.examples.iter().find(|l| !rule.reports(l)) {
+                return Err(at(format!(
+                    "example {line:?} is not reported: fix the pattern/not_pattern or the example"
+                )));
+            }
+            if let Some(line) = raw.counterexamples.iter().find(|l| rule.reports(l)) {
+                return Err(at(format!(
+                    "counterexample {line:?} is reported: fix the pattern/not_pattern or the counterexample"
+                )));
+            }
+            rules.push(rule);
         }
         Ok(Self {
             rules,
             source: source.to_string(),
             hash: crate::util::sha256_hex(text.as_bytes()),
         })
+    }
+
+    /// The CWE ids of rule `id` (see [`Rule::cwe`]), if the set has it: a
+    /// finding names its rule, so this is how it gets its CWE.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn cwe_of(&self, id: &str) -> Option<&[u32]> {
+        self.rules.iter().find(|r| r.id == id).map(Rule::cwe)
     }
 
     /// The built-in rule set.
@@ -171,15 +238,7 @@ impl RuleSet {
                 if rule.skip_tests && test_from.is_some_and(|t| *number >= t) {
                     break;
                 }
-                let code = if rule.skip_comments {
-                    strip_comment(line)
-                } else {
-                    line.as_str()
-                };
-                if !rule.pattern.is_match(code) {
-                    continue;
-                }
-                if rule.not_pattern.as_ref().is_some_and(|n| n.is_match(line)) {
+                if !rule.reports(line) {
                     continue;
                 }
                 out.push(Finding {
@@ -226,7 +285,7 @@ pub(crate) fn is_test_path(path: &str) -> bool {
 }
 
 /// The code part of a line: whole-line comments become empty, and a
-/// trailing `//` or `#` comment outside a string is cut.
+/// trailing `//` or `#` comment outside a string ('…', "…" or `…`) is cut.
 fn strip_comment(line: &str) -> &str {
     let trimmed = line.trim_start();
     if ["//", "#", "/*", "*", "--", "<!--"]
@@ -248,7 +307,9 @@ fn strip_comment(line: &str) -> &str {
             Some(_) if c == b'\\' => i += 1,
             Some(q) if c == q => in_string = None,
             Some(_) => {}
-            None if c == b'"' || c == b'\'' => in_string = Some(c),
+            // Backticks quote in JavaScript/TypeScript (template literals)
+            // and Go (raw strings), where `//` inside is no comment.
+            None if c == b'"' || c == b'\'' || c == b'`' => in_string = Some(c),
             None if c == b'/' && bytes.get(i + 1) == Some(&b'/') => return &line[..i],
             None if c == b'#' && i > 0 && bytes[i - 1] == b' ' => return &line[..i],
             None => {}
@@ -302,6 +363,125 @@ mod tests {
         );
         assert_eq!(strip_comment("   // all comment"), "");
         assert_eq!(strip_comment("#[derive(Debug)]"), "#[derive(Debug)]");
+        assert_eq!(
+            strip_comment("const u = `//host/${p}`; // c"),
+            "const u = `//host/${p}`; "
+        );
+    }
+
+    #[test]
+    fn every_builtin_rule_names_a_cwe_and_carries_samples() {
+        let file: RuleFile = toml::from_str(BUILTIN_RULES).unwrap();
+        for raw in &file.rule {
+            assert!(!raw.cwe.is_empty(), "{} names no CWE", raw.id);
+            assert!(
+                !raw.examples.is_empty() && !raw.counterexamples.is_empty(),
+                "{} needs examples and counterexamples",
+                raw.id
+            );
+        }
+        let rules = RuleSet::builtin().unwrap();
+        assert_eq!(rules.cwe_of("sql/concat"), Some(&[89][..]));
+        assert_eq!(rules.cwe_of("crypto/weak-hash-go"), Some(&[328, 327][..]));
+        assert_eq!(rules.cwe_of("no/such-rule"), None);
+        assert!(rules.rules.iter().all(|r| !r.cwe().is_empty()));
+    }
+
+    #[test]
+    fn a_rule_without_a_cwe_is_a_load_error_naming_it() {
+        let e = RuleSet::parse(
+            "r.toml",
+            "[[rule]]\nid='x/y'\nseverity='low'\ntitle='t'\nmessage='m'\npattern='a'\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("r.toml: rule \"x/y\": names no CWE"), "{e}");
+        assert!(e.contains("cwe = [89]"), "{e}");
+        for (cwe, problem) in [("[0]", "no CWE id"), ("[89, 89]", "twice")] {
+            let e = RuleSet::parse(
+                "r.toml",
+                &format!("[[rule]]\nid='x'\nseverity='low'\ncwe={cwe}\ntitle='t'\nmessage='m'\npattern='a'\n"),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(problem), "{e}");
+        }
+        let ok = RuleSet::parse(
+            "r.toml",
+            "[[rule]]\nid='x'\nseverity='low'\ncwe=[89]\ntitle='t'\nmessage='m'\npattern='a'\n",
+        )
+        .unwrap();
+        assert_eq!(ok.rules[0].cwe(), &[89]);
+    }
+
+    #[test]
+    fn samples_that_disagree_with_the_rule_are_load_errors() {
+        let rule = |samples: &str| {
+            RuleSet::parse(
+                "r.toml",
+                &format!(
+                    "[[rule]]\nid='x'\nseverity='low'\ncwe=[78]\ntitle='t'\nmessage='m'\npattern='system\\('\nnot_pattern='\"clear\"'\nskip_comments=true\n{samples}"
+                ),
+            )
+        };
+        assert!(
+            rule(
+                "examples=['system(cmd)']\ncounterexamples=['system(\"clear\")', '// system(cmd)']"
+            )
+            .is_ok()
+        );
+        let e = rule("examples=['exec(cmd)']").unwrap_err().to_string();
+        assert!(
+            e.contains("rule \"x\": example \"exec(cmd)\" is not reported"),
+            "{e}"
+        );
+        let e = rule("counterexamples=['system(cmd)']")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("counterexample \"system(cmd)\" is reported"),
+            "{e}"
+        );
+    }
+
+    fn rules_at(rules: &RuleSet, path: &str, code: &str, id: &str) -> Vec<u32> {
+        rules
+            .apply(path, &numbered(code))
+            .iter()
+            .filter(|f| f.rule.as_deref() == Some(id))
+            .map(|f| f.line)
+            .collect()
+    }
+
+    #[test]
+    fn sql_concat_skips_constants_and_numeric_values_but_not_strings() {
+        let rules = RuleSet::builtin().unwrap();
+        let code = "class Q {\n\
+            String a = \"SELECT id FROM \" + Tables.USERS + \" WHERE id = ?\";\n\
+            String b = \"SELECT id FROM users WHERE id = \" + Integer.parseInt(raw);\n\
+            String c = \"SELECT id FROM users WHERE name = '\" + name + \"'\";\n\
+            String d = \"SELECT \" + COLUMNS + \" FROM users WHERE id = ?\";\n\
+            String e = \"SELECT id FROM users WHERE name = '\" + user.getName() + \"'\";\n\
+            }\n";
+        assert_eq!(
+            rules_at(&rules, "src/Q.java", code, "sql/concat"),
+            vec![4, 6]
+        );
+    }
+
+    #[test]
+    fn runtime_exec_reports_built_commands_not_constant_ones() {
+        let rules = RuleSet::builtin().unwrap();
+        let code = "class R {\n\
+            void a() throws Exception { Runtime.getRuntime().exec(\"uptime\"); }\n\
+            void b() throws Exception { Runtime.getRuntime().exec(new String[] {\"git\", \"status\"}); }\n\
+            void c(String h) throws Exception { Runtime.getRuntime().exec(\"ping \" + h); }\n\
+            void d(String cmd) throws Exception { rt.exec(cmd); }\n\
+            }\n";
+        assert_eq!(
+            rules_at(&rules, "src/R.java", code, "java/runtime-exec"),
+            vec![4, 5]
+        );
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub fn planted() -> Repo {
         ),
         (
             "web/Fetch.java",
-            "class Fetch {\n  void f() throws Exception {\n    Runtime.getRuntime().exec(\"ls\");\n  }\n}\n",
+            "class Fetch {\n  void f(String dir) throws Exception {\n    Runtime.getRuntime().exec(\"ls \" + dir);\n  }\n}\n",
         ),
         ("notes/todo.rs", "// TODO: handle errors\nfn x() {}\n"),
         ("logo.png", "\u{0}PNG"),

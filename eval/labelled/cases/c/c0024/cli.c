@@ -1,0 +1,10 @@
+#include <stdlib.h>
+#include <string.h>
+
+char *dup_range(const char *src, size_t len)
+{
+    char *copy = malloc(len + 1);
+    memcpy(copy, src, len);
+    copy[len] = '\0';
+    return copy;
+}

@@ -1,0 +1,6 @@
+#include <stdlib.h>
+
+void clear_screen(void)
+{
+    system("clear");
+}

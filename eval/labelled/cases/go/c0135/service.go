@@ -1,0 +1,7 @@
+package web
+
+import "net/http"
+
+func SetSession(w http.ResponseWriter, sid string) {
+	http.SetCookie(w, &http.Cookie{Name: "session", Value: sid, Path: "/", HttpOnly: true})
+}

@@ -1,0 +1,7 @@
+package balancer
+
+import "math/rand"
+
+func Pick(servers []string) string {
+	return servers[rand.Intn(len(servers))]
+}

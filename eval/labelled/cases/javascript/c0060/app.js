@@ -1,0 +1,5 @@
+import DOMPurify from 'dompurify';
+
+export function renderPreview(el, html) {
+  el.innerHTML = DOMPurify.sanitize(html);
+}

@@ -1,0 +1,5 @@
+function renderNotice(data) {
+  $('#notice').html(data.message);
+}
+
+$.getJSON('/api/notice', renderNotice);

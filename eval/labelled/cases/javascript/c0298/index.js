@@ -1,0 +1,7 @@
+const knex = require('./db');
+
+async function findByEmail(email) {
+  return knex('customers').where({ email }).first('id', 'name');
+}
+
+module.exports = { findByEmail };

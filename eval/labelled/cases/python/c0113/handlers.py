@@ -1,0 +1,9 @@
+from flask import Flask, request
+
+app = Flask(__name__)
+
+
+@app.route("/hello")
+def hello():
+    name = request.args.get("name", "world")
+    return f"<h1>Hello {name}</h1>"

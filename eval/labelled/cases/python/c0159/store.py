@@ -1,0 +1,5 @@
+import os
+
+
+def reset_terminal():
+    os.system("clear")

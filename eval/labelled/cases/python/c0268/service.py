@@ -1,0 +1,11 @@
+from flask import Flask, make_response
+
+app = Flask(__name__)
+
+
+@app.route("/login", methods=["POST"])
+def login():
+    sid = app.sessions.create()
+    resp = make_response({"ok": True})
+    resp.set_cookie("session_id", sid)
+    return resp

@@ -1,0 +1,6 @@
+import os
+
+
+def folder_size(path):
+    line = os.popen("du -sh " + path).read()
+    return line.split()[0]
