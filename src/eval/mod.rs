@@ -49,7 +49,7 @@ pub struct EvalArgs {
     #[arg(long, value_enum, default_value_t = Count::Open)]
     pub count: Count,
     /// What a finding must share with a case besides its file (and line).
-    #[arg(long = "match", value_enum, default_value_t = MatchBy::Cwe)]
+    #[arg(long = "match", value_name = "WHAT", value_enum, default_value_t = MatchBy::Cwe)]
     pub match_by: MatchBy,
 }
 
