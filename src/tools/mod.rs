@@ -7,6 +7,7 @@
 //! result is redacted ([`secrets`]) before it can reach a provider. No tool
 //! writes, executes or reaches the network; there is no other registry.
 
+pub(crate) mod injection;
 pub(crate) mod paths;
 pub(crate) mod secrets;
 
