@@ -100,7 +100,7 @@ pub(crate) const REPORT_FORMAT: &str = r#"Answer with a short prose summary, the
 
 ```json
 {"findings": [
-  {"path": "src/lib.rs", "line": 42, "end_line": 44, "severity": "high",
+  {"path": "path/to/file.ext", "line": 42, "end_line": 44, "severity": "high",
    "title": "short title", "detail": "why it matters and how to fix it",
    "evidence": "the exact code at those lines, copied verbatim", "rule": "optional-category"}
 ]}
