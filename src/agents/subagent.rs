@@ -19,6 +19,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+pub use super::turns::AgentStatus;
+
 use super::router::{ReadOnlyTools, ToolRouter};
 use super::turns::{Finish, Loop, Outcome, Reader, Start};
 use crate::budget::Spend;
@@ -125,47 +127,6 @@ pub(crate) fn summary_request() -> String {
          detail and evidence copied exactly from the file without line numbers. Do not call tools. \
          End with {TASK_COMPLETE}."
     )
-}
-
-/// How a sub-agent ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentStatus {
-    /// The model finished on its own.
-    Complete,
-    /// `max_rounds` was reached; the summary was still asked.
-    MaxRounds,
-    /// The run's budget or an interrupt asked it to wrap up early; the
-    /// summary was still asked.
-    WrappedUp,
-    /// A provider error ended it; what was done is kept.
-    Failed,
-    /// The model answered without ever seeing its group's files (none
-    /// preloaded, none read, even after one nudge): nothing was reviewed.
-    Unreviewed,
-    /// Cancelled before it could finish.
-    Interrupted,
-}
-
-impl AgentStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Complete => "complete",
-            Self::MaxRounds => "max_rounds",
-            Self::WrappedUp => "wrapped_up",
-            Self::Failed => "failed",
-            Self::Unreviewed => "unreviewed",
-            Self::Interrupted => "interrupted",
-        }
-    }
-
-    /// Whether the group's files count as reviewed.
-    pub fn reviewed(self) -> bool {
-        match self {
-            Self::Complete | Self::MaxRounds | Self::WrappedUp => true,
-            Self::Failed | Self::Unreviewed | Self::Interrupted => false,
-        }
-    }
 }
 
 /// A file of a group and the hash of the content that was audited.

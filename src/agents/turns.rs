@@ -19,12 +19,12 @@
 
 use std::collections::BTreeSet;
 
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::definition::AgentDefinition;
 use super::router::ToolRouter;
-use super::subagent::AgentStatus;
 use crate::budget::Spend;
 use crate::conversation::{
     ChatRequest, ChatResponse, Facts, FileRead, FinishReason, Message, OutputSchema, ToolCall,
@@ -34,6 +34,47 @@ use crate::events::EventSink;
 use crate::findings::says_complete;
 use crate::providers::stream::{OnText, Shown};
 use crate::providers::{Provider, ProviderError};
+
+/// How an agent ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// The model finished on its own.
+    Complete,
+    /// `max_rounds` was reached; the summary was still asked.
+    MaxRounds,
+    /// The run's budget or an interrupt asked it to wrap up early; the
+    /// summary was still asked.
+    WrappedUp,
+    /// A provider error ended it; what was done is kept.
+    Failed,
+    /// The model answered without ever seeing its group's files (none
+    /// preloaded, none read, even after one nudge): nothing was reviewed.
+    Unreviewed,
+    /// Cancelled before it could finish.
+    Interrupted,
+}
+
+impl AgentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::MaxRounds => "max_rounds",
+            Self::WrappedUp => "wrapped_up",
+            Self::Failed => "failed",
+            Self::Unreviewed => "unreviewed",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether the group's files count as reviewed.
+    pub fn reviewed(self) -> bool {
+        match self {
+            Self::Complete | Self::MaxRounds | Self::WrappedUp => true,
+            Self::Failed | Self::Unreviewed | Self::Interrupted => false,
+        }
+    }
+}
 
 /// Why the loop stopped before the model was done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
