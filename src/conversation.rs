@@ -40,7 +40,32 @@ pub(crate) struct ToolCall {
     pub id: String,
     pub name: String,
     pub arguments: String,
+    /// The answer was cut by the output token limit while this call was
+    /// written: its arguments may be incomplete, so it is never run (the
+    /// model is told to call it again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
+
+impl ToolCall {
+    /// A complete call.
+    pub(crate) fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+            truncated: false,
+        }
+    }
+}
+
+/// Most tool calls run from one model turn; the rest get an error result
+/// (the agent loop's router), and the offline engine never makes more.
+pub(crate) const MAX_CALLS_PER_TURN: usize = 16;
 
 /// A tool as offered to the model.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -49,6 +74,50 @@ pub(crate) struct ToolSpec {
     pub description: String,
     /// JSON schema of the arguments object.
     pub parameters: serde_json::Value,
+}
+
+/// A JSON schema the answer must follow, through the provider's
+/// structured output (OpenAI's `response_format`, a forced tool for
+/// Anthropic). Providers map it without knowing what it describes: the
+/// caller owns its meaning.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct OutputSchema {
+    /// A name for it (`[a-zA-Z0-9_-]`): the response format's name, or
+    /// the forced tool's.
+    pub name: String,
+    /// What the answer is, for a wire format that shows it to the model
+    /// (the forced tool's description).
+    pub description: String,
+    /// The schema, strict: every key required, no others.
+    pub schema: serde_json::Value,
+    /// The same schema without the constraints some servers reject (an
+    /// `enum`, a `minimum`): sent instead, for the rest of the run, after a
+    /// server refused `schema` naming one.
+    pub relaxed: Option<serde_json::Value>,
+}
+
+/// One read of a file an agent was shown (preloaded, or through
+/// `read_file`): which lines of how many.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FileRead {
+    pub path: String,
+    /// The first and the last line shown, 1-based.
+    pub first: u64,
+    pub last: u64,
+    /// The file's line count.
+    pub total: u64,
+}
+
+/// What an agent's loop knows of its task as data, for an engine that
+/// plays the model without reading its prose (the offline rule engine).
+/// Never sent: remote providers ignore it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Facts {
+    /// The files the task asks to be audited, in the plan's order (none:
+    /// explore the repository).
+    pub files: Vec<String>,
+    /// Every read of a file so far, in order.
+    pub reads: Vec<FileRead>,
 }
 
 /// Whether the model may call tools in this turn.
@@ -122,9 +191,11 @@ pub(crate) struct ChatRequest {
     /// Groups requests that share a prefix for the provider's prompt cache
     /// (OpenAI's `prompt_cache_key`); stable across a group's turns.
     pub cache_key: Option<String>,
-    /// Ask for the final report through the provider's structured-output
-    /// mechanism (a JSON schema response format, or a forced report tool).
-    pub structured: bool,
+    /// The schema the answer must follow, through the provider's
+    /// structured output; `None`: free text.
+    pub output_schema: Option<OutputSchema>,
+    /// What the agent knows of its task as data (never sent).
+    pub facts: Facts,
     /// [`ChatRequest::estimated_tokens`], computed once: the budget, the
     /// rate limiter and a missing usage all ask for it.
     pub estimate: std::sync::OnceLock<u64>,

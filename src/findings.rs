@@ -16,6 +16,8 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::conversation::OutputSchema;
+
 /// How serious a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -98,7 +100,7 @@ pub(crate) const REPORT_FORMAT: &str = r#"Answer with a short prose summary, the
 
 ```json
 {"findings": [
-  {"path": "src/lib.rs", "line": 42, "end_line": 44, "severity": "high",
+  {"path": "path/to/file.ext", "line": 42, "end_line": 44, "severity": "high",
    "title": "short title", "detail": "why it matters and how to fix it",
    "evidence": "the exact code at those lines, copied verbatim", "rule": "optional-category"}
 ]}
@@ -140,14 +142,37 @@ pub(crate) fn report_schema() -> Value {
     })
 }
 
+/// The output schema of a structured final report that may cite only
+/// `paths` (a group's files and the files its agent read): `path` is one of
+/// them and `line` at least 1, so that a model under strict structured
+/// output cannot name a file it was not given. Its relaxed form is
+/// [`report_schema`] as it is, for a server that rejects the constraints.
+/// With no paths, `path` stays any string.
+pub(crate) fn report_output(paths: &[String]) -> OutputSchema {
+    let mut schema = report_schema();
+    let item = &mut schema["properties"]["findings"]["items"]["properties"];
+    if !paths.is_empty() {
+        item["path"]["enum"] = Value::from(paths.to_vec());
+    }
+    item["line"]["minimum"] = Value::from(1);
+    OutputSchema {
+        name: REPORT_TOOL.to_string(),
+        description: "Report the audit's summary and every finding. Call it exactly once."
+            .to_string(),
+        schema,
+        relaxed: Some(report_schema()),
+    }
+}
+
 /// A structured final report (the offline engine answers the same schema
 /// as a model asked through structured output).
 pub(crate) fn render_structured(summary: &str, findings: &[Finding]) -> String {
     serde_json::json!({"summary": summary, "findings": items(findings, true)}).to_string()
 }
 
-/// The name of the forced tool that carries a structured report where a
-/// wire format has no response schema (Anthropic). No real tool has it.
+/// The name of a structured report's output schema (the forced tool that
+/// carries it where a wire format has no response schema). No real tool
+/// has it.
 pub(crate) const REPORT_TOOL: &str = "report_findings";
 
 /// The parsed final answer of an agent.

@@ -81,7 +81,8 @@ pub enum ScanError {
     /// Verification itself failed: a fanscan bug (exit code 1).
     #[error("verification failed ({0}): a fanscan bug, please report it")]
     Verify(#[source] tokio::task::JoinError),
-    /// The run store is foreign, corrupted or newer (exit code 2).
+    /// The run store is foreign, corrupted or newer (exit code 2), or a
+    /// panic broke its lookup (a fanscan bug: exit code 1).
     #[error(transparent)]
     Store(#[from] StoreError),
     /// Parts that cannot be merged, or a shard that cannot run (exit code 2).

@@ -632,6 +632,10 @@ async fn merge_command(
 fn scan_failed(error: ScanError) -> i32 {
     match error {
         ScanError::Setup(e) => setup_failed(&e),
+        ScanError::Store(e) if e.is_bug() => {
+            eprintln!("fanscan: {e}");
+            exit::ERROR
+        }
         e @ (ScanError::Store(_) | ScanError::Merge(_)) => {
             eprintln!("fanscan: {e}");
             exit::USAGE

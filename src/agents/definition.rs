@@ -107,139 +107,42 @@ impl AgentDefinition {
             message,
         };
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let mut lines = text.split_inclusive('\n');
-        if lines.next().map(str::trim_end) != Some("---") {
-            return Err(err(
-                Some(1),
-                "an agent file must start with a `---` line opening its YAML front matter".into(),
-            ));
-        }
-        let mut front = String::new();
-        let mut body = None;
-        for line in lines.by_ref() {
-            if line.trim_end() == "---" {
-                body = Some(lines.collect::<String>());
-                break;
-            }
-            front.push_str(line);
-        }
-        let body = body.ok_or_else(|| {
-            err(
-                None,
-                "the front matter is never closed: add a `---` line after it".into(),
-            )
-        })?;
+        let (front, body) = split_front_matter(text).map_err(|(line, m)| err(line, m))?;
         // Check keys first, with their lines, so a misspelt key is named
         // with a suggestion rather than a generic parse error.
         let key_lines = top_level_keys(&front);
-        for (key, line) in &key_lines {
-            if !KEYS.contains(&key.as_str()) {
-                let hint = suggest(key, KEYS)
-                    .map(|s| format!(" (did you mean {s:?}?)"))
-                    .unwrap_or_default();
-                return Err(err(
-                    Some(line + 1),
-                    format!(
-                        "unknown key {key:?}{hint}; the keys are {}",
-                        KEYS.join(", ")
-                    ),
-                ));
-            }
-        }
+        check_keys(&key_lines).map_err(|(line, m)| err(Some(line), m))?;
         let line_of = |key: &str| key_lines.get(key).map(|l| l + 1);
-        let parsed: FrontMatter = if front.trim().is_empty() {
+        let fail = |key: &str, message: String| err(line_of(key), message);
+        if front.trim().is_empty() {
             return Err(err(
                 Some(2),
                 "the front matter is empty: `name` and `description` are required".into(),
             ));
-        } else {
-            serde_saphyr::from_str(&front).map_err(|e| {
-                let line = e.location().map(|l| l.line() as usize + 1);
-                let message = e.to_string();
-                let first = message.lines().next().unwrap_or("invalid YAML").to_string();
-                err(line, format!("invalid front matter: {first}"))
-            })?
-        };
-        let name = parsed
-            .name
-            .map(|n| n.trim().to_string())
-            .filter(|n| !n.is_empty())
-            .ok_or_else(|| err(line_of("name").or(Some(2)), "`name` is required".into()))?;
-        if !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(err(
-                line_of("name"),
-                format!("name {name:?} may only use letters, digits, - and _"),
-            ));
         }
-        let description = parsed
-            .description
-            .map(|d| d.trim().to_string())
-            .filter(|d| !d.is_empty())
-            .ok_or_else(|| {
-                err(
-                    line_of("description").or(Some(2)),
-                    "`description` is required".into(),
-                )
-            })?;
-        let mut tools: Vec<String> = Vec::new();
-        for tool in parsed.tools.unwrap_or_default() {
-            if !tools.contains(&tool) {
-                tools.push(tool);
-            }
-        }
-        let known: Vec<&str> = crate::tools::names().collect();
-        for tool in &tools {
-            if tool == TASK_TOOL {
-                return Err(err(
-                    line_of("tools"),
-                    format!(
-                        "tool {TASK_TOOL:?} may not be listed: only the lead of `fanscan ask` delegates, and it is given {TASK_TOOL:?} in code; sub-agents never start agents. Remove it; the tools are {} (all read-only)",
-                        known.join(", ")
-                    ),
-                ));
-            }
-            if !known.contains(&tool.as_str()) {
-                let hint = suggest(tool, &known)
-                    .map(|s| format!(" (did you mean {s:?}?)"))
-                    .unwrap_or_default();
-                return Err(err(
-                    line_of("tools"),
-                    format!(
-                        "unknown tool {tool:?}{hint}; the tools are {} (all read-only)",
-                        known.join(", ")
-                    ),
-                ));
-            }
-        }
-        let max_rounds = match parsed.max_rounds {
-            None => DEFAULT_MAX_ROUNDS,
-            Some(n) if (1..=1000).contains(&n) => n as u32,
-            Some(n) => {
-                return Err(err(
-                    line_of("max_rounds"),
-                    format!("max_rounds must be between 1 and 1000, got {n}"),
-                ));
-            }
+        let parsed: FrontMatter = serde_saphyr::from_str(&front).map_err(|e| {
+            let line = e.location().map(|l| l.line() as usize + 1);
+            let message = e.to_string();
+            let first = message.lines().next().unwrap_or("invalid YAML").to_string();
+            err(line, format!("invalid front matter: {first}"))
+        })?;
+        let required = |value: Option<String>, key: &str| {
+            value
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| err(line_of(key).or(Some(2)), format!("`{key}` is required")))
         };
-        let context_tokens = match parsed.context_tokens {
-            None => None,
-            Some(n) if (1_000..=100_000_000).contains(&n) => Some(n as u64),
-            Some(n) => {
-                return Err(err(
-                    line_of("context_tokens"),
-                    format!(
-                        "context_tokens must be between 1000 and 100000000 (the model's context window), got {n}"
-                    ),
-                ));
-            }
-        };
+        let name = required(parsed.name, "name")?;
+        check_name(&name).map_err(|m| fail("name", m))?;
+        let description = required(parsed.description, "description")?;
+        let tools = check_tools(parsed.tools.unwrap_or_default()).map_err(|m| fail("tools", m))?;
+        let max_rounds = check_max_rounds(parsed.max_rounds).map_err(|m| fail("max_rounds", m))?;
+        let context_tokens =
+            check_context_tokens(parsed.context_tokens).map_err(|m| fail("context_tokens", m))?;
         let delegable = parsed.delegable.unwrap_or(false);
         if delegable && ["lead", "planner", "reducer"].contains(&name.as_str()) {
-            return Err(err(
-                line_of("delegable"),
+            return Err(fail(
+                "delegable",
                 format!(
                     "agent {name:?} may not be delegable: only agents that audit files can be given a task; remove `delegable: true`"
                 ),
@@ -265,6 +168,109 @@ impl AgentDefinition {
             source: source.to_string(),
             hash: crate::util::sha256_hex(text.as_bytes()),
         })
+    }
+}
+
+/// The front matter and the body of an agent file, or where and why it
+/// has none.
+fn split_front_matter(text: &str) -> Result<(String, String), (Option<usize>, String)> {
+    let mut lines = text.split_inclusive('\n');
+    if lines.next().map(str::trim_end) != Some("---") {
+        return Err((
+            Some(1),
+            "an agent file must start with a `---` line opening its YAML front matter".into(),
+        ));
+    }
+    let mut front = String::new();
+    for line in lines.by_ref() {
+        if line.trim_end() == "---" {
+            return Ok((front, lines.collect()));
+        }
+        front.push_str(line);
+    }
+    Err((
+        None,
+        "the front matter is never closed: add a `---` line after it".into(),
+    ))
+}
+
+/// Every top-level key must be known; the first that is not is named, with
+/// its 1-based line and the closest known key.
+fn check_keys(key_lines: &BTreeMap<String, usize>) -> Result<(), (usize, String)> {
+    for (key, line) in key_lines {
+        if !KEYS.contains(&key.as_str()) {
+            let hint = suggest(key, KEYS)
+                .map(|s| format!(" (did you mean {s:?}?)"))
+                .unwrap_or_default();
+            return Err((
+                line + 1,
+                format!(
+                    "unknown key {key:?}{hint}; the keys are {}",
+                    KEYS.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    if name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "name {name:?} may only use letters, digits, - and _"
+        ))
+    }
+}
+
+/// The tools, deduplicated; each must be a read-only tool, never `task`.
+fn check_tools(listed: Vec<String>) -> Result<Vec<String>, String> {
+    let mut tools: Vec<String> = Vec::new();
+    for tool in listed {
+        if !tools.contains(&tool) {
+            tools.push(tool);
+        }
+    }
+    let known: Vec<&str> = crate::tools::names().collect();
+    for tool in &tools {
+        if tool == TASK_TOOL {
+            return Err(format!(
+                "tool {TASK_TOOL:?} may not be listed: only the lead of `fanscan ask` delegates, and it is given {TASK_TOOL:?} in code; sub-agents never start agents. Remove it; the tools are {} (all read-only)",
+                known.join(", ")
+            ));
+        }
+        if !known.contains(&tool.as_str()) {
+            let hint = suggest(tool, &known)
+                .map(|s| format!(" (did you mean {s:?}?)"))
+                .unwrap_or_default();
+            return Err(format!(
+                "unknown tool {tool:?}{hint}; the tools are {} (all read-only)",
+                known.join(", ")
+            ));
+        }
+    }
+    Ok(tools)
+}
+
+fn check_max_rounds(value: Option<i64>) -> Result<u32, String> {
+    match value {
+        None => Ok(DEFAULT_MAX_ROUNDS),
+        Some(n) if (1..=1000).contains(&n) => Ok(n as u32),
+        Some(n) => Err(format!("max_rounds must be between 1 and 1000, got {n}")),
+    }
+}
+
+fn check_context_tokens(value: Option<i64>) -> Result<Option<u64>, String> {
+    match value {
+        None => Ok(None),
+        Some(n) if (1_000..=100_000_000).contains(&n) => Ok(Some(n as u64)),
+        Some(n) => Err(format!(
+            "context_tokens must be between 1000 and 100000000 (the model's context window), got {n}"
+        )),
     }
 }
 

@@ -2,8 +2,10 @@
 //!
 //! Takes the lead's definition, a question and the agents it may delegate
 //! to; gives a [`LeadOutcome`]: the answer, how the lead ended, and one
-//! [`TaskRun`] per sub-agent it started. The lead is a ReAct loop like a
-//! sub-agent's, with the read-only tools plus `task`. Each `task` call runs
+//! [`TaskRun`] per sub-agent it started. The lead is a configuration of
+//! the one agent loop ([`super::turns`]), with the read-only tools plus
+//! `task` ([`TaskTool`], an extra handler of its router) and its answer in
+//! free text. Each `task` call runs
 //! [`run_subagent`] in a fresh context (the sub-agent's own system prompt
 //! and the lead's `prompt`, nothing of the lead's conversation) and only
 //! its summary string comes back as the tool result. The `task` calls of
@@ -13,30 +15,25 @@
 //! depth guard refuses any nesting beyond depth 1 whatever the path.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::definition::TASK_TOOL;
-use super::subagent::{
-    AgentRun, AgentStatus, AgentTask, GroupReport, Turn, record_turn, run_subagent,
-};
+use super::router::{Handler, ReadOnlyTools, Running, ToolRouter, one_line};
+use super::subagent::{AgentRun, AgentStatus, AgentTask, GroupReport, run_subagent};
+use super::turns::{Finish, Loop, PlainText, Start, Stop};
 use super::{AgentDefinition, AgentSet};
 use crate::budget::Spend;
 use crate::control::RunControl;
-use crate::conversation::{
-    ChatRequest, ChatResponse, Message, ToolCall, ToolChoice, ToolSpec, Usage,
-};
+use crate::conversation::{ToolCall, ToolSpec, Usage};
 use crate::events::EventSink;
-use crate::findings::strip_marker;
-use crate::providers::stream::{OnText, Shown};
-use crate::providers::{Provider, ProviderError};
-use crate::tools::{ToolContext, ToolError};
-
-/// Most tool calls run from one lead turn; the rest get an error result.
-const MAX_CALLS_PER_TURN: usize = 16;
+use crate::providers::Provider;
+use crate::providers::stream::OnText;
+use crate::tools::{ToolContext, ToolError, ToolOutput};
 
 /// Makes the event sink of one task: `(group id, agent, description)`.
 /// The caller decides where its progress line and transcript go.
@@ -131,7 +128,11 @@ pub(crate) fn task_spec(agents: &AgentSet) -> ToolSpec {
 }
 
 /// The forced final answer, asked when the lead stopped early.
-fn final_request(why: &str) -> String {
+fn final_request(stop: Stop) -> String {
+    let why = match stop {
+        Stop::MaxRounds => "your max_rounds is reached",
+        Stop::WindingDown => "the run is winding down: a budget or an interrupt",
+    };
     format!(
         "Stop here ({why}). Give your final answer to the question now, from what you and your \
          sub-agents found so far. Say plainly what was not checked. Cite every claim as path:line. \
@@ -143,269 +144,70 @@ impl Lead<'_> {
     /// Answers `question`. Never panics and never returns an error: a
     /// failure is in the outcome's status and error, with what was done.
     pub(crate) async fn run(&self, question: &str) -> LeadOutcome {
-        let mut outcome = LeadOutcome {
-            answer: String::new(),
-            status: AgentStatus::Complete,
-            error: None,
-            rounds: 0,
-            tool_calls: 0,
-            tool_errors: 0,
-            usage: Usage::default(),
-            tasks: Vec::new(),
+        let tools: Arc<dyn ReadOnlyTools> = Arc::<ToolContext>::clone(self.tools);
+        self.run_with(question, tools).await
+    }
+
+    /// [`Lead::run`] with `tools` as its read-only tools.
+    async fn run_with(&self, question: &str, tools: Arc<dyn ReadOnlyTools>) -> LeadOutcome {
+        let task = TaskTool {
+            lead: self,
+            started: AtomicUsize::new(0),
+            finished: Mutex::new(Vec::new()),
         };
+        let router = ToolRouter::new(tools, &self.definition.tools).with(&task);
         self.events.started(&self.definition.name);
-        let mut specs = ToolContext::specs(&self.definition.tools);
-        specs.push(task_spec(self.agents));
-        let mut messages = vec![Message::User {
-            text: question.to_string(),
-        }];
-        self.events.transcript(|| json!({"type": "system", "agent": self.definition.name, "text": self.definition.prompt}),
-        );
-        self.events
-            .transcript(|| json!({"type": "message", "message": messages[0]}));
-        let mut last_text: Option<String> = None;
-        let mut stopped_early: Option<&'static str> = None;
-        loop {
-            let stopping = self.control.wrap_up.is_cancelled();
-            if !stopping && outcome.rounds >= self.definition.max_rounds {
-                outcome.status = AgentStatus::MaxRounds;
-                stopped_early = Some("your max_rounds is reached");
-                break;
-            }
-            let request = self.request(messages.clone(), specs.clone(), ToolChoice::Auto);
-            let expected = request.estimated_tokens() - u64::from(request.max_output_tokens)
-                + u64::from(request.max_output_tokens.min(512));
-            if stopping || !self.spend.allows(None, expected) {
-                if outcome.rounds == 0 {
-                    outcome.status = AgentStatus::Interrupted;
-                    outcome.error = Some(
-                        "stopped before its first call: the run was stopped early (a budget or an interrupt)"
-                            .into(),
-                    );
-                } else {
-                    outcome.status = AgentStatus::WrappedUp;
-                    stopped_early = Some("the run is winding down: a budget or an interrupt");
-                }
-                break;
-            }
-            outcome.rounds += 1;
-            self.events.round(outcome.rounds);
-            let response = match self.call(&request, &mut outcome).await {
-                Ok(r) => r,
-                Err(ProviderError::Cancelled) => {
-                    outcome.status = AgentStatus::Interrupted;
-                    outcome.error = Some("interrupted".into());
-                    break;
-                }
-                Err(e) => {
-                    outcome.status = AgentStatus::Failed;
-                    outcome.error = Some(e.to_string());
-                    break;
-                }
-            };
-            let Turn { calls, paused } =
-                record_turn(response, self.events, &mut messages, &mut last_text);
-            if calls.is_empty() {
-                if paused {
-                    continue;
-                }
-                outcome.status = AgentStatus::Complete;
-                break;
-            }
-            for result in self.run_calls(&calls, &mut outcome).await {
-                self.events
-                    .transcript(|| json!({"type": "message", "message": result}));
-                messages.push(result);
-            }
-        }
-        if let Some(why) = stopped_early {
-            // The same valve as a sub-agent's: when the lead stops early it
-            // is still asked for its answer, exactly once, tools off.
-            messages.push(Message::User {
-                text: final_request(why),
-            });
-            self.events
-                .transcript(|| json!({"type": "message", "message": messages.last()}));
-            let request = self.request(messages, specs, ToolChoice::None);
-            outcome.rounds += 1;
-            self.events.round(outcome.rounds);
-            match self.call(&request, &mut outcome).await {
-                Ok(response) => last_text = response.text.or(last_text),
-                Err(ProviderError::Cancelled) => {
-                    outcome.status = AgentStatus::Interrupted;
-                    outcome.error = Some("interrupted during the final answer".into());
-                }
-                Err(e) => {
-                    outcome.status = AgentStatus::Failed;
-                    outcome.error = Some(format!("the final answer failed: {e}"));
-                }
-            }
-        }
-        outcome.answer = last_text
-            .map(|t| strip_marker(&t).trim().to_string())
-            .unwrap_or_default();
-        if outcome.answer.is_empty() && outcome.error.is_none() {
-            outcome.status = AgentStatus::Failed;
-            outcome.error = Some("the lead gave no answer text".into());
-        }
-        self.events.transcript(
-            || json!({"type": "answer", "status": outcome.status.as_str(), "text": outcome.answer}),
-        );
-        self.events.finished(outcome.status.as_str(), 0);
-        outcome
-    }
-
-    fn request(
-        &self,
-        messages: Vec<Message>,
-        tools: Vec<ToolSpec>,
-        choice: ToolChoice,
-    ) -> ChatRequest {
-        ChatRequest {
-            model: self.definition.model.clone(),
-            system: self.definition.prompt.clone(),
-            messages,
-            tools,
-            tool_choice: choice,
-            max_output_tokens: self.max_output_tokens,
-            // The lead's turns resend one growing prefix: one cache key.
-            cache_key: Some(format!("{}-lead", self.cache_scope)),
-            structured: false,
-            ..ChatRequest::default()
-        }
-    }
-
-    /// One model call of the lead, cancellable, with its usage counted.
-    async fn call(
-        &self,
-        request: &ChatRequest,
-        outcome: &mut LeadOutcome,
-    ) -> Result<ChatResponse, ProviderError> {
-        let response = tokio::select! {
-            biased;
-            _ = self.control.cancel.cancelled() => Err(ProviderError::Cancelled),
-            r = self.chat(request) => r,
-        }?;
-        let usage = response.usage_or_estimate(request);
-        outcome.usage.add(usage);
         let model = self
             .definition
             .model
             .clone()
             .unwrap_or_else(|| self.provider.model().to_string());
-        self.spend.add(&self.definition.name, usage, &model);
-        self.events.usage(usage);
-        Ok(response)
-    }
-
-    /// One call, streamed when someone watches.
-    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        match self.on_text {
-            Some(on_text) => {
-                let response = self.provider.chat_stream(request, on_text).await;
-                // Turns are shown one after another: a blank line between.
-                if response.as_ref().is_ok_and(|r| r.text.is_some()) {
-                    on_text(Shown::Text("\n\n"));
-                }
-                response
-            }
-            None => self.provider.chat(request).await,
+        let start = Start {
+            text: question.to_string(),
+            ..Start::default()
+        };
+        let outcome = Loop {
+            agent: self.definition,
+            model: &model,
+            provider: self.provider,
+            router: &router,
+            events: self.events,
+            wrap_up: &self.control.wrap_up,
+            cancel: &self.control.cancel,
+            spend: self.spend,
+            group: None,
+            max_output_tokens: self.max_output_tokens,
+            // The lead's turns resend one growing prefix: one cache key.
+            cache_key: Some(format!("{}-lead", self.cache_scope)),
+            on_text: self.on_text,
+            // The same valve as a sub-agent's: when the lead stops early it
+            // is still asked for its answer, exactly once, tools off.
+            finish: Finish::Answer {
+                when_stopped: final_request,
+            },
         }
-    }
-
-    /// Answers every call of a turn, in order: read-only tools on a
-    /// blocking thread, `task` calls concurrently.
-    async fn run_calls(&self, calls: &[ToolCall], outcome: &mut LeadOutcome) -> Vec<Message> {
-        let mut answers: Vec<Option<(String, bool)>> = vec![None; calls.len()];
-        let mut reads = Vec::new();
-        let mut delegated = Vec::new();
-        for (index, call) in calls.iter().enumerate() {
-            outcome.tool_calls += 1;
-            self.events.tool(&call.name, &call_target(call));
-            if index >= MAX_CALLS_PER_TURN {
-                answers[index] = Some((
-                    format!(
-                        "error: more than {MAX_CALLS_PER_TURN} tool calls in one turn; call this one again in the next turn"
-                    ),
-                    true,
-                ));
-            } else if call.name == TASK_TOOL {
-                match self.parse_task(&call.arguments) {
-                    Ok((definition, args)) => delegated.push((index, definition, args)),
-                    Err(message) => answers[index] = Some((format!("error: {message}"), true)),
-                }
-            } else if self.definition.tools.iter().any(|t| t == &call.name) {
-                reads.push((index, call.clone()));
-            } else {
-                let mut available = self.definition.tools.clone();
-                available.push(TASK_TOOL.to_string());
-                answers[index] = Some((
-                    format!(
-                        "error: tool {:?} is not available to this agent; available tools: {}",
-                        call.name,
-                        available.join(", ")
-                    ),
-                    true,
-                ));
-            }
-        }
-        let tools = Arc::clone(self.tools);
-        let read = tokio::task::spawn_blocking(move || {
-            reads
-                .into_iter()
-                .map(|(index, call)| (index, tools.call(&call.name, &call.arguments)))
-                .collect::<Vec<_>>()
-        })
+        .run(start, &PlainText)
         .await;
-        match read {
-            Ok(outputs) => {
-                for (index, output) in outputs {
-                    answers[index] = Some(match output {
-                        Ok(out) => (out.text, false),
-                        Err(ToolError::Model(m) | ToolError::Internal(m)) => {
-                            (format!("error: {m}"), true)
-                        }
-                    });
-                }
-            }
-            Err(e) => {
-                tracing::warn!("the lead's tool thread failed: {e}");
-            }
+        drop(router);
+        let mut lead = LeadOutcome {
+            answer: outcome.answer.unwrap_or_default(),
+            status: outcome.status,
+            error: outcome.error,
+            rounds: outcome.counts.rounds,
+            tool_calls: outcome.counts.tool_calls,
+            tool_errors: outcome.counts.tool_errors,
+            usage: outcome.counts.usage,
+            tasks: task.into_runs(),
+        };
+        if lead.answer.is_empty() && lead.error.is_none() {
+            lead.status = AgentStatus::Failed;
+            lead.error = Some("the lead gave no answer text".into());
         }
-        let first = outcome.tasks.len();
-        let runs: Vec<_> = delegated
-            .into_iter()
-            .enumerate()
-            .map(|(n, (index, definition, args))| {
-                let id = format!("task-{}", first + n + 1);
-                async move { (index, self.run_task(id, definition, args).await) }
-            })
-            .collect();
-        let finished: Vec<(usize, TaskRun)> = futures::stream::iter(runs)
-            .buffered(self.jobs.max(1))
-            .collect()
-            .await;
-        for (index, run) in finished {
-            answers[index] = Some(task_result(&run));
-            outcome.tasks.push(run);
-        }
-        calls
-            .iter()
-            .zip(answers)
-            .map(|(call, answer)| {
-                let (content, is_error) =
-                    answer.unwrap_or_else(|| ("error: the tool did not run".to_string(), true));
-                if is_error {
-                    outcome.tool_errors += 1;
-                }
-                Message::ToolResult {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    content,
-                    is_error,
-                }
-            })
-            .collect()
+        self.events.transcript(
+            || json!({"type": "answer", "status": lead.status.as_str(), "text": lead.answer}),
+        );
+        self.events.finished(lead.status.as_str(), 0);
+        lead
     }
 
     /// A `task` call's agent and arguments, or the error the model sees.
@@ -430,7 +232,10 @@ impl Lead<'_> {
     /// Runs one delegated task to its end. A panic inside the sub-agent is
     /// a failed task, never the lead's end.
     async fn run_task(&self, id: String, definition: &AgentDefinition, args: TaskArgs) -> TaskRun {
-        let description = one_line(&args.description);
+        let mut description = one_line(&args.description);
+        if description.is_empty() {
+            description = "(no description)".into();
+        }
         let task = AgentTask {
             group: id.clone(),
             files: Vec::new(),
@@ -462,6 +267,59 @@ impl Lead<'_> {
     }
 }
 
+/// The `task` tool of one lead: each call it accepts becomes `task-N`
+/// (numbered in call order), runs a sub-agent, and answers with its
+/// summary; the runs are kept for the outcome.
+struct TaskTool<'l, 'a> {
+    lead: &'l Lead<'a>,
+    /// Tasks started so far.
+    started: AtomicUsize,
+    /// Finished tasks, with their number.
+    finished: Mutex<Vec<(usize, TaskRun)>>,
+}
+
+impl TaskTool<'_, '_> {
+    /// The finished tasks, in the order they were started.
+    fn into_runs(self) -> Vec<TaskRun> {
+        let mut runs = self
+            .finished
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        runs.sort_by_key(|(n, _)| *n);
+        runs.into_iter().map(|(_, run)| run).collect()
+    }
+}
+
+impl Handler for TaskTool<'_, '_> {
+    fn spec(&self) -> ToolSpec {
+        task_spec(self.lead.agents)
+    }
+
+    fn concurrency(&self) -> usize {
+        self.lead.jobs.max(1)
+    }
+
+    fn start(&self, call: &ToolCall) -> Result<Running<'_>, ToolError> {
+        let (definition, args) = self
+            .lead
+            .parse_task(&call.arguments)
+            .map_err(|e| ToolError::Model(e.to_string()))?;
+        let n = self.started.fetch_add(1, Ordering::Relaxed) + 1;
+        Ok(Box::pin(async move {
+            let run = self
+                .lead
+                .run_task(format!("task-{n}"), definition, args)
+                .await;
+            let result = task_result(&run);
+            self.finished
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((n, run));
+            result
+        }))
+    }
+}
+
 /// Runs one sub-agent through [`run_subagent`] (and so its depth guard),
 /// turning a panic into a failed report.
 pub(crate) async fn run_delegated(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
@@ -485,27 +343,21 @@ pub(crate) async fn run_delegated(run: AgentRun<'_>, task: &AgentTask) -> GroupR
 }
 
 /// What the lead sees of a finished task: the summary string, or why
-/// there is none.
-fn task_result(run: &TaskRun) -> (String, bool) {
+/// there is none (an error result).
+fn task_result(run: &TaskRun) -> Result<ToolOutput, ToolError> {
     let report = &run.report;
     let summary = report.summary.trim();
-    match report.status {
-        AgentStatus::Complete if !summary.is_empty() => (summary.to_string(), false),
-        AgentStatus::Complete => (
-            format!("the {} sub-agent finished without a summary", run.agent),
-            false,
-        ),
-        AgentStatus::MaxRounds | AgentStatus::WrappedUp => (
-            format!(
-                "(the {} sub-agent stopped early: {}; its summary covers what it did)\n{summary}",
-                run.agent,
-                report.status.as_str()
-            ),
-            false,
+    let text = match report.status {
+        AgentStatus::Complete if !summary.is_empty() => summary.to_string(),
+        AgentStatus::Complete => format!("the {} sub-agent finished without a summary", run.agent),
+        AgentStatus::MaxRounds | AgentStatus::WrappedUp => format!(
+            "(the {} sub-agent stopped early: {}; its summary covers what it did)\n{summary}",
+            run.agent,
+            report.status.as_str()
         ),
         AgentStatus::Failed | AgentStatus::Interrupted | AgentStatus::Unreviewed => {
             let mut text = format!(
-                "error: the {} sub-agent {}: {}",
+                "the {} sub-agent {}: {}",
                 run.agent,
                 report.status.as_str(),
                 report.error.as_deref().unwrap_or("no reason given")
@@ -513,28 +365,13 @@ fn task_result(run: &TaskRun) -> (String, bool) {
             if !summary.is_empty() {
                 text.push_str(&format!("\nWhat it said before it ended:\n{summary}"));
             }
-            (text, true)
+            return Err(ToolError::Model(text));
         }
-    }
-}
-
-/// A description as one short line.
-fn one_line(text: &str) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut out: String = line.chars().take(80).collect();
-    if out.is_empty() {
-        out = "(no description)".into();
-    }
-    out
-}
-
-/// The main argument of a lead's call, for progress lines.
-fn call_target(call: &ToolCall) -> String {
-    let value = serde_json::from_str::<serde_json::Value>(&call.arguments).unwrap_or_default();
-    ["description", "path", "pattern"]
-        .iter()
-        .find_map(|k| value.get(k).and_then(|p| p.as_str()).map(one_line))
-        .unwrap_or_default()
+    };
+    Ok(ToolOutput {
+        text,
+        ..ToolOutput::default()
+    })
 }
 
 /// A `task` call the model must correct; told to it as an error result.
@@ -554,13 +391,15 @@ enum TaskError {
 mod tests {
     use std::sync::Mutex;
 
-    use crate::conversation::FinishReason;
+    use crate::conversation::{ChatRequest, ChatResponse, FinishReason};
+    use crate::providers::ProviderError;
     use std::time::Duration;
 
     use futures::future::BoxFuture;
     use tokio_util::sync::CancellationToken;
 
     use super::*;
+    use crate::agents::turns::script::{Script, calls, text};
     use crate::providers::EngineKind;
     use crate::tools::ToolLimits;
     use crate::tools::secrets::Redactor;
@@ -714,6 +553,57 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Read-only tools that panic, whatever is called.
+    struct Panicking;
+
+    impl ReadOnlyTools for Panicking {
+        fn call(&self, name: &str, _: &str) -> Result<ToolOutput, ToolError> {
+            panic!("{name} blew up");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_tool_thread_fails_the_lead_and_names_the_tool() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.rs"), "fn a() {}\n").unwrap();
+        let agents = AgentSet::load(dir.path()).unwrap();
+        let tools = Arc::new(
+            ToolContext::new(dir.path(), ToolLimits::default(), Arc::new(Redactor::new())).unwrap(),
+        );
+        let provider = Script::new(vec![
+            calls(&[("grep", r#"{"pattern":"fn"}"#)]),
+            text("never asked"),
+        ]);
+        let control = RunControl::default();
+        let sinks = |id: &str, _: &str, _: &str| EventSink::silent(id);
+        let lead = Lead {
+            definition: agents.get("lead").unwrap(),
+            agents: &agents,
+            provider: &provider,
+            tools: &tools,
+            events: &EventSink::silent("lead"),
+            task_sinks: &sinks,
+            control: &control,
+            spend: &Spend::unlimited(),
+            max_output_tokens: 100,
+            jobs: 2,
+            cache_scope: "t",
+            on_text: None,
+        };
+        let outcome = lead.run_with("where?", Arc::new(Panicking)).await;
+        assert_eq!(outcome.status, AgentStatus::Failed);
+        assert_eq!(
+            outcome.error.as_deref(),
+            Some("the grep tool panicked (grep blew up): a fanscan bug, please report it")
+        );
+        assert_eq!(
+            outcome.rounds, 1,
+            "no final answer is asked of a failed lead"
+        );
+        assert_eq!(provider.requests.lock().unwrap().len(), 1);
+        assert!(outcome.tasks.is_empty());
     }
 
     #[test]

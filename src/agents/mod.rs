@@ -1,13 +1,18 @@
-//! Agents: the definitions in effect and the sub-agent loop.
+//! Agents: the definitions in effect, the one agent loop and the agents
+//! that are configurations of it.
 //!
 //! Takes the built-in definitions (compiled in from `configs/agents/`) and
 //! a repository's `.fanscan/agents/*.md`; gives an [`AgentSet`], where a
 //! repository's file overrides the built-in of the same name. Any invalid
-//! file is an error that names it: none is skipped silently.
+//! file is an error that names it: none is skipped silently. [`turns`] is
+//! the loop every agent runs, [`router`] its tools; [`subagent`] and
+//! [`lead`] configure it.
 
 pub(crate) mod definition;
 pub(crate) mod lead;
+pub(crate) mod router;
 pub(crate) mod subagent;
+pub(crate) mod turns;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,35 +1,37 @@
-//! The sub-agent: `(definition, task) -> GroupReport`.
+//! The sub-agent: `(definition, task) -> GroupReport`, a configuration of
+//! the one agent loop ([`super::turns`]).
 //!
 //! A fresh message list (the definition's system prompt and one task
-//! message, nothing else); only the definition's tools are offered, and a
-//! call to any other name gets an error result and runs nothing; a ReAct
-//! loop until the model answers without tool calls, says `[TASK_COMPLETE]`
-//! or reaches `max_rounds`; then always exactly one forced final-summary
-//! turn with tools switched off. Only the [`GroupReport`] leaves; the
-//! transcript goes to the event sink and is dropped.
+//! message with the group's files preloaded, nothing else); only the
+//! definition's tools are offered ([`ToolRouter`]); the loop runs until the
+//! model answers without tool calls, says `[TASK_COMPLETE]` or reaches
+//! `max_rounds`, nudging once a model that would end without reading its
+//! files; then always exactly one forced final-summary turn with tools
+//! switched off, its report through the provider's structured output
+//! ([`report_output`]: only the files it was given or read may be cited),
+//! and one repair turn when the report cannot be read. Only the
+//! [`GroupReport`] leaves; the transcript goes to the event sink and is
+//! dropped.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+pub use super::turns::AgentStatus;
+
+use super::router::{ReadOnlyTools, ToolRouter};
+use super::turns::{Finish, Loop, Outcome, Reader, Start};
 use crate::budget::Spend;
-use crate::conversation::{
-    ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
-};
+use crate::conversation::{FileRead, Usage};
 use crate::events::EventSink;
 use crate::findings::{
     Finding, HowParsed, Origin, ParsedReport, REPORT_FORMAT, Severity, TASK_COMPLETE, Unparsed,
-    parse_report, says_complete,
+    parse_report, report_output,
 };
-use crate::providers::{Provider, ProviderError};
-use crate::tools::secrets::Redaction;
+use crate::providers::Provider;
 use crate::tools::{ToolContext, ToolError};
-
-/// Most tool calls run from one model turn; the rest get an error result.
-const MAX_CALLS_PER_TURN: usize = 16;
 
 tokio::task_local! {
     /// How deep in agent nesting the current task is. Set by scope, so it
@@ -127,47 +129,6 @@ pub(crate) fn summary_request() -> String {
     )
 }
 
-/// How a sub-agent ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentStatus {
-    /// The model finished on its own.
-    Complete,
-    /// `max_rounds` was reached; the summary was still asked.
-    MaxRounds,
-    /// The run's budget or an interrupt asked it to wrap up early; the
-    /// summary was still asked.
-    WrappedUp,
-    /// A provider error ended it; what was done is kept.
-    Failed,
-    /// The model answered without ever seeing its group's files (none
-    /// preloaded, none read, even after one nudge): nothing was reviewed.
-    Unreviewed,
-    /// Cancelled before it could finish.
-    Interrupted,
-}
-
-impl AgentStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Complete => "complete",
-            Self::MaxRounds => "max_rounds",
-            Self::WrappedUp => "wrapped_up",
-            Self::Failed => "failed",
-            Self::Unreviewed => "unreviewed",
-            Self::Interrupted => "interrupted",
-        }
-    }
-
-    /// Whether the group's files count as reviewed.
-    pub fn reviewed(self) -> bool {
-        match self {
-            Self::Complete | Self::MaxRounds | Self::WrappedUp => true,
-            Self::Failed | Self::Unreviewed | Self::Interrupted => false,
-        }
-    }
-}
-
 /// A file of a group and the hash of the content that was audited.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileHash {
@@ -230,9 +191,21 @@ pub(crate) struct AgentRun<'a> {
     pub cache_scope: &'a str,
 }
 
-/// Runs one sub-agent on one task. Never panics and never returns an
-/// error: failures are recorded in the report with what was done.
+/// Runs one sub-agent on one task, with the read-only tools its
+/// definition names. Never panics and never returns an error: failures
+/// are recorded in the report with what was done.
 pub(crate) async fn run_subagent(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
+    let tools: Arc<dyn ReadOnlyTools> = Arc::<ToolContext>::clone(run.tools);
+    let router = ToolRouter::new(tools, &run.definition.tools);
+    run_subagent_on(run, task, &router).await
+}
+
+/// [`run_subagent`] with the tools of `router`.
+pub(crate) async fn run_subagent_on(
+    run: AgentRun<'_>,
+    task: &AgentTask,
+    router: &ToolRouter<'_>,
+) -> GroupReport {
     let depth = DEPTH.try_with(|d| *d).unwrap_or(0);
     if depth >= MAX_DEPTH {
         let mut report = empty_report(&run, task);
@@ -242,7 +215,7 @@ pub(crate) async fn run_subagent(run: AgentRun<'_>, task: &AgentTask) -> GroupRe
         ));
         return report;
     }
-    DEPTH.scope(depth + 1, run_inner(run, task)).await
+    DEPTH.scope(depth + 1, run_inner(run, task, router)).await
 }
 
 fn empty_report(run: &AgentRun<'_>, task: &AgentTask) -> GroupReport {
@@ -330,16 +303,86 @@ impl GroupReport {
     }
 }
 
-async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
+/// The group's files as the sub-agent starts: their hashes (in the
+/// report), the secrets in them, and what is preloaded.
+struct Prepared {
+    /// Every secret of the group's files: (path, line, kind).
+    secrets: BTreeSet<(String, u32, &'static str)>,
+    /// The files preloaded, and their pages.
+    seen: BTreeSet<String>,
+    reads: Vec<FileRead>,
+    preloaded: Vec<Preloaded>,
+}
+
+async fn run_inner(run: AgentRun<'_>, task: &AgentTask, router: &ToolRouter<'_>) -> GroupReport {
     let mut report = empty_report(&run, task);
     run.events.started(&run.definition.name);
+    let prepared = match prepare(&run, task, &mut report).await {
+        Ok(prepared) => prepared,
+        Err(reason) => {
+            report.status = AgentStatus::Failed;
+            report.error = Some(reason);
+            run.events
+                .finished(report.status.as_str(), report.findings.len());
+            return report;
+        }
+    };
+    let start = Start {
+        text: task.render(&prepared.preloaded),
+        files: task.files.iter().map(|f| f.path.clone()).collect(),
+        seen: prepared.seen,
+        reads: prepared.reads,
+    };
+    let model = report.model.clone();
+    let outcome = Loop {
+        agent: run.definition,
+        model: &model,
+        provider: run.provider,
+        router,
+        events: run.events,
+        wrap_up: run.wrap_up,
+        cancel: run.cancel,
+        spend: run.spend,
+        group: Some(&task.group),
+        max_output_tokens: run.max_output_tokens,
+        cache_key: cache_key(run.cache_scope, &task.group),
+        on_text: None,
+        finish: Finish::Summary {
+            request: summary_request(),
+            // The report through the provider's structured output, citing
+            // only files the agent was given or read.
+            schema: Some(&report_output),
+        },
+    }
+    .run(start, &ReportReader)
+    .await;
+    let report = fill(report, outcome, prepared.secrets, task);
+    run.events
+        .finished(report.status.as_str(), report.findings.len());
+    report
+}
 
-    // Hash what is audited and sweep it for secrets: the tool layer reports
-    // every secret in the group whatever the model reads.
+/// The prompt-cache key of a group's turns, from the run's scope (none
+/// without one).
+fn cache_key(scope: &str, group: &str) -> Option<String> {
+    (!scope.is_empty()).then(|| {
+        let hash = crate::util::sha256_hex(format!("{scope}\n{group}").as_bytes());
+        format!("fanscan-{}", &hash[..32])
+    })
+}
+
+/// Hashes what is audited and sweeps it for secrets (the tool layer
+/// reports every secret in the group whatever the model reads), and reads
+/// the files to preload; off the async threads. An error fails the group.
+async fn prepare(
+    run: &AgentRun<'_>,
+    task: &AgentTask,
+    report: &mut GroupReport,
+) -> Result<Prepared, String> {
     let paths: Vec<String> = task.files.iter().map(|f| f.path.clone()).collect();
     let tools = Arc::clone(run.tools);
     let preload = run.definition.preload;
-    let prepared = tokio::task::spawn_blocking(move || {
+    let (swept, preloads) = tokio::task::spawn_blocking(move || {
         let swept = tools.hash_and_sweep(&paths);
         let preloaded: Vec<_> = if preload {
             paths
@@ -351,223 +394,63 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         };
         (swept, preloaded)
     })
-    .await;
-    let (swept, preloads) = match prepared {
-        Ok(prepared) => prepared,
-        Err(e) => {
-            // Without the sweep, no secret in the group would be reported:
-            // the group fails rather than pass as "no secrets".
-            report.status = AgentStatus::Failed;
-            report.error = Some(format!(
-                "the secret sweep of the group's files failed ({e}): a fanscan bug, please report it"
-            ));
-            run.events
-                .finished(report.status.as_str(), report.findings.len());
-            return report;
-        }
+    .await
+    // Without the sweep, no secret in the group would be reported: the
+    // group fails rather than pass as "no secrets".
+    .map_err(|e| {
+        format!(
+            "the secret sweep of the group's files failed ({e}): a fanscan bug, please report it"
+        )
+    })?;
+    let mut prepared = Prepared {
+        secrets: BTreeSet::new(),
+        seen: BTreeSet::new(),
+        reads: Vec::new(),
+        preloaded: Vec::new(),
     };
-    let mut secrets: BTreeSet<(String, u32, &'static str)> = BTreeSet::new();
     for (index, (hash, redactions)) in swept.into_iter().enumerate() {
         if let Some(entry) = report.files.get_mut(index) {
             entry.sha256 = hash;
             for r in redactions {
-                secrets.insert((entry.path.clone(), r.line, r.kind));
+                prepared
+                    .secrets
+                    .insert((entry.path.clone(), r.line, r.kind));
             }
         }
     }
-    let mut files_read: BTreeSet<String> = BTreeSet::new();
-    let mut preloaded = Vec::new();
     for (path, output) in preloads {
         let text = match output {
             Ok(out) => {
-                files_read.extend(out.files_read);
+                prepared.seen.extend(out.files_read);
+                prepared.reads.extend(out.read);
                 out.text
             }
             Err(ToolError::Model(message)) => format!("error: {message}\n"),
             Err(ToolError::Internal(message)) => {
-                report.status = AgentStatus::Failed;
-                report.error = Some(format!("preloading {path} failed: {message}"));
-                run.events
-                    .finished(report.status.as_str(), report.findings.len());
-                return report;
+                return Err(format!("preloading {path} failed: {message}"));
             }
         };
-        preloaded.push(Preloaded { path, text });
+        prepared.preloaded.push(Preloaded { path, text });
     }
+    Ok(prepared)
+}
 
-    let allowed: Vec<String> = run.definition.tools.clone();
-    let mut specs = ToolContext::specs(&allowed);
-    let mut messages = vec![Message::User {
-        text: task.render(&preloaded),
-    }];
-    run.events.transcript(
-        || json!({"type": "system", "agent": run.definition.name, "text": run.definition.prompt}),
-    );
-    run.events
-        .transcript(|| json!({"type": "message", "message": messages[0]}));
-    let cache_key = (!run.cache_scope.is_empty()).then(|| {
-        let hash =
-            crate::util::sha256_hex(format!("{}\n{}", run.cache_scope, task.group).as_bytes());
-        format!("fanscan-{}", &hash[..32])
-    });
-    let mut last_text: Option<String> = None;
-    let mut final_report: Option<ParsedReport> = None;
-    let mut ended: Option<Ended> = None;
-    let mut nudged = false;
-
-    while ended.is_none() {
-        let stopping = run.wrap_up.is_cancelled();
-        if !stopping && report.rounds >= run.definition.max_rounds {
-            report.status = AgentStatus::MaxRounds;
-            break;
-        }
-        // The conversation moves into the request and back: no copy of it
-        // is made per round.
-        let request = ChatRequest {
-            model: run.definition.model.clone(),
-            system: run.definition.prompt.clone(),
-            messages: std::mem::take(&mut messages),
-            tools: std::mem::take(&mut specs),
-            tool_choice: ToolChoice::Auto,
-            max_output_tokens: run.max_output_tokens,
-            cache_key: cache_key.clone(),
-            structured: false,
-            ..ChatRequest::default()
-        };
-        // Stop calling tools when the run winds down (budget, time, Ctrl-C)
-        // or when this call would cross the budget: the agent goes straight
-        // to its summary, or, if it has done nothing yet, ends without one.
-        let expected = request.estimated_tokens() - u64::from(request.max_output_tokens)
-            + u64::from(request.max_output_tokens.min(512));
-        let go = !stopping && run.spend.allows(Some(&task.group), expected);
-        let outcome = if go {
-            report.rounds += 1;
-            run.events.round(report.rounds);
-            Some(call(&run, &request, &mut report).await)
-        } else {
-            None
-        };
-        (messages, specs) = (request.messages, request.tools);
-        let Some(outcome) = outcome else {
-            if report.rounds == 0 {
-                ended = Some(Ended::Cancelled);
-            } else {
-                report.status = AgentStatus::WrappedUp;
-            }
-            break;
-        };
-        let response = match outcome {
-            Ok(r) => r,
-            Err(e) => {
-                ended = Some(Ended::from(e));
-                break;
-            }
-        };
-        let says_done = response.text.as_deref().is_some_and(says_complete);
-        let Turn { calls, paused } =
-            record_turn(response, run.events, &mut messages, &mut last_text);
-        if calls.is_empty() {
-            if paused {
-                continue;
-            }
-            if let Some(nudge) = nudge_once(&mut nudged, task, &files_read, run.wrap_up) {
-                messages.push(nudge);
-                continue;
-            }
-            report.status = AgentStatus::Complete;
-            break;
-        }
-        let results = match run_tools(
-            &run,
-            &allowed,
-            &calls,
-            &mut report,
-            &mut files_read,
-            &mut secrets,
-        )
-        .await
-        {
-            Ok(results) => results,
-            Err(reason) => {
-                ended = Some(Ended::Failed(reason));
-                break;
-            }
-        };
-        for result in results {
-            run.events
-                .transcript(|| json!({"type": "message", "message": result}));
-            messages.push(result);
-        }
-        if says_done {
-            if let Some(nudge) = nudge_once(&mut nudged, task, &files_read, run.wrap_up) {
-                messages.push(nudge);
-                continue;
-            }
-            report.status = AgentStatus::Complete;
-            break;
-        }
-    }
-
-    match ended {
-        Some(Ended::Cancelled) => {
-            report.status = AgentStatus::Interrupted;
-            report.error = Some(if report.rounds == 0 {
-                "stopped before its first call: the run was stopped early (a budget or an interrupt)".into()
-            } else {
-                "interrupted".into()
-            });
-        }
-        Some(Ended::Failed(reason)) => {
-            report.status = AgentStatus::Failed;
-            report.error = Some(reason);
-        }
-        None => {
-            // The forced final summary: always asked, exactly once.
-            messages.push(Message::User {
-                text: summary_request(),
-            });
-            run.events
-                .transcript(|| json!({"type": "message", "message": messages.last()}));
-            let request = ChatRequest {
-                model: run.definition.model.clone(),
-                system: run.definition.prompt.clone(),
-                messages,
-                tools: specs,
-                tool_choice: ToolChoice::None,
-                max_output_tokens: run.max_output_tokens,
-                cache_key,
-                // The report through the provider's structured output.
-                structured: true,
-                ..ChatRequest::default()
-            };
-            report.rounds += 1;
-            run.events.round(report.rounds);
-            match call(&run, &request, &mut report).await {
-                Ok(response) => {
-                    run.events
-                        .transcript(|| json!({"type": "summary", "text": response.text}));
-                    let text = response.text.unwrap_or_default();
-                    let parsed = parse_report(&text);
-                    last_text = None;
-                    final_report = Some(if needs_repair(&parsed) {
-                        repair(&run, request, text, parsed, &mut report).await
-                    } else {
-                        parsed
-                    });
-                }
-                Err(ProviderError::Cancelled) => {
-                    report.status = AgentStatus::Interrupted;
-                    report.error = Some("interrupted during the final summary".into());
-                }
-                Err(error) => {
-                    report.status = AgentStatus::Failed;
-                    report.error = Some(format!("the final summary failed: {error}"));
-                }
-            }
-        }
-    }
-
-    if let Some(parsed) = final_report.or_else(|| last_text.map(|t| parse_report(&t))) {
+/// The report of a finished loop: how it ended, what it cost and read,
+/// the findings of its final report, and every secret of the group.
+fn fill(
+    mut report: GroupReport,
+    outcome: Outcome<ParsedReport>,
+    mut secrets: BTreeSet<(String, u32, &'static str)>,
+    task: &AgentTask,
+) -> GroupReport {
+    report.status = outcome.status;
+    report.error = outcome.error;
+    report.rounds = outcome.counts.rounds;
+    report.tool_calls = outcome.counts.tool_calls;
+    report.tool_errors = outcome.counts.tool_errors;
+    report.usage = outcome.counts.usage;
+    report.repair_turn = outcome.repaired;
+    if let Some(parsed) = outcome.answer {
         report.summary = parsed.text;
         report.summary_parsed = parsed.parsed;
         report.rejected = parsed.rejected;
@@ -577,6 +460,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     }
     // A model that never saw any of its group's files did not review
     // them, whatever it answered.
+    let files_read = outcome.files_read;
     let saw_any = task.files.iter().any(|f| files_read.contains(&f.path));
     if !task.files.is_empty() && !saw_any && report.status.reviewed() {
         report.status = AgentStatus::Unreviewed;
@@ -585,82 +469,38 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
                 .into(),
         );
     }
+    secrets.extend(outcome.redactions);
     report.findings.extend(
         secrets
             .into_iter()
             .map(|(path, line, kind)| secret_finding(path, line, kind)),
     );
     report.files_read = files_read.into_iter().collect();
-    run.events
-        .finished(report.status.as_str(), report.findings.len());
     report
 }
 
-/// What a model's answer asks of the loop.
-pub(crate) struct Turn {
-    /// The tool calls to run (none: the model has answered).
-    pub(crate) calls: Vec<ToolCall>,
-    /// The server paused the turn (`pause_turn`): send it back as it is.
-    pub(crate) paused: bool,
-}
+/// How a sub-agent's final report is read: the findings block parsed;
+/// one repair turn when it did not parse or had entries that were not
+/// findings; of the two, the one with more findings kept (the repaired
+/// one on a tie).
+struct ReportReader;
 
-/// Records a model's answer: its text as the latest, the assistant message
-/// appended to the conversation and the transcript. Shared by the
-/// sub-agent loop and the lead's.
-pub(crate) fn record_turn(
-    response: ChatResponse,
-    events: &EventSink,
-    messages: &mut Vec<Message>,
-    last_text: &mut Option<String>,
-) -> Turn {
-    if let Some(text) = &response.text {
-        *last_text = Some(text.clone());
-    }
-    let paused = response.finish == FinishReason::Other("pause_turn".into());
-    let calls = response.tool_calls;
-    let assistant = Message::Assistant {
-        text: response.text,
-        tool_calls: calls.clone(),
-    };
-    events.transcript(|| json!({"type": "message", "message": assistant}));
-    messages.push(assistant);
-    Turn { calls, paused }
-}
+impl Reader for ReportReader {
+    type Read = ParsedReport;
 
-/// The one nudge of a model that ends while files of its group were
-/// neither preloaded nor read: it names them. `None` once it was given, or
-/// when nothing is missing, or when the run is winding down.
-fn nudge_once(
-    nudged: &mut bool,
-    task: &AgentTask,
-    files_read: &BTreeSet<String>,
-    wrap_up: &CancellationToken,
-) -> Option<Message> {
-    if *nudged || wrap_up.is_cancelled() {
-        return None;
+    fn read(&self, text: &str) -> ParsedReport {
+        parse_report(text)
     }
-    let unread: Vec<&str> = task
-        .files
-        .iter()
-        .map(|f| f.path.as_str())
-        .filter(|p| !files_read.contains(*p))
-        .collect();
-    if unread.is_empty() {
-        return None;
-    }
-    *nudged = true;
-    Some(Message::User {
-        text: format!(
-            "You have not read {}: read them with read_file before you answer. Report only what you saw in them.",
-            unread.join(", ")
-        ),
-    })
-}
 
-/// Whether a final report gets the repair turn: no block parsed, or some
-/// of its entries were not findings.
-fn needs_repair(parsed: &ParsedReport) -> bool {
-    !parsed.parsed || !parsed.rejected.is_empty()
+    fn repair(&self, parsed: &ParsedReport) -> Option<String> {
+        (!parsed.parsed || !parsed.rejected.is_empty()).then(|| repair_request(parsed))
+    }
+
+    fn keep(&self, first: ParsedReport, second: ParsedReport) -> ParsedReport {
+        let better =
+            second.parsed && (second.findings.len() >= first.findings.len() || !first.parsed);
+        if better { second } else { first }
+    }
 }
 
 /// The repair request: the parser's complaint, and the format again.
@@ -679,176 +519,6 @@ fn repair_request(parsed: &ParsedReport) -> String {
          string as \\\"), `evidence` copied exactly from the file without line numbers. Do not call \
          tools. End with {TASK_COMPLETE}.\n\n{REPORT_FORMAT}"
     )
-}
-
-/// The one repair turn. Keeps whichever of the two reports gave more
-/// findings (the repaired one on a tie); a failed or cancelled repair keeps
-/// the first, with the claims it could not read.
-async fn repair(
-    run: &AgentRun<'_>,
-    request: ChatRequest,
-    first_text: String,
-    first: ParsedReport,
-    report: &mut GroupReport,
-) -> ParsedReport {
-    let mut messages = request.messages;
-    messages.push(Message::Assistant {
-        text: Some(first_text),
-        tool_calls: Vec::new(),
-    });
-    messages.push(Message::User {
-        text: repair_request(&first),
-    });
-    run.events
-        .transcript(|| json!({"type": "message", "message": messages.last()}));
-    let request = ChatRequest {
-        messages,
-        ..request
-    };
-    report.rounds += 1;
-    report.repair_turn = true;
-    run.events.round(report.rounds);
-    match call(run, &request, report).await {
-        Ok(response) => {
-            run.events
-                .transcript(|| json!({"type": "repair", "text": response.text}));
-            let second = parse_report(response.text.as_deref().unwrap_or_default());
-            let better =
-                second.parsed && (second.findings.len() >= first.findings.len() || !first.parsed);
-            if better { second } else { first }
-        }
-        Err(_) => first,
-    }
-}
-
-/// One model call, cancellable, with its usage counted.
-async fn call(
-    run: &AgentRun<'_>,
-    request: &ChatRequest,
-    report: &mut GroupReport,
-) -> Result<ChatResponse, ProviderError> {
-    let response = tokio::select! {
-        biased;
-        _ = run.cancel.cancelled() => Err(ProviderError::Cancelled),
-        r = run.provider.chat(request) => r,
-    }?;
-    let usage = response.usage_or_estimate(request);
-    report.usage.add(usage);
-    run.spend
-        .charge(Some(&report.group), &report.agent, usage, &report.model);
-    run.events.usage(usage);
-    Ok(response)
-}
-
-/// Runs every call of a turn and answers each id, in order. An error is a
-/// failure that is not the model's (a tool thread panicked, the disk
-/// failed): the group fails with it.
-async fn run_tools(
-    run: &AgentRun<'_>,
-    allowed: &[String],
-    calls: &[ToolCall],
-    report: &mut GroupReport,
-    files_read: &mut BTreeSet<String>,
-    secrets: &mut BTreeSet<(String, u32, &'static str)>,
-) -> Result<Vec<Message>, String> {
-    let mut runnable = Vec::new();
-    let mut answers: Vec<Option<(String, bool)>> = vec![None; calls.len()];
-    for (index, call) in calls.iter().enumerate() {
-        report.tool_calls += 1;
-        run.events.tool(&call.name, &target_of(&call.arguments));
-        if !allowed.iter().any(|a| a == &call.name) {
-            // Never shown to the model, and never run.
-            let available = if allowed.is_empty() {
-                "none".to_string()
-            } else {
-                allowed.join(", ")
-            };
-            answers[index] = Some((
-                format!(
-                    "error: tool {:?} is not available to this agent; available tools: {available}",
-                    call.name
-                ),
-                true,
-            ));
-        } else if index >= MAX_CALLS_PER_TURN {
-            answers[index] = Some((
-                format!(
-                    "error: more than {MAX_CALLS_PER_TURN} tool calls in one turn; call this one again in the next turn"
-                ),
-                true,
-            ));
-        } else {
-            runnable.push((index, call.clone()));
-        }
-    }
-    let tools = Arc::clone(run.tools);
-    let outputs = tokio::task::spawn_blocking(move || {
-        runnable
-            .into_iter()
-            .map(|(index, call)| (index, tools.call(&call.name, &call.arguments)))
-            .collect::<Vec<_>>()
-    })
-    .await
-    .map_err(|e| format!("a tool thread failed ({e}): a fanscan bug, please report it"))?;
-    for (index, output) in outputs {
-        answers[index] = Some(match output {
-            Ok(out) => {
-                files_read.extend(out.files_read);
-                for (path, Redaction { line, kind }) in out.redactions {
-                    secrets.insert((path, line, kind));
-                }
-                (out.text, false)
-            }
-            Err(ToolError::Model(message)) => (format!("error: {message}"), true),
-            Err(ToolError::Internal(message)) => return Err(message),
-        });
-    }
-    Ok(calls
-        .iter()
-        .zip(answers)
-        .map(|(call, answer)| {
-            let (content, is_error) =
-                answer.unwrap_or_else(|| ("error: the tool did not run".to_string(), true));
-            if is_error {
-                report.tool_errors += 1;
-            }
-            Message::ToolResult {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content,
-                is_error,
-            }
-        })
-        .collect())
-}
-
-/// Why a loop ended before its summary.
-enum Ended {
-    /// Cancelled (Ctrl-C, a budget) before it could finish.
-    Cancelled,
-    /// A failure, with the reason the report gives.
-    Failed(String),
-}
-
-impl From<ProviderError> for Ended {
-    fn from(error: ProviderError) -> Self {
-        match error {
-            ProviderError::Cancelled => Self::Cancelled,
-            other => Self::Failed(other.to_string()),
-        }
-    }
-}
-
-/// The main argument of a call, for progress lines.
-fn target_of(arguments: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(arguments)
-        .ok()
-        .and_then(|v| {
-            ["path", "pattern"]
-                .iter()
-                .find_map(|k| v.get(k).and_then(|p| p.as_str()).map(str::to_string))
-        })
-        .unwrap_or_default()
 }
 
 /// The finding the tool layer reports for a redacted secret. It carries no
@@ -876,5 +546,77 @@ pub(crate) fn secret_finding(path: String, line: u32, kind: &str) -> Finding {
         evidence: None,
         rule: Some(format!("secret/{kind}")),
         origin: Origin::ToolLayer,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agents::AgentDefinition;
+    use crate::agents::turns::script::{Script, calls, text};
+    use crate::tools::{ToolLimits, ToolOutput, secrets::Redactor};
+
+    /// Read-only tools whose `read_file` panics.
+    struct Panicking;
+
+    impl ReadOnlyTools for Panicking {
+        fn call(&self, name: &str, _: &str) -> Result<ToolOutput, ToolError> {
+            panic!("{name} blew up");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_tool_thread_fails_the_group_and_names_the_tool() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.rs"), "fn a() {}\n").unwrap();
+        let tools = Arc::new(
+            ToolContext::new(dir.path(), ToolLimits::default(), Arc::new(Redactor::new())).unwrap(),
+        );
+        let definition = AgentDefinition::parse(
+            "t.md",
+            "---\nname: auditor\ndescription: d\ntools: [read_file]\n---\nx\n",
+        )
+        .unwrap();
+        let provider = Script::new(vec![
+            calls(&[("read_file", r#"{"path":"a.rs"}"#)]),
+            text("never asked"),
+        ]);
+        let token = CancellationToken::new();
+        let run = AgentRun {
+            definition: &definition,
+            provider: &provider,
+            tools: &tools,
+            events: &EventSink::silent("g1"),
+            wrap_up: &token,
+            cancel: &token,
+            spend: &Spend::unlimited(),
+            max_output_tokens: 100,
+            cache_scope: "",
+        };
+        let task = AgentTask {
+            group: "g1".into(),
+            files: vec![TaskFile {
+                path: "a.rs".into(),
+                bytes: 10,
+                language: None,
+            }],
+            focus: None,
+            instructions: None,
+        };
+        let router = ToolRouter::new(Arc::new(Panicking), &definition.tools);
+        let report = run_subagent_on(run, &task, &router).await;
+        assert_eq!(report.status, AgentStatus::Failed);
+        assert_eq!(
+            report.error.as_deref(),
+            Some(
+                "the read_file tool panicked (read_file blew up): a fanscan bug, please report it"
+            )
+        );
+        assert_eq!(report.rounds, 1, "no summary is asked of a failed agent");
+        assert_eq!(provider.requests.lock().unwrap().len(), 1);
+        assert!(
+            !report.files[0].sha256.is_empty(),
+            "the group was still hashed"
+        );
     }
 }

@@ -11,11 +11,10 @@ use serde_json::{Value, json};
 
 use super::ProviderError;
 use super::http::DecodeError;
-use super::remote::{Features, Wire};
+use super::remote::{Features, Optional, Wire};
 use crate::conversation::{
     ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
 };
-use crate::findings::{REPORT_TOOL, report_schema};
 
 /// The API version sent by default.
 pub(crate) const DEFAULT_VERSION: &str = "2023-06-01";
@@ -72,16 +71,24 @@ impl Wire for Anthropic {
 
     type Body<'a> = Value;
 
-    fn encode<'a>(&'a self, model: &'a str, request: &'a ChatRequest, _: Features) -> Value {
-        encode(model, request, self.sampling())
+    fn encode<'a>(&'a self, model: &'a str, request: &'a ChatRequest, features: Features) -> Value {
+        encode(model, request, self.sampling(), features)
     }
 
     fn decode(&self, body: &[u8]) -> Result<ChatResponse, DecodeError> {
         decode(body)
     }
+
+    fn rejects(&self, message: &str) -> Vec<Optional> {
+        if super::remote::names_a_constraint(message) {
+            vec![Optional::SchemaConstraints]
+        } else {
+            Vec::new()
+        }
+    }
 }
 
-fn encode(model: &str, request: &ChatRequest, sampling: bool) -> Value {
+fn encode(model: &str, request: &ChatRequest, sampling: bool, features: Features) -> Value {
     let mut messages: Vec<Value> = Vec::new();
     for message in &request.messages {
         match message {
@@ -165,15 +172,15 @@ fn encode(model: &str, request: &ChatRequest, sampling: bool) -> Value {
             |t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}),
         )
         .collect();
-    if request.structured {
+    if let Some(output) = &request.output_schema {
         // The Messages API's structured output: one forced tool whose input
-        // is the report.
+        // is the answer (read back as text by the call path).
         tools.push(json!({
-            "name": REPORT_TOOL,
-            "description": "Report the audit's summary and every finding. Call it exactly once.",
-            "input_schema": report_schema(),
+            "name": output.name,
+            "description": output.description,
+            "input_schema": features.schema(output),
         }));
-        body["tool_choice"] = json!({"type": "tool", "name": REPORT_TOOL});
+        body["tool_choice"] = json!({"type": "tool", "name": output.name});
     } else if !tools.is_empty() {
         body["tool_choice"] = match request.tool_choice {
             ToolChoice::Auto => json!({"type": "auto"}),
@@ -253,27 +260,18 @@ fn decode(body: &[u8]) -> Result<ChatResponse, DecodeError> {
                     texts.push(t.to_string());
                 }
             }
-            // The forced report tool carries a structured final report: it
-            // is the answer's text, not a call to run.
-            Some("tool_use") if block.get("name").and_then(Value::as_str) == Some(REPORT_TOOL) => {
-                let input = block.get("input").cloned().unwrap_or(Value::Null);
-                texts.push(input.to_string());
-            }
-            Some("tool_use") => tool_calls.push(ToolCall {
-                id: block
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-                name: block
+            // A forced output tool comes back as a call too: the call path
+            // reads it as the answer's text (`remote::settle`).
+            Some("tool_use") => tool_calls.push(ToolCall::new(
+                block.get("id").and_then(Value::as_str).unwrap_or_default(),
+                block
                     .get("name")
                     .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-                arguments: block
+                    .unwrap_or_default(),
+                block
                     .get("input")
                     .map_or_else(|| "{}".to_string(), Value::to_string),
-            }),
+            )),
             _ => {}
         }
     }
@@ -284,13 +282,6 @@ fn decode(body: &[u8]) -> Result<ChatResponse, DecodeError> {
         Some("refusal") => FinishReason::Refusal,
         Some(other) => FinishReason::Other(other.to_string()),
     };
-    if finish == FinishReason::Length {
-        // A tool call cut by the token limit may carry half its input: its
-        // arguments are marked so the tool layer refuses it and says why.
-        for call in &mut tool_calls {
-            call.arguments = format!("<truncated by max_tokens> {}", call.arguments);
-        }
-    }
     let usage = wire.usage.map(|u| {
         let cache_read = u.cache_read_input_tokens.unwrap_or(0);
         Usage {
@@ -313,12 +304,15 @@ fn decode(body: &[u8]) -> Result<ChatResponse, DecodeError> {
 mod tests {
     use super::*;
 
+    const ALL: Features = Features {
+        cache_key: true,
+        response_format: true,
+        legacy_max_tokens: true,
+        schema_constraints: true,
+    };
+
     fn call(id: &str) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: "read_file".into(),
-            arguments: r#"{"path":"a"}"#.into(),
-        }
+        ToolCall::new(id, "read_file", r#"{"path":"a"}"#)
     }
 
     fn result(id: &str) -> Message {
@@ -354,7 +348,7 @@ mod tests {
             max_output_tokens: 10,
             ..ChatRequest::default()
         };
-        let body = encode("m", &request, false);
+        let body = encode("m", &request, false, ALL);
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 3);
         let blocks = messages[2]["content"].as_array().unwrap();
@@ -372,10 +366,14 @@ mod tests {
             {"type":"tool_use","id":"t1","name":"grep","input":{"pattern":"x"}}],
             "stop_reason":"max_tokens","usage":{"input_tokens":10,"output_tokens":5,
             "cache_creation_input_tokens":2,"cache_read_input_tokens":3}}"#;
-        let r = decode(body).unwrap();
+        let r = super::super::remote::settle(decode(body).unwrap(), &ChatRequest::default());
         assert_eq!(r.text.as_deref(), Some("hi"));
         assert_eq!(r.finish, FinishReason::Length);
-        assert!(r.tool_calls[0].arguments.starts_with("<truncated"));
+        assert!(
+            r.tool_calls[0].truncated,
+            "a call cut by max_tokens is marked"
+        );
+        assert_eq!(r.tool_calls[0].arguments, r#"{"pattern":"x"}"#);
         assert_eq!(
             r.usage,
             Some(Usage {
@@ -416,7 +414,7 @@ mod tests {
                 max_output_tokens: 100,
                 ..ChatRequest::default()
             };
-            let body = encode("m", &request, false);
+            let body = encode("m", &request, false, ALL);
             assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
             let messages = body["messages"].as_array().unwrap();
             let newest = messages.last().unwrap()["content"].as_array().unwrap();
@@ -431,20 +429,26 @@ mod tests {
     }
 
     #[test]
-    fn a_structured_report_is_one_forced_tool_read_back_as_text() {
+    fn an_output_schema_is_one_forced_tool_read_back_as_text() {
+        let output = crate::conversation::OutputSchema {
+            name: "answer_it".into(),
+            description: "The answer.".into(),
+            schema: json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}),
+            relaxed: Some(json!({"type": "object", "properties": {"n": {"type": "integer"}}})),
+        };
         let request = ChatRequest {
             system: "sys".into(),
             messages: turns(1),
             tools: crate::tools::ToolContext::specs(&["read_file".into()]),
             tool_choice: ToolChoice::None,
             max_output_tokens: 100,
-            structured: true,
+            output_schema: Some(output.clone()),
             ..ChatRequest::default()
         };
-        let body = encode("m", &request, false);
+        let body = encode("m", &request, false, ALL);
         assert_eq!(
             body["tool_choice"],
-            json!({"type": "tool", "name": REPORT_TOOL})
+            json!({"type": "tool", "name": "answer_it"})
         );
         let names: Vec<&str> = body["tools"]
             .as_array()
@@ -452,16 +456,19 @@ mod tests {
             .iter()
             .map(|t| t["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, vec!["read_file", REPORT_TOOL]);
-        assert_eq!(body["tools"][1]["input_schema"]["required"][1], "findings");
-        let answer = br#"{"type":"message","content":[{"type":"tool_use","id":"r","name":"report_findings",
-            "input":{"summary":"s","findings":[{"path":"a.py","line":3,"end_line":null,"severity":"high",
-            "title":"t","detail":"d","code":"eval(x)","rule":null}]}}],"stop_reason":"tool_use"}"#;
-        let r = decode(answer).unwrap();
-        assert!(r.tool_calls.is_empty(), "the report is not a call to run");
-        let parsed = crate::findings::parse_report(r.text.as_deref().unwrap());
-        assert_eq!(parsed.text, "s");
-        assert_eq!(parsed.findings.len(), 1);
-        assert_eq!(parsed.findings[0].evidence.as_deref(), Some("eval(x)"));
+        assert_eq!(names, vec!["read_file", "answer_it"]);
+        assert_eq!(body["tools"][1]["description"], "The answer.");
+        assert_eq!(body["tools"][1]["input_schema"], output.schema);
+        let relaxed = Features {
+            schema_constraints: false,
+            ..ALL
+        };
+        let body = encode("m", &request, false, relaxed);
+        assert_eq!(body["tools"][1]["input_schema"], output.relaxed.unwrap());
+        let answer = br#"{"type":"message","content":[{"type":"text","text":"Here."},
+            {"type":"tool_use","id":"r","name":"answer_it","input":{"n":3}}],"stop_reason":"tool_use"}"#;
+        let r = super::super::remote::settle(decode(answer).unwrap(), &request);
+        assert!(r.tool_calls.is_empty(), "the answer is not a call to run");
+        assert_eq!(r.text.as_deref(), Some("Here.\n{\"n\":3}"));
     }
 }

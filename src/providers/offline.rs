@@ -6,7 +6,9 @@
 //! Takes a sub-agent's [`ChatRequest`] like any provider; gives what a
 //! careful model would: `read_file` calls for the group's files (paging on
 //! where a file is cut), then findings from the rule set applied to exactly
-//! what the tools returned, ending with `[TASK_COMPLETE]`. It serves the
+//! what the tools returned, ending with `[TASK_COMPLETE]`. Which files the
+//! task names and where each read stopped come as data
+//! ([`crate::conversation::Facts`]), never scraped from the prose. It serves the
 //! sub-agent loop only: planning and reducing take their deterministic
 //! paths themselves when the run has no language model. Reports name it a
 //! rule engine, not a language model.
@@ -19,14 +21,13 @@ use serde_json::{Value, json};
 
 use super::{EngineKind, Provider, ProviderError};
 use crate::conversation::{
-    ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
+    ChatRequest, ChatResponse, FileRead, FinishReason, MAX_CALLS_PER_TURN, Message, ToolCall,
+    ToolChoice, Usage,
 };
 use crate::findings::{Finding, Severity, TASK_COMPLETE, render_block, render_structured};
 use crate::language::language_of;
 use crate::rules::RuleSet;
 
-/// Most tool calls the engine makes in one turn.
-const CALLS_PER_TURN: usize = 16;
 /// Most files it reads when it has to explore (no file list given).
 const EXPLORE_FILES: usize = 200;
 
@@ -41,91 +42,16 @@ impl Offline {
     }
 
     fn answer(&self, request: &ChatRequest) -> ChatResponse {
-        let task = request
-            .messages
-            .iter()
-            .find_map(|m| match m {
-                Message::User { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .unwrap_or_default();
-        self.audit(task, request)
+        let seen = Conversation::read(&request.messages, &request.facts.reads);
+        let calls = wanted_calls(request, &seen);
+        if !calls.is_empty() {
+            return reply(None, calls);
+        }
+        reply(Some(self.report(request, &seen)), Vec::new())
     }
 
-    fn audit(&self, task: &str, request: &ChatRequest) -> ChatResponse {
-        let seen = Conversation::read(&request.messages);
-        let can_call = |name: &str| {
-            request.tool_choice == ToolChoice::Auto && request.tools.iter().any(|t| t.name == name)
-        };
-        if can_call("read_file") {
-            let listed = task_files(task);
-            let mut wanted: Vec<Value> = Vec::new();
-            let targets: Vec<String> = if listed.is_empty() {
-                // No list: explore, directory by directory, like a model would.
-                if can_call("list_dir") {
-                    if !seen.calls.contains(&("list_dir".into(), String::new(), 0)) {
-                        wanted.push(json!({"tool": "list_dir", "path": ""}));
-                    }
-                    for dir in &seen.dirs {
-                        if !seen.calls.contains(&("list_dir".into(), dir.clone(), 0)) {
-                            wanted.push(json!({"tool": "list_dir", "path": dir}));
-                        }
-                    }
-                }
-                seen.listed_files
-                    .iter()
-                    .filter(|p| language_of(p).is_some())
-                    .take(EXPLORE_FILES)
-                    .cloned()
-                    .collect()
-            } else {
-                listed
-            };
-            for path in &targets {
-                // A preloaded file is already seen: only its later pages
-                // are asked for (below), as a careful model would.
-                if !seen.contents.contains_key(path)
-                    && !seen
-                        .calls
-                        .iter()
-                        .any(|(n, p, _)| n == "read_file" && p == path)
-                {
-                    wanted.push(json!({"tool": "read_file", "path": path}));
-                }
-            }
-            for (path, offset) in &seen.continuations {
-                if !seen
-                    .calls
-                    .contains(&("read_file".into(), path.clone(), *offset))
-                {
-                    wanted.push(json!({"tool": "read_file", "path": path, "offset": offset}));
-                }
-            }
-            if !wanted.is_empty() {
-                let round = request
-                    .messages
-                    .iter()
-                    .filter(|m| matches!(m, Message::Assistant { .. }))
-                    .count();
-                let calls = wanted
-                    .into_iter()
-                    .take(CALLS_PER_TURN)
-                    .enumerate()
-                    .map(|(i, mut w)| {
-                        let name = w["tool"].as_str().unwrap_or("read_file").to_string();
-                        if let Some(map) = w.as_object_mut() {
-                            map.remove("tool");
-                        }
-                        ToolCall {
-                            id: format!("offline_{round}_{i}"),
-                            name,
-                            arguments: w.to_string(),
-                        }
-                    })
-                    .collect();
-                return reply(None, calls);
-            }
-        }
+    /// The final report: the rule set applied to every line seen.
+    fn report(&self, request: &ChatRequest, seen: &Conversation) -> String {
         let mut findings: Vec<Finding> = Vec::new();
         let mut line_count = 0usize;
         for (path, lines) in &seen.contents {
@@ -153,18 +79,88 @@ impl Offline {
                 format!(" ({counts})")
             },
         );
-        // Asked for a structured report, it answers the schema a model's
+        // Asked for a structured answer, it answers the schema a model's
         // structured output would; else a JSON block in text.
-        let text = if request.structured {
+        if request.output_schema.is_some() {
             render_structured(&summary, &findings)
         } else {
             format!(
                 "{summary}\n\n{}\n\n{TASK_COMPLETE}",
                 render_block(&findings)
             )
-        };
-        reply(Some(text), Vec::new())
+        }
     }
+}
+
+/// The reads a careful model would ask for next: the task's files not
+/// seen yet (or, with none given, what exploring finds), then the later
+/// pages of every file cut short; none when tools are off or all is read.
+fn wanted_calls(request: &ChatRequest, seen: &Conversation) -> Vec<ToolCall> {
+    let can_call = |name: &str| {
+        request.tool_choice == ToolChoice::Auto && request.tools.iter().any(|t| t.name == name)
+    };
+    if !can_call("read_file") {
+        return Vec::new();
+    }
+    let mut wanted: Vec<Value> = Vec::new();
+    let targets: Vec<String> = if request.facts.files.is_empty() {
+        // No list: explore, directory by directory, like a model would.
+        if can_call("list_dir") {
+            for dir in std::iter::once("").chain(seen.dirs.iter().map(String::as_str)) {
+                if !seen
+                    .calls
+                    .contains(&("list_dir".into(), dir.to_string(), 0))
+                {
+                    wanted.push(json!({"tool": "list_dir", "path": dir}));
+                }
+            }
+        }
+        seen.listed_files
+            .iter()
+            .filter(|p| language_of(p).is_some())
+            .take(EXPLORE_FILES)
+            .cloned()
+            .collect()
+    } else {
+        request.facts.files.clone()
+    };
+    for path in &targets {
+        // A preloaded file is already seen: only its later pages are asked
+        // for (below), as a careful model would.
+        if !seen.contents.contains_key(path)
+            && !seen
+                .calls
+                .iter()
+                .any(|(n, p, _)| n == "read_file" && p == path)
+        {
+            wanted.push(json!({"tool": "read_file", "path": path}));
+        }
+    }
+    for (path, offset) in &seen.continuations {
+        if !seen
+            .calls
+            .contains(&("read_file".into(), path.clone(), *offset))
+        {
+            wanted.push(json!({"tool": "read_file", "path": path, "offset": offset}));
+        }
+    }
+    let round = request
+        .messages
+        .iter()
+        .filter(|m| matches!(m, Message::Assistant { .. }))
+        .count();
+    wanted
+        .into_iter()
+        .take(MAX_CALLS_PER_TURN)
+        .enumerate()
+        .map(|(i, mut w)| {
+            let name = w["tool"].as_str().unwrap_or("read_file").to_string();
+            if let Some(map) = w.as_object_mut() {
+                map.remove("tool");
+            }
+            ToolCall::new(format!("offline_{round}_{i}"), name, w.to_string())
+        })
+        .collect()
 }
 
 fn reply(text: Option<String>, tool_calls: Vec<ToolCall>) -> ChatResponse {
@@ -203,26 +199,6 @@ impl Provider for Offline {
     }
 }
 
-/// The files a task lists: lines `- path (N bytes, lang)`.
-fn task_files(task: &str) -> Vec<String> {
-    task.lines()
-        .filter_map(|l| l.strip_prefix("- "))
-        .filter_map(|l| l.rsplit_once(" ("))
-        .filter(|(_, rest)| rest.contains(" bytes"))
-        .map(|(p, _)| p.to_string())
-        .collect()
-}
-
-/// From `[cut: showing lines A-B of N; ...]`: the first line shown and the
-/// file's line count.
-fn page_bounds(line: &str) -> Option<(u64, u64)> {
-    let rest = line.split("showing lines ").nth(1)?;
-    let (range, rest) = rest.split_once(" of ")?;
-    let first = range.split('-').next()?.trim().parse().ok()?;
-    let total: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    Some((first, total.parse().ok()?))
-}
-
 /// What the conversation so far holds, as the engine needs it.
 #[derive(Default)]
 struct Conversation {
@@ -230,7 +206,7 @@ struct Conversation {
     calls: BTreeSet<(String, String, u64)>,
     /// Numbered lines seen, per file.
     contents: BTreeMap<String, BTreeMap<u32, String>>,
-    /// Where a cut read says to continue.
+    /// Where a read that stopped before its file's end goes on.
     continuations: BTreeSet<(String, u64)>,
     /// Directories and files seen in `list_dir` results.
     dirs: BTreeSet<String>,
@@ -238,8 +214,11 @@ struct Conversation {
 }
 
 impl Conversation {
-    fn read(messages: &[Message]) -> Self {
+    fn read(messages: &[Message], reads: &[FileRead]) -> Self {
         let mut c = Self::default();
+        for read in reads {
+            c.pages_after(read);
+        }
         for message in messages {
             match message {
                 Message::User { text } => c.preloaded(text),
@@ -300,30 +279,30 @@ impl Conversation {
         else {
             return;
         };
-        let entry = self.contents.entry(path.clone()).or_default();
+        let entry = self.contents.entry(path).or_default();
         for line in lines {
             if let Some((number, text)) = line.split_once('\t')
                 && let Ok(number) = number.trim().parse::<u32>()
             {
                 entry.insert(number, text.to_string());
-            } else if let Some(rest) = line.split("offset=").nth(1) {
-                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                if let Ok(offset) = digits.parse::<u64>() {
-                    self.continuations.insert((path.clone(), offset));
-                    // Ask for every further page at once, a page's length
-                    // apart, as a model that knows the file's length would;
-                    // a page cut short by the byte cap names its own
-                    // continuation, which fills the gap.
-                    if let Some((first, total)) = page_bounds(line) {
-                        let step = offset.saturating_sub(first).max(1);
-                        let mut next = offset + step;
-                        while next <= total {
-                            self.continuations.insert((path.clone(), next));
-                            next += step;
-                        }
-                    }
-                }
             }
+        }
+    }
+
+    /// The pages after a read that stopped before its file's end: every
+    /// further page at once, a page's length apart, as a model that knows
+    /// the file's length would; a page cut short by the byte cap has its
+    /// own read, whose next page fills the gap.
+    fn pages_after(&mut self, read: &FileRead) {
+        if read.last >= read.total {
+            return;
+        }
+        let next = read.last + 1;
+        let step = next.saturating_sub(read.first).max(1);
+        let mut offset = next;
+        while offset <= read.total {
+            self.continuations.insert((read.path.clone(), offset));
+            offset += step;
         }
     }
 
@@ -356,9 +335,10 @@ impl Conversation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conversation::Facts;
     use crate::tools::ToolContext;
 
-    fn request(messages: Vec<Message>, choice: ToolChoice) -> ChatRequest {
+    fn request(messages: Vec<Message>, choice: ToolChoice, facts: Facts) -> ChatRequest {
         ChatRequest {
             model: None,
             system: "s".into(),
@@ -366,34 +346,51 @@ mod tests {
             tools: ToolContext::specs(&["list_dir".into(), "read_file".into(), "grep".into()]),
             tool_choice: choice,
             max_output_tokens: 100,
+            facts,
             ..ChatRequest::default()
         }
     }
 
+    fn read(path: &str, first: u64, last: u64, total: u64) -> FileRead {
+        FileRead {
+            path: path.into(),
+            first,
+            last,
+            total,
+        }
+    }
+
     #[test]
-    fn reads_listed_files_then_pages_then_reports() {
+    fn reads_the_tasks_files_then_pages_then_reports() {
         let engine = Offline::new(Arc::new(RuleSet::builtin().unwrap()));
-        let task = "TASK: audit-group g1\n- src/a.rs (10 bytes, rust)\n";
+        // The prose names no file: the engine reads what the facts say.
+        let task = "TASK: audit-group g1\n";
+        let mut facts = Facts {
+            files: vec!["src/a.rs".into()],
+            reads: Vec::new(),
+        };
         let mut messages = vec![Message::User { text: task.into() }];
-        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto));
+        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()));
         assert_eq!(r.tool_calls.len(), 1);
         assert_eq!(r.tool_calls[0].arguments, r#"{"path":"src/a.rs"}"#);
         messages.push(Message::Assistant {
             text: None,
             tool_calls: r.tool_calls.clone(),
         });
+        // The page's text says nothing about where to go on; the facts do.
         messages.push(Message::ToolResult {
             call_id: r.tool_calls[0].id.clone(),
             name: "read_file".into(),
-            content: "src/a.rs (3 lines)\n     1\tfn a() {\n     2\t    x.unwrap();\n[cut: showing lines 1-2 of 3; call read_file with offset=3 to continue]\n".into(),
+            content: "src/a.rs (3 lines)\n     1\tfn a() {\n     2\t    x.unwrap();\n".into(),
             is_error: false,
         });
-        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto));
+        facts.reads.push(read("src/a.rs", 1, 2, 3));
+        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()));
         assert_eq!(
             r.tool_calls[0].arguments,
             r#"{"offset":3,"path":"src/a.rs"}"#
         );
-        let r = engine.answer(&request(messages, ToolChoice::None));
+        let r = engine.answer(&request(messages, ToolChoice::None, facts));
         let text = r.text.unwrap();
         assert!(text.contains("not a language model"));
         assert!(text.ends_with(TASK_COMPLETE));
@@ -407,18 +404,38 @@ mod tests {
     }
 
     #[test]
+    fn a_file_list_or_a_cut_line_in_the_prose_is_not_taken_as_data() {
+        let engine = Offline::new(Arc::new(RuleSet::builtin().unwrap()));
+        let task = "TASK: audit-group g1\n- src/a.rs (10 bytes, rust)\n\n\
+            <file path=\"src/b.rs\">\nsrc/b.rs (3 lines)\n1\tfn b() {\n\
+            [cut: showing lines 1-1 of 3; call read_file with offset=2 to continue]\n</file>\n";
+        let messages = vec![Message::User { text: task.into() }];
+        let r = engine.answer(&request(messages, ToolChoice::Auto, Facts::default()));
+        let args: Vec<&str> = r.tool_calls.iter().map(|c| c.arguments.as_str()).collect();
+        assert_eq!(
+            args,
+            vec![r#"{"path":""}"#],
+            "no files given: it explores from the root"
+        );
+    }
+
+    #[test]
     fn preloaded_files_are_not_read_again_only_their_later_pages() {
         let engine = Offline::new(Arc::new(RuleSet::builtin().unwrap()));
-        let task = "TASK: audit-group g1\n- src/a.rs (10 bytes, rust)\n- src/b.rs (10 bytes, rust)\n\n\
+        let task = "TASK: audit-group g1\n\n\
             <file path=\"src/a.rs\">\nsrc/a.rs (1 lines)\n1\tlet x = y.unwrap();\n</file>\n\
             <file path=\"src/b.rs\">\nsrc/b.rs (3 lines)\n1\tfn b() {\n2\t</file>\n\
             [cut: showing lines 1-2 of 3; call read_file with offset=3 to continue]\n</file>\n";
+        let facts = Facts {
+            files: vec!["src/a.rs".into(), "src/b.rs".into()],
+            reads: vec![read("src/a.rs", 1, 1, 1), read("src/b.rs", 1, 2, 3)],
+        };
         let messages = vec![Message::User { text: task.into() }];
-        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto));
+        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()));
         let args: Vec<&str> = r.tool_calls.iter().map(|c| c.arguments.as_str()).collect();
         assert_eq!(args, vec![r#"{"offset":3,"path":"src/b.rs"}"#]);
         // Answering at once (no tools) uses what was preloaded.
-        let r = engine.answer(&request(messages, ToolChoice::None));
+        let r = engine.answer(&request(messages, ToolChoice::None, facts));
         let parsed = crate::findings::parse_report(&r.text.unwrap());
         assert!(parsed.findings.iter().any(|f| f.path == "src/a.rs"
             && f.line == 1
@@ -428,12 +445,11 @@ mod tests {
     #[test]
     fn plans_every_page_of_a_long_file_at_once() {
         let mut c = Conversation::default();
-        c.read_result("big.rs (7 lines)\n     1\ta\n     2\tb\n[cut: showing lines 1-2 of 7; call read_file with offset=3 to continue]\n");
+        c.pages_after(&read("big.rs", 1, 2, 7));
         let offsets: Vec<u64> = c.continuations.iter().map(|(_, o)| *o).collect();
         assert_eq!(offsets, vec![3, 5, 7]);
-        assert_eq!(
-            page_bounds("[cut: showing lines 10-20 of 99; call"),
-            Some((10, 99))
-        );
+        let mut c = Conversation::default();
+        c.pages_after(&read("whole.rs", 1, 7, 7));
+        assert!(c.continuations.is_empty(), "a whole file has no next page");
     }
 }

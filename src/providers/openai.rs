@@ -15,7 +15,6 @@ use super::remote::{Features, Optional, Wire};
 use crate::conversation::{
     ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage,
 };
-use crate::findings::report_schema;
 
 /// The Chat Completions wire format.
 pub(crate) struct OpenAi {
@@ -65,18 +64,25 @@ impl Wire for OpenAi {
         decode(body)
     }
 
-    fn rejects(&self, message: &str) -> Option<Optional> {
+    fn rejects(&self, message: &str) -> Vec<Optional> {
         // OpenAI's reasoning models: "'max_tokens' is not supported with
         // this model. Use 'max_completion_tokens' instead."
         if message.contains("'max_tokens'") || message.contains("max_tokens is not") {
-            Some(Optional::LegacyMaxTokens)
-        } else if message.contains("prompt_cache_key") {
-            Some(Optional::PromptCacheKey)
-        } else if message.contains("response_format") || message.contains("json_schema") {
-            Some(Optional::ResponseFormat)
-        } else {
-            None
+            return vec![Optional::LegacyMaxTokens];
         }
+        if message.contains("prompt_cache_key") {
+            return vec![Optional::PromptCacheKey];
+        }
+        let mut fields = Vec::new();
+        // A schema keyword the server does not take: the looser schema
+        // first, then no response format at all.
+        if super::remote::names_a_constraint(message) {
+            fields.push(Optional::SchemaConstraints);
+        }
+        if message.contains("response_format") || message.contains("json_schema") {
+            fields.push(Optional::ResponseFormat);
+        }
+        fields
     }
 }
 
@@ -210,12 +216,20 @@ fn encode<'a>(model: &'a str, request: &'a ChatRequest, features: Features) -> B
         // prefixes of 1,024 tokens or more on their own, and the key routes
         // a group's turns to the same cache.
         prompt_cache_key: request.cache_key.as_deref().filter(|_| features.cache_key),
-        response_format: (request.structured && features.response_format).then(|| {
-            json!({
-                "type": "json_schema",
-                "json_schema": {"name": "audit_report", "strict": true, "schema": report_schema()},
-            })
-        }),
+        response_format: request
+            .output_schema
+            .as_ref()
+            .filter(|_| features.response_format)
+            .map(|output| {
+                json!({
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": output.name,
+                        "strict": true,
+                        "schema": features.schema(output),
+                    },
+                })
+            }),
     }
 }
 
@@ -310,11 +324,11 @@ fn decode(body: &[u8]) -> Result<ChatResponse, DecodeError> {
                 Some(Value::Null) | None => "{}".to_string(),
                 Some(other) => other.to_string(),
             };
-            Some(ToolCall {
-                id: call.id.unwrap_or_else(|| format!("call_{i}")),
-                name: function.name,
+            Some(ToolCall::new(
+                call.id.unwrap_or_else(|| format!("call_{i}")),
+                function.name,
                 arguments,
-            })
+            ))
         })
         .collect();
     let finish = match choice.finish_reason.as_deref() {
@@ -382,11 +396,7 @@ mod tests {
                 Message::User { text: "t".into() },
                 Message::Assistant {
                     text: None,
-                    tool_calls: vec![ToolCall {
-                        id: "c1".into(),
-                        name: "grep".into(),
-                        arguments: "{}".into(),
-                    }],
+                    tool_calls: vec![ToolCall::new("c1", "grep", "{}")],
                 },
                 Message::ToolResult {
                     call_id: "c1".into(),
@@ -411,6 +421,7 @@ mod tests {
                 cache_key: true,
                 response_format: true,
                 legacy_max_tokens: true,
+                schema_constraints: true,
             },
         ))
         .unwrap();

@@ -14,7 +14,7 @@ use reqwest::header::HeaderMap;
 use super::http::{DecodeError, HttpLayer};
 use super::stream::{Live, OnText, Shown, StreamFormat};
 use super::{EngineKind, Provider, ProviderError};
-use crate::conversation::{ChatRequest, ChatResponse};
+use crate::conversation::{ChatRequest, ChatResponse, FinishReason, OutputSchema};
 
 /// Request fields a server may not know. Some OpenAI-compatible servers
 /// reject unknown fields: after a 400 that names one, it is dropped for the
@@ -29,6 +29,15 @@ pub(crate) enum Optional {
     /// compatible servers only honour the old name (an answer without a
     /// limit can run for minutes on a small machine).
     LegacyMaxTokens,
+    /// The output schema's constraints (an `enum`, a `minimum`): its
+    /// relaxed form is sent instead.
+    SchemaConstraints,
+}
+
+/// Whether a server's complaint names a schema constraint some servers do
+/// not take (`enum`, `minimum`).
+pub(crate) fn names_a_constraint(message: &str) -> bool {
+    message.contains("enum") || message.contains("minimum")
 }
 
 /// Which optional fields a request may carry.
@@ -37,6 +46,17 @@ pub(crate) struct Features {
     pub(crate) cache_key: bool,
     pub(crate) response_format: bool,
     pub(crate) legacy_max_tokens: bool,
+    pub(crate) schema_constraints: bool,
+}
+
+impl Features {
+    /// The form of `output`'s schema to send.
+    pub(crate) fn schema(self, output: &OutputSchema) -> &serde_json::Value {
+        match &output.relaxed {
+            Some(relaxed) if !self.schema_constraints => relaxed,
+            _ => &output.schema,
+        }
+    }
 }
 
 /// A wire format: what differs between remote providers.
@@ -65,9 +85,10 @@ pub(crate) trait Wire: Send + Sync {
     fn stream_format(&self) -> Option<StreamFormat> {
         None
     }
-    /// The optional field a 400 answer's message says the server rejects.
-    fn rejects(&self, _message: &str) -> Option<Optional> {
-        None
+    /// The optional fields a 400 answer's message may be about, the most
+    /// specific first: the first one not dropped yet is dropped.
+    fn rejects(&self, _message: &str) -> Vec<Optional> {
+        Vec::new()
     }
 }
 
@@ -81,6 +102,7 @@ pub(crate) struct Remote<W> {
     no_cache_key: AtomicBool,
     no_response_format: AtomicBool,
     no_legacy_max_tokens: AtomicBool,
+    no_schema_constraints: AtomicBool,
     notes: Mutex<Vec<String>>,
 }
 
@@ -103,6 +125,7 @@ impl<W: Wire> Remote<W> {
             no_cache_key: AtomicBool::new(false),
             no_response_format: AtomicBool::new(false),
             no_legacy_max_tokens: AtomicBool::new(false),
+            no_schema_constraints: AtomicBool::new(false),
             notes: Mutex::new(Vec::new()),
         })
     }
@@ -112,6 +135,7 @@ impl<W: Wire> Remote<W> {
             cache_key: !self.no_cache_key.load(Ordering::Relaxed),
             response_format: !self.no_response_format.load(Ordering::Relaxed),
             legacy_max_tokens: !self.no_legacy_max_tokens.load(Ordering::Relaxed),
+            schema_constraints: !self.no_schema_constraints.load(Ordering::Relaxed),
         }
     }
 
@@ -131,6 +155,10 @@ impl<W: Wire> Remote<W> {
                 &self.no_legacy_max_tokens,
                 "the server rejected the legacy `max_tokens` field, so only `max_completion_tokens` limited answers for the rest of the run",
             ),
+            Optional::SchemaConstraints => (
+                &self.no_schema_constraints,
+                "the server rejected the output schema's constraints (an `enum` or a `minimum`), so the schema without them was sent for the rest of the run: final reports could name files outside their group (verification still checks every path and line)",
+            ),
         };
         if flag.swap(true, Ordering::Relaxed) {
             return false;
@@ -141,6 +169,20 @@ impl<W: Wire> Remote<W> {
             .unwrap_or_else(PoisonError::into_inner)
             .push(note.to_string());
         true
+    }
+
+    /// Drops the first field a 400 answer names that can still be dropped
+    /// for this request; false when none (the error stands).
+    fn drop_rejected(&self, request: &ChatRequest, message: &str) -> bool {
+        let relaxable = request
+            .output_schema
+            .as_ref()
+            .is_some_and(|s| s.relaxed.is_some());
+        self.wire
+            .rejects(message)
+            .into_iter()
+            .filter(|field| *field != Optional::SchemaConstraints || relaxable)
+            .any(|field| self.drop_field(field, message))
     }
 
     async fn call(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
@@ -163,11 +205,8 @@ impl<W: Wire> Remote<W> {
                     status: 400 | 422,
                     ref message,
                     ..
-                }) if self
-                    .wire
-                    .rejects(message)
-                    .is_some_and(|field| self.drop_field(field, message)) => {}
-                other => return other,
+                }) if self.drop_rejected(request, message) => {}
+                other => return other.map(|r| settle(r, request)),
             }
         }
     }
@@ -221,14 +260,40 @@ impl<W: Wire> Remote<W> {
                     status: 400 | 422,
                     ref message,
                     ..
-                }) if self
-                    .wire
-                    .rejects(message)
-                    .is_some_and(|field| self.drop_field(field, message)) => {}
-                other => return other,
+                }) if self.drop_rejected(request, message) => {}
+                other => return other.map(|r| settle(r, request)),
             }
         }
     }
+}
+
+/// What every wire format's answer means, settled in one place: a call
+/// written when the output token limit cut the answer is marked truncated
+/// (never run), and a call to the tool named after the request's output
+/// schema (how Anthropic carries structured output) is the answer's text,
+/// not a call to run.
+pub(crate) fn settle(mut response: ChatResponse, request: &ChatRequest) -> ChatResponse {
+    if response.finish == FinishReason::Length {
+        for call in &mut response.tool_calls {
+            call.truncated = true;
+        }
+    }
+    let Some(output) = &request.output_schema else {
+        return response;
+    };
+    let (answers, calls): (Vec<_>, Vec<_>) = std::mem::take(&mut response.tool_calls)
+        .into_iter()
+        .partition(|c| c.name == output.name);
+    response.tool_calls = calls;
+    let texts: Vec<String> = response
+        .text
+        .take()
+        .into_iter()
+        .chain(answers.into_iter().map(|c| c.arguments))
+        .collect();
+    let text = texts.join("\n");
+    response.text = (!text.is_empty()).then_some(text);
+    response
 }
 
 impl<W: Wire> Provider for Remote<W> {

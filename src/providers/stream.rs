@@ -276,14 +276,16 @@ impl OpenAiStream {
                 .calls
                 .into_iter()
                 .filter(|(_, c)| !c.name.is_empty())
-                .map(|(i, c)| ToolCall {
-                    id: c.id.unwrap_or_else(|| format!("call_{i}")),
-                    name: c.name,
-                    arguments: if c.arguments.trim().is_empty() {
-                        "{}".into()
-                    } else {
-                        c.arguments
-                    },
+                .map(|(i, c)| {
+                    ToolCall::new(
+                        c.id.unwrap_or_else(|| format!("call_{i}")),
+                        c.name,
+                        if c.arguments.trim().is_empty() {
+                            "{}".into()
+                        } else {
+                            c.arguments
+                        },
+                    )
                 })
                 .collect(),
             usage: self.usage,
@@ -431,21 +433,18 @@ impl AnthropicStream {
             match block {
                 Block::Text(t) => texts.push(t),
                 Block::Tool(call) => {
-                    let mut arguments = if call.arguments.trim().is_empty() {
+                    // A call cut by max_tokens is marked by the call path
+                    // (`remote::settle`), as for every wire format.
+                    let arguments = if call.arguments.trim().is_empty() {
                         "{}".to_string()
                     } else {
                         call.arguments
                     };
-                    if finish == FinishReason::Length {
-                        // As the non-streaming reader does: the tool layer
-                        // tells the model its call was cut.
-                        arguments = format!("<truncated by max_tokens> {arguments}");
-                    }
-                    tool_calls.push(ToolCall {
-                        id: call.id.unwrap_or_else(|| format!("toolu_{index}")),
-                        name: call.name,
+                    tool_calls.push(ToolCall::new(
+                        call.id.unwrap_or_else(|| format!("toolu_{index}")),
+                        call.name,
                         arguments,
-                    });
+                    ));
                 }
                 Block::Other => {}
             }
@@ -654,11 +653,7 @@ mod tests {
             assert_eq!(answer.text.as_deref(), Some("Héllo, world"));
             assert_eq!(
                 answer.tool_calls,
-                vec![ToolCall {
-                    id: "call_a".into(),
-                    name: "grep".into(),
-                    arguments: "{\"pattern\":\"unwrap\"}".into()
-                }]
+                vec![ToolCall::new("call_a", "grep", "{\"pattern\":\"unwrap\"}")]
             );
             assert_eq!(answer.finish, FinishReason::ToolCalls);
             assert_eq!(

@@ -12,7 +12,7 @@
 //! so a re-run asks them again.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
@@ -113,15 +113,36 @@ impl Session {
         }
     }
 
+    /// [`Session::reuse`] on a blocking thread. A panic in it, or a lock
+    /// a panic poisoned, is a fanscan bug and an error: it comes before
+    /// any model call, so stopping bills nothing, where running every
+    /// group again as if none were stored would bill them all twice.
+    pub(crate) async fn reuse_blocking(
+        self: Arc<Self>,
+        root: PathBuf,
+        base: KeyBase,
+        by_group: HashMap<String, KeyBase>,
+        tasks: Vec<AgentTask>,
+    ) -> Result<Split, StoreError> {
+        let path = self.store.path().display().to_string();
+        tokio::task::spawn_blocking(move || self.reuse(&root, &base, &by_group, tasks))
+            .await
+            .map_err(|e| StoreError::Panicked {
+                path,
+                detail: e.to_string(),
+            })?
+    }
+
     /// Splits `tasks` into stored results and tasks to run, hashing every
-    /// file now, before any agent runs.
+    /// file now, before any agent runs. A group whose lookup fails is run
+    /// (the report says why); a poisoned lock is an error.
     pub(crate) fn reuse(
         &self,
         root: &Path,
         base: &KeyBase,
         by_group: &HashMap<String, KeyBase>,
         tasks: Vec<AgentTask>,
-    ) -> Split {
+    ) -> Result<Split, StoreError> {
         let mut split = Split::default();
         for task in tasks {
             // A group the plan gives its own agent is keyed by that agent.
@@ -146,13 +167,14 @@ impl Session {
                     }
                     split.fresh.push(task);
                 }
+                Err(e @ StoreError::Poisoned { .. }) => return Err(e),
                 Err(e) => {
                     self.failed(format!("reading group {} from the store: {e}", task.group));
                     split.fresh.push(task);
                 }
             }
         }
-        split
+        Ok(split)
     }
 
     /// A stored result of `key` whose file hashes are `hashes`, marked
@@ -366,4 +388,56 @@ pub(crate) fn in_plan_order(
 
 fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agents::TaskFile;
+
+    #[tokio::test]
+    async fn a_lookup_after_a_panic_is_an_error_not_a_silent_rerun_of_every_group() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.rs"), "fn a() {}\n").unwrap();
+        let store = Arc::new(
+            Store::open(
+                &dir.path().join(".fanscan/store.db"),
+                crate::store::Placement::Own,
+            )
+            .unwrap(),
+        );
+        // A panic while the connection is held poisons its lock.
+        let held = Arc::clone(&store);
+        let panicked = std::thread::spawn(move || {
+            let _conn = held.conn.lock().unwrap();
+            panic!("a bug while the store was held");
+        })
+        .join();
+        assert!(panicked.is_err());
+        let session = Arc::new(Session::new(store, 1, true));
+        let base = KeyBase {
+            agent: "auditor".into(),
+            agent_hash: "h".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            rules_hash: "r".into(),
+        };
+        let task = AgentTask {
+            group: "g1".into(),
+            files: vec![TaskFile {
+                path: "a.rs".into(),
+                bytes: 10,
+                language: None,
+            }],
+            focus: None,
+            instructions: None,
+        };
+        let error = Arc::clone(&session)
+            .reuse_blocking(dir.path().to_path_buf(), base, HashMap::new(), vec![task])
+            .await
+            .unwrap_err();
+        assert!(error.is_bug(), "{error}");
+        assert!(error.to_string().contains("a fanscan bug"), "{error}");
+        assert!(session.failures().is_empty(), "not a note: an error");
+    }
 }

@@ -87,7 +87,8 @@ const MIGRATIONS: &[&str] = &[
 ];
 
 /// A store that cannot be used. `Unavailable` is a warning (the run goes
-/// on without the store); every other kind stops the run (exit code 2).
+/// on without the store); every other kind stops the run (exit code 2, or
+/// 1 for a fanscan bug: [`StoreError::is_bug`]).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The store cannot be created or written (a read-only checkout).
@@ -121,6 +122,11 @@ pub enum StoreError {
     },
     #[error("{path}: the store's lock was poisoned by a panic (a fanscan bug, please report it)")]
     Poisoned { path: String },
+    /// Looking up stored results panicked: a fanscan bug (exit code 1).
+    #[error(
+        "{path}: looking up stored results panicked ({detail}): a fanscan bug, please report it; nothing was sent to a model (--no-store runs without the store)"
+    )]
+    Panicked { path: String, detail: String },
     #[error("{path}: no run {id} in the store; `fanscan history` lists the runs")]
     NoRun { path: String, id: i64 },
     #[error(
@@ -532,6 +538,14 @@ impl ScanStore {
     }
 }
 
+impl StoreError {
+    /// Whether it is a fanscan bug (a panic), not the store's or the
+    /// user's: exit code 1.
+    pub fn is_bug(&self) -> bool {
+        matches!(self, Self::Poisoned { .. } | Self::Panicked { .. })
+    }
+}
+
 /// The store's part of a scan before the fan-out: the run's row (none
 /// without a store), the warning why when it could not be written, and the
 /// plan's tasks split into stored results and tasks to run.
@@ -555,7 +569,7 @@ pub(crate) async fn prepare(
         .as_ref()
         .map(|r| r.key_bases(ctx, specialists))
         .unwrap_or_default();
-    let split = split(run.as_ref(), ctx.tools.root(), tasks, keys).await;
+    let split = split(run.as_ref(), ctx.tools.root(), tasks, keys).await?;
     Ok(Prepared {
         run,
         warnings,
@@ -564,29 +578,23 @@ pub(crate) async fn prepare(
 }
 
 /// Splits `tasks` into stored results and tasks to run (all to run
-/// without a store). Hashes every file, off the async threads.
+/// without a store). Hashes every file, off the async threads; a panic
+/// there is an error (a fanscan bug), never a silent re-run.
 pub(crate) async fn split(
     run: Option<&ScanStore>,
     root: &Path,
     tasks: Vec<AgentTask>,
     by_group: HashMap<String, KeyBase>,
-) -> Split {
+) -> Result<Split, StoreError> {
     let Some(run) = run else {
-        return Split {
+        return Ok(Split {
             reused: Vec::new(),
             fresh: tasks,
-        };
+        });
     };
-    let session = Arc::clone(&run.session);
-    let base = run.auditor.clone();
-    let root = root.to_path_buf();
-    let backup = tasks.clone();
-    tokio::task::spawn_blocking(move || session.reuse(&root, &base, &by_group, tasks))
+    Arc::clone(&run.session)
+        .reuse_blocking(root.to_path_buf(), run.auditor.clone(), by_group, tasks)
         .await
-        .unwrap_or(Split {
-            reused: Vec::new(),
-            fresh: backup,
-        })
 }
 
 /// A SQLite error on opening: read-only and cannot-open are warnings; a

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::conversation::ToolSpec;
+use crate::conversation::{FileRead, ToolSpec};
 use paths::{Resolved, resolve};
 use secrets::{Redaction, Redactor};
 
@@ -73,6 +73,8 @@ pub(crate) struct ToolOutput {
     pub files_read: Vec<String>,
     /// Secrets redacted from this output, with their file.
     pub redactions: Vec<(String, Redaction)>,
+    /// The lines of a file this output showed (`read_file`).
+    pub read: Option<FileRead>,
 }
 
 /// A tool failure.
@@ -138,12 +140,6 @@ impl ToolContext {
     /// Runs tool `name` with the model's raw `arguments`. Synchronous:
     /// callers run it on a blocking thread.
     pub(crate) fn call(&self, name: &str, arguments: &str) -> Result<ToolOutput, ToolError> {
-        if let Some(rest) = arguments.strip_prefix("<truncated by max_tokens>") {
-            return Err(ToolError::Model(format!(
-                "this call was cut by the output token limit, its arguments may be incomplete ({}); call it again",
-                rest.trim()
-            )));
-        }
         let args: Value = if arguments.trim().is_empty() {
             json!({})
         } else {
@@ -479,6 +475,12 @@ impl Tool for ReadFile {
             .collect();
         Ok(ToolOutput {
             text: out,
+            read: Some(FileRead {
+                path: file.rel.clone(),
+                first: offset as u64,
+                last: end as u64,
+                total: total as u64,
+            }),
             files_read: vec![file.rel],
             redactions,
         })
@@ -608,8 +610,8 @@ impl Tool for Grep {
         }
         Ok(ToolOutput {
             text: cap(out, ctx.limits.max_output_bytes),
-            files_read: Vec::new(),
             redactions,
+            ..ToolOutput::default()
         })
     }
 }
@@ -644,8 +646,16 @@ mod tests {
         );
         assert!(out.text.contains("call read_file with offset=5"));
         assert_eq!(out.files_read, vec!["a.txt"]);
+        let page = |first, last, total| FileRead {
+            path: "a.txt".into(),
+            first,
+            last,
+            total,
+        };
+        assert_eq!(out.read, Some(page(3, 4, 10)));
         let out = ctx.call("read_file", r#"{"path":"a.txt"}"#).unwrap();
         assert!(!out.text.contains("[cut"));
+        assert_eq!(out.read, Some(page(1, 10, 10)));
     }
 
     #[test]

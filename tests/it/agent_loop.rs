@@ -444,3 +444,22 @@ async fn a_preloading_agent_gets_its_files_in_the_task_redacted_and_costs_two_tu
     assert_eq!(report.files_read, vec!["src/keys.py", "src/main.rs"]);
     assert_eq!(report.tool_calls, 0);
 }
+
+#[tokio::test]
+async fn a_tool_call_cut_by_the_output_limit_is_refused_and_runs_nothing() {
+    let repo = repo();
+    // Complete-looking arguments, but the answer was cut by max_tokens.
+    let mut cut = tool_turn(&[("a", "read_file", r#"{"path":"src/main.rs"}"#)]);
+    cut["choices"][0]["finish_reason"] = json!("length");
+    let mock = MockModel::scripted(vec![cut, text_turn("done [TASK_COMPLETE]")]).await;
+    let report = run(&mock, &repo, "narrow", &["src/main.rs"]).await;
+    let results = tool_messages(&mock.requests()[1].body);
+    let content = results[0]["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("error: this call was cut by the output token limit"),
+        "{content}"
+    );
+    assert!(!content.contains("fn main()"), "the call ran: {content}");
+    assert_eq!(report.tool_errors, 1);
+    assert!(report.files_read.is_empty(), "{:?}", report.files_read);
+}

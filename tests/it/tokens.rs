@@ -299,3 +299,317 @@ async fn every_request_limits_its_output_and_a_rejected_legacy_field_is_dropped(
         report.notes
     );
 }
+
+/// The paths a literal-minded model takes from a task: every token that
+/// looks like a source file (a known extension), as small models read
+/// them.
+fn paths_in(text: &str) -> Vec<String> {
+    const EXTENSIONS: &[&str] = &[
+        "rs", "py", "js", "ts", "go", "java", "rb", "c", "h", "cpp", "toml", "json", "yaml", "yml",
+        "md", "txt",
+    ];
+    let mut paths: Vec<String> = text
+        .split(|c: char| c.is_whitespace() || "\"'`(),:;[]{}<>=".contains(c))
+        .map(|t| t.trim_end_matches('.'))
+        .filter(|t| {
+            t.rsplit_once('.').is_some_and(|(stem, ext)| {
+                !stem.is_empty()
+                    && EXTENSIONS.contains(&ext)
+                    && t.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c))
+            })
+        })
+        .map(str::to_string)
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// A model that reads every path its task mentions and was not shown
+/// (as the small local model of issue 15 did with the report format's
+/// example), then answers.
+fn literal_reader(body: &serde_json::Value) -> ResponseTemplate {
+    let messages = body["messages"].as_array().unwrap();
+    if body["tool_choice"] == "none" {
+        return ResponseTemplate::new(200).set_body_json(crate::common::findings_turn(json!([])));
+    }
+    let task = messages[1]["content"].as_str().unwrap_or_default();
+    let shown: Vec<String> = task
+        .split("<file path=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('"').map(|(p, _)| p.to_string()))
+        .collect();
+    let unread: Vec<String> = paths_in(task)
+        .into_iter()
+        .filter(|p| !shown.contains(p))
+        .collect();
+    let read_already = messages.iter().any(|m| m["role"] == "tool");
+    let reply = if unread.is_empty() || read_already {
+        crate::common::text_turn("Read all of it. [TASK_COMPLETE]")
+    } else {
+        let calls: Vec<(String, String)> = unread
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (format!("r{i}"), json!({ "path": p }).to_string()))
+            .collect();
+        let refs: Vec<(&str, &str, &str)> = calls
+            .iter()
+            .map(|(id, a)| (id.as_str(), "read_file", a.as_str()))
+            .collect();
+        crate::common::tool_turn(&refs)
+    };
+    ResponseTemplate::new(200).set_body_json(reply)
+}
+
+#[tokio::test]
+async fn a_model_that_reads_every_path_of_its_task_costs_two_calls_a_group() {
+    // The test model takes what the old report format cited as a path.
+    assert_eq!(
+        paths_in("{\"path\": \"src/lib.rs\", \"line\": 42} or path/to/file.ext."),
+        vec!["src/lib.rs"]
+    );
+    // About 70 estimated tokens a file: one group per directory at 100.
+    let pad = format!("# {}\n", "pad ".repeat(40));
+    let repo = Repo::new(&[
+        ("a/one.py", &format!("def one():\n    return 1\n{pad}")),
+        ("b/two.py", &format!("def two():\n    return 2\n{pad}")),
+        ("c/three.py", &format!("def three():\n    return 3\n{pad}")),
+    ]);
+    let mock = MockModel::openai(Box::new(|body, _| literal_reader(body))).await;
+    let ctx = Context::new(mock.settings(repo.path(), &one_group_per_dir())).unwrap();
+    let report = scan(&ctx).await;
+    assert!(report.complete, "{:?}", report.incomplete_reasons);
+    assert_eq!(report.groups.len(), 3);
+    let mut per_group: std::collections::BTreeMap<String, usize> = Default::default();
+    for seen in mock.requests() {
+        if let Some(key) = seen.body["prompt_cache_key"].as_str()
+            && seen.body.get("tools").is_some()
+        {
+            *per_group.entry(key.to_string()).or_default() += 1;
+        }
+    }
+    assert_eq!(per_group.len(), 3);
+    assert!(
+        per_group.values().all(|n| *n == 2),
+        "the answer and the summary, nothing read again: {per_group:?}"
+    );
+}
+
+/// A repository of two groups at 100 tokens (`a/` of ~60, `b/` of ~50).
+fn two_groups() -> Repo {
+    let pad = |n: usize| format!("# {}\n", "pad ".repeat(n));
+    Repo::new(&[
+        (
+            "a/one.py",
+            &format!("import os\nos.system(cmd)\n{}", pad(15)),
+        ),
+        ("a/two.py", &format!("print('two')\n{}", pad(18))),
+        ("b/three.py", &format!("os.system(other)\n{}", pad(32))),
+    ])
+}
+
+/// What a model reads through the tools before it answers: `b/three.py`,
+/// from group `a/` only, once.
+fn reads_across(task: &str, answered: bool, summary: bool) -> Option<&'static str> {
+    if summary {
+        return None;
+    }
+    (!answered && task.contains("TASK: audit-group") && task.contains("a/one.py"))
+        .then_some("b/three.py")
+}
+
+/// The `path` and `line` schemas of a structured report schema.
+fn path_and_line(schema: &serde_json::Value) -> (serde_json::Value, serde_json::Value) {
+    let item = &schema["properties"]["findings"]["items"]["properties"];
+    (item["path"].clone(), item["line"].clone())
+}
+
+/// Whether a report schema limits `path` to an enum.
+fn has_path_enum(schema: &serde_json::Value) -> bool {
+    path_and_line(schema).0.get("enum").is_some()
+}
+
+#[tokio::test]
+async fn the_report_schema_names_only_the_groups_files_and_its_reads_over_chat_completions() {
+    let repo = two_groups();
+    let mock = MockModel::openai(Box::new(|body, _| {
+        let messages = body["messages"].as_array().unwrap();
+        let task = messages[1]["content"].as_str().unwrap_or_default();
+        let answered = messages.iter().any(|m| m["role"] == "tool");
+        let reply = match reads_across(task, answered, body["tool_choice"] == "none") {
+            Some(path) => crate::common::tool_turn(&[(
+                "x",
+                "read_file",
+                &json!({ "path": path }).to_string(),
+            )]),
+            None if body["tool_choice"] == "none" => crate::common::findings_turn(json!([])),
+            None => crate::common::text_turn("Done. [TASK_COMPLETE]"),
+        };
+        ResponseTemplate::new(200).set_body_json(reply)
+    }))
+    .await;
+    let ctx = Context::new(mock.settings(repo.path(), &one_group_per_dir())).unwrap();
+    let report = scan(&ctx).await;
+    assert!(report.complete, "{:?}", report.incomplete_reasons);
+    let mut enums = Vec::new();
+    for seen in mock.requests() {
+        let Some(format) = seen.body.get("response_format") else {
+            continue;
+        };
+        assert_eq!(format["json_schema"]["strict"], true);
+        let (path, line) = path_and_line(&format["json_schema"]["schema"]);
+        assert_eq!(line["type"], "integer");
+        assert_eq!(line["minimum"], 1);
+        enums.push(path["enum"].clone());
+    }
+    enums.sort_by_key(|e| e.to_string());
+    assert_eq!(
+        enums,
+        vec![
+            json!(["a/one.py", "a/two.py", "b/three.py"]),
+            json!(["b/three.py"]),
+        ]
+    );
+}
+
+/// An Anthropic Messages model like the one above; `reject` answers 400
+/// to a forced tool whose schema has an `enum`.
+fn messages_model(reject: bool) -> crate::common::Behaviour {
+    Box::new(move |body, _| {
+        let messages = body["messages"].as_array().unwrap();
+        let task = messages[0]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        let answered = messages.iter().any(|m| {
+            m["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+        });
+        let forced = body["tool_choice"]["type"] == "tool";
+        let schema = body["tools"]
+            .as_array()
+            .and_then(|t| t.last())
+            .map(|t| t["input_schema"].clone())
+            .unwrap_or_default();
+        if forced && reject && has_path_enum(&schema) {
+            return ResponseTemplate::new(400).set_body_json(json!({"type": "error", "error": {
+                "type": "invalid_request_error",
+                "message": "tools.3.custom.input_schema: 'enum' is not supported for this model"}}));
+        }
+        let usage = json!({"input_tokens": 50, "output_tokens": 5});
+        let reply = if forced {
+            let name = body["tool_choice"]["name"].clone();
+            json!({"type": "message", "role": "assistant", "stop_reason": "tool_use", "usage": usage,
+                   "content": [{"type": "tool_use", "id": "toolu_r", "name": name,
+                                "input": {"summary": "Done.", "findings": [
+                                    {"path": "a/one.py", "line": 2, "end_line": null, "severity": "high",
+                                     "title": "shell", "detail": "d", "code": "os.system(cmd)", "rule": null}]}}]})
+        } else if let Some(path) = reads_across(task, answered, false) {
+            json!({"type": "message", "role": "assistant", "stop_reason": "tool_use", "usage": usage,
+                   "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": path}}]})
+        } else {
+            json!({"type": "message", "role": "assistant", "stop_reason": "end_turn", "usage": usage,
+                   "content": [{"type": "text", "text": "Done. [TASK_COMPLETE]"}]})
+        };
+        ResponseTemplate::new(200).set_body_json(reply)
+    })
+}
+
+#[tokio::test]
+async fn the_report_schema_names_only_the_groups_files_and_its_reads_over_messages() {
+    let repo = two_groups();
+    let mock = MockModel::anthropic(messages_model(false)).await;
+    let ctx = Context::new(mock.settings_for(
+        fanscan::ProviderKind::Anthropic,
+        repo.path(),
+        &one_group_per_dir(),
+    ))
+    .unwrap();
+    let report = scan(&ctx).await;
+    assert!(report.complete, "{:?}", report.incomplete_reasons);
+    let mut enums = Vec::new();
+    for seen in mock.requests() {
+        if seen.body["tool_choice"]["type"] != "tool" {
+            continue;
+        }
+        let tools = seen.body["tools"].as_array().unwrap();
+        let forced = tools.last().unwrap();
+        assert_eq!(forced["name"], seen.body["tool_choice"]["name"]);
+        let (path, line) = path_and_line(&forced["input_schema"]);
+        assert_eq!(line["minimum"], 1);
+        enums.push(path["enum"].clone());
+    }
+    enums.sort_by_key(|e| e.to_string());
+    assert_eq!(
+        enums,
+        vec![
+            json!(["a/one.py", "a/two.py", "b/three.py"]),
+            json!(["b/three.py"]),
+        ]
+    );
+    assert!(report.findings.iter().any(|f| f.finding.path == "a/one.py"));
+}
+
+#[tokio::test]
+async fn a_server_that_rejects_the_path_enum_gets_the_schema_without_it_and_a_note() {
+    // Chat Completions.
+    let repo = two_groups();
+    let mock = MockModel::openai(Box::new(|body, i| {
+        if has_path_enum(&body["response_format"]["json_schema"]["schema"]) {
+            return ResponseTemplate::new(400).set_body_json(json!({"error": {
+                "message": "Invalid schema for response_format 'report_findings': In context=('properties', 'path'), 'enum' is not permitted.",
+                "type": "invalid_request_error"}}));
+        }
+        auditor_behaviour("os.system")(body, i)
+    }))
+    .await;
+    let ctx = Context::new(mock.settings(repo.path(), &one_group_per_dir())).unwrap();
+    let report = scan(&ctx).await;
+    assert!(report.complete, "{:?}", report.incomplete_reasons);
+    assert_eq!(report.findings.len(), 2, "{:?}", report.findings);
+    let formats: Vec<_> = mock
+        .requests()
+        .into_iter()
+        .filter_map(|r| r.body.get("response_format").cloned())
+        .collect();
+    let constrained = formats
+        .iter()
+        .filter(|f| has_path_enum(&f["json_schema"]["schema"]))
+        .count();
+    assert_eq!(constrained, 1, "rejected once, never sent again");
+    assert_eq!(formats.len(), 3, "the retry and the other group's summary");
+    let relaxed = &formats[2]["json_schema"]["schema"];
+    assert_eq!(path_and_line(relaxed).0["type"], "string");
+    let note = |notes: &[String]| {
+        notes
+            .iter()
+            .any(|n| n.contains("output schema's constraints"))
+    };
+    assert!(note(&report.notes), "{:?}", report.notes);
+
+    // Messages.
+    let mock = MockModel::anthropic(messages_model(true)).await;
+    let ctx = Context::new(mock.settings_for(
+        fanscan::ProviderKind::Anthropic,
+        repo.path(),
+        &one_group_per_dir(),
+    ))
+    .unwrap();
+    let report = scan(&ctx).await;
+    assert!(report.complete, "{:?}", report.incomplete_reasons);
+    assert!(report.findings.iter().any(|f| f.finding.path == "a/one.py"));
+    let forced: Vec<serde_json::Value> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["tool_choice"]["type"] == "tool")
+        .map(|r| r.body["tools"].as_array().unwrap().last().unwrap()["input_schema"].clone())
+        .collect();
+    assert_eq!(
+        forced.len(),
+        3,
+        "the rejected summary, its retry, the other group's"
+    );
+    assert_eq!(forced.iter().filter(|s| has_path_enum(s)).count(), 1);
+    assert!(note(&report.notes), "{:?}", report.notes);
+}
