@@ -127,6 +127,20 @@ pub(crate) fn summary_request() -> String {
     )
 }
 
+/// Replaces the content of the tool results after the model's latest
+/// answer (results it has not seen) with a note: the budget had no room to
+/// send them. Each call keeps its result, as the wire formats require.
+fn leave_out_unseen_results(messages: &mut [Message]) {
+    for message in messages.iter_mut().rev() {
+        match message {
+            Message::ToolResult { content, .. } => {
+                *content = "(result left out: the token budget had no room to send it)".into();
+            }
+            Message::User { .. } | Message::Assistant { .. } => break,
+        }
+    }
+}
+
 /// How a sub-agent ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -233,6 +247,16 @@ pub(crate) struct AgentRun<'a> {
 /// Runs one sub-agent on one task. Never panics and never returns an
 /// error: failures are recorded in the report with what was done.
 pub(crate) async fn run_subagent(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
+    run_prepared(run, task, None).await
+}
+
+/// [`run_subagent`] on a task already [`prepare`]d (the fan-out prepares a
+/// group before it admits it, to reserve what its first call needs).
+pub(crate) async fn run_prepared(
+    run: AgentRun<'_>,
+    task: &AgentTask,
+    prepared: Option<Prepared>,
+) -> GroupReport {
     let depth = DEPTH.try_with(|d| *d).unwrap_or(0);
     if depth >= MAX_DEPTH {
         let mut report = empty_report(&run, task);
@@ -242,7 +266,138 @@ pub(crate) async fn run_subagent(run: AgentRun<'_>, task: &AgentTask) -> GroupRe
         ));
         return report;
     }
-    DEPTH.scope(depth + 1, run_inner(run, task)).await
+    DEPTH.scope(depth + 1, run_inner(run, task, prepared)).await
+}
+
+/// A task made ready before its first call: its files hashed and swept
+/// for secrets, the preloaded ones read, its task message rendered.
+pub(crate) struct Prepared {
+    report: GroupReport,
+    secrets: BTreeSet<(String, u32, &'static str)>,
+    files_read: BTreeSet<String>,
+    /// The task message: the first call's only message.
+    task_text: String,
+}
+
+impl Prepared {
+    /// The estimate the budget checks the first call at (the call, with
+    /// an answer of up to 512 tokens).
+    pub(crate) fn first_call_tokens(&self, run: &AgentRun<'_>) -> u64 {
+        expected_tokens(&turn_request(
+            run,
+            vec![Message::User {
+                text: self.task_text.clone(),
+            }],
+            ToolContext::specs(&run.definition.tools),
+            None,
+        ))
+    }
+}
+
+/// The request of one turn of the loop (tools offered).
+fn turn_request(
+    run: &AgentRun<'_>,
+    messages: Vec<Message>,
+    tools: Vec<crate::conversation::ToolSpec>,
+    cache_key: Option<String>,
+) -> ChatRequest {
+    ChatRequest {
+        model: run.definition.model.clone(),
+        system: run.definition.prompt.clone(),
+        messages,
+        tools,
+        tool_choice: ToolChoice::Auto,
+        max_output_tokens: run.max_output_tokens,
+        cache_key,
+        structured: false,
+        ..ChatRequest::default()
+    }
+}
+
+/// What the budget expects a call to cost: its estimate with an answer of
+/// up to 512 tokens rather than the whole output limit.
+fn expected_tokens(request: &ChatRequest) -> u64 {
+    request.estimated_tokens() - u64::from(request.max_output_tokens)
+        + u64::from(request.max_output_tokens.min(512))
+}
+
+/// Hashes and sweeps `task`'s files and reads the preloaded ones. A
+/// failure gives the failed report (its events already sent).
+pub(crate) async fn prepare(run: &AgentRun<'_>, task: &AgentTask) -> Result<Prepared, GroupReport> {
+    let mut report = empty_report(run, task);
+    let failed = |mut report: GroupReport, error: String| {
+        report.status = AgentStatus::Failed;
+        report.error = Some(error);
+        run.events.started(&run.definition.name);
+        run.events
+            .finished(report.status.as_str(), report.findings.len());
+        report
+    };
+
+    // Hash what is audited and sweep it for secrets: the tool layer reports
+    // every secret in the group whatever the model reads.
+    let paths: Vec<String> = task.files.iter().map(|f| f.path.clone()).collect();
+    let tools = Arc::clone(run.tools);
+    let preload = run.definition.preload;
+    let prepared = tokio::task::spawn_blocking(move || {
+        let swept = tools.hash_and_sweep(&paths);
+        let preloaded: Vec<_> = if preload {
+            paths
+                .iter()
+                .map(|p| (p.clone(), tools.read_from_top(p)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (swept, preloaded)
+    })
+    .await;
+    let (swept, preloads) = match prepared {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            // Without the sweep, no secret in the group would be reported:
+            // the group fails rather than pass as "no secrets".
+            return Err(failed(
+                report,
+                format!(
+                    "the secret sweep of the group's files failed ({e}): a fanscan bug, please report it"
+                ),
+            ));
+        }
+    };
+    let mut secrets: BTreeSet<(String, u32, &'static str)> = BTreeSet::new();
+    for (index, (hash, redactions)) in swept.into_iter().enumerate() {
+        if let Some(entry) = report.files.get_mut(index) {
+            entry.sha256 = hash;
+            for r in redactions {
+                secrets.insert((entry.path.clone(), r.line, r.kind));
+            }
+        }
+    }
+    let mut files_read: BTreeSet<String> = BTreeSet::new();
+    let mut preloaded = Vec::new();
+    for (path, output) in preloads {
+        let text = match output {
+            Ok(out) => {
+                files_read.extend(out.files_read);
+                out.text
+            }
+            Err(ToolError::Model(message)) => format!("error: {message}\n"),
+            Err(ToolError::Internal(message)) => {
+                return Err(failed(
+                    report,
+                    format!("preloading {path} failed: {message}"),
+                ));
+            }
+        };
+        preloaded.push(Preloaded { path, text });
+    }
+    Ok(Prepared {
+        report,
+        secrets,
+        files_read,
+        task_text: task.render(&preloaded),
+    })
 }
 
 fn empty_report(run: &AgentRun<'_>, task: &AgentTask) -> GroupReport {
@@ -330,76 +485,25 @@ impl GroupReport {
     }
 }
 
-async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
-    let mut report = empty_report(&run, task);
-    run.events.started(&run.definition.name);
-
-    // Hash what is audited and sweep it for secrets: the tool layer reports
-    // every secret in the group whatever the model reads.
-    let paths: Vec<String> = task.files.iter().map(|f| f.path.clone()).collect();
-    let tools = Arc::clone(run.tools);
-    let preload = run.definition.preload;
-    let prepared = tokio::task::spawn_blocking(move || {
-        let swept = tools.hash_and_sweep(&paths);
-        let preloaded: Vec<_> = if preload {
-            paths
-                .iter()
-                .map(|p| (p.clone(), tools.read_from_top(p)))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        (swept, preloaded)
-    })
-    .await;
-    let (swept, preloads) = match prepared {
-        Ok(prepared) => prepared,
-        Err(e) => {
-            // Without the sweep, no secret in the group would be reported:
-            // the group fails rather than pass as "no secrets".
-            report.status = AgentStatus::Failed;
-            report.error = Some(format!(
-                "the secret sweep of the group's files failed ({e}): a fanscan bug, please report it"
-            ));
-            run.events
-                .finished(report.status.as_str(), report.findings.len());
-            return report;
-        }
+async fn run_inner(run: AgentRun<'_>, task: &AgentTask, prepared: Option<Prepared>) -> GroupReport {
+    let prepared = match prepared {
+        Some(prepared) => prepared,
+        None => match prepare(&run, task).await {
+            Ok(prepared) => prepared,
+            Err(report) => return report,
+        },
     };
-    let mut secrets: BTreeSet<(String, u32, &'static str)> = BTreeSet::new();
-    for (index, (hash, redactions)) in swept.into_iter().enumerate() {
-        if let Some(entry) = report.files.get_mut(index) {
-            entry.sha256 = hash;
-            for r in redactions {
-                secrets.insert((entry.path.clone(), r.line, r.kind));
-            }
-        }
-    }
-    let mut files_read: BTreeSet<String> = BTreeSet::new();
-    let mut preloaded = Vec::new();
-    for (path, output) in preloads {
-        let text = match output {
-            Ok(out) => {
-                files_read.extend(out.files_read);
-                out.text
-            }
-            Err(ToolError::Model(message)) => format!("error: {message}\n"),
-            Err(ToolError::Internal(message)) => {
-                report.status = AgentStatus::Failed;
-                report.error = Some(format!("preloading {path} failed: {message}"));
-                run.events
-                    .finished(report.status.as_str(), report.findings.len());
-                return report;
-            }
-        };
-        preloaded.push(Preloaded { path, text });
-    }
+    run.events.started(&run.definition.name);
+    let Prepared {
+        mut report,
+        mut secrets,
+        mut files_read,
+        task_text,
+    } = prepared;
 
     let allowed: Vec<String> = run.definition.tools.clone();
     let mut specs = ToolContext::specs(&allowed);
-    let mut messages = vec![Message::User {
-        text: task.render(&preloaded),
-    }];
+    let mut messages = vec![Message::User { text: task_text }];
     run.events.transcript(
         || json!({"type": "system", "agent": run.definition.name, "text": run.definition.prompt}),
     );
@@ -414,6 +518,11 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     let mut final_report: Option<ParsedReport> = None;
     let mut ended: Option<Ended> = None;
     let mut nudged = false;
+    // The estimate of a call the budget refused (the run itself was not
+    // stopped), to say so rather than blame a stop that did not happen.
+    let mut refused: Option<u64> = None;
+    // What the model had seen before the latest tool results.
+    let mut seen_before_results = files_read.clone();
 
     while ended.is_none() {
         let stopping = run.wrap_up.is_cancelled();
@@ -423,23 +532,20 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
         }
         // The conversation moves into the request and back: no copy of it
         // is made per round.
-        let request = ChatRequest {
-            model: run.definition.model.clone(),
-            system: run.definition.prompt.clone(),
-            messages: std::mem::take(&mut messages),
-            tools: std::mem::take(&mut specs),
-            tool_choice: ToolChoice::Auto,
-            max_output_tokens: run.max_output_tokens,
-            cache_key: cache_key.clone(),
-            structured: false,
-            ..ChatRequest::default()
-        };
+        let request = turn_request(
+            &run,
+            std::mem::take(&mut messages),
+            std::mem::take(&mut specs),
+            cache_key.clone(),
+        );
         // Stop calling tools when the run winds down (budget, time, Ctrl-C)
         // or when this call would cross the budget: the agent goes straight
         // to its summary, or, if it has done nothing yet, ends without one.
-        let expected = request.estimated_tokens() - u64::from(request.max_output_tokens)
-            + u64::from(request.max_output_tokens.min(512));
+        let expected = expected_tokens(&request);
         let go = !stopping && run.spend.allows(Some(&task.group), expected);
+        if !go && !stopping {
+            refused = Some(expected);
+        }
         let outcome = if go {
             report.rounds += 1;
             run.events.round(report.rounds);
@@ -453,6 +559,17 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
                 ended = Some(Ended::Cancelled);
             } else {
                 report.status = AgentStatus::WrappedUp;
+                // The summary is asked either way, and carries what the
+                // refused call would have. When the budget has no room
+                // even for that, the tool results the model has not seen
+                // are left out of it (and their files were not seen), so
+                // the summary costs no more than the call before it.
+                if let Some(tokens) = refused
+                    && !run.spend.summary_fits(&task.group, tokens)
+                {
+                    leave_out_unseen_results(&mut messages);
+                    files_read = std::mem::take(&mut seen_before_results);
+                }
             }
             break;
         };
@@ -477,6 +594,7 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
             report.status = AgentStatus::Complete;
             break;
         }
+        seen_before_results.clone_from(&files_read);
         let results = match run_tools(
             &run,
             &allowed,
@@ -511,7 +629,11 @@ async fn run_inner(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
     match ended {
         Some(Ended::Cancelled) => {
             report.status = AgentStatus::Interrupted;
-            report.error = Some(if report.rounds == 0 {
+            report.error = Some(if let (0, Some(tokens)) = (report.rounds, refused) {
+                format!(
+                    "stopped before its first call: the call (~{tokens} tokens) and the summary after it did not fit in what is left of the budget"
+                )
+            } else if report.rounds == 0 {
                 "stopped before its first call: the run was stopped early (a budget or an interrupt)".into()
             } else {
                 "interrupted".into()
