@@ -3,9 +3,12 @@
 //!
 //! Takes each call's usage as it happens; winds the run down (no new group,
 //! running agents give their summary) the moment a budget is reached, and
-//! refuses work whose estimate would cross it. What each agent (planner,
-//! auditors, reducer) spent, in tokens and dollars, is read from here for
-//! the report: usage and cost are accounted where the budget lives.
+//! refuses work whose estimate would cross it: a group is admitted only
+//! while its estimate fits beside what was spent and what the groups in
+//! flight have reserved, and otherwise waits for them (see [`Admission`]).
+//! What each agent (planner, auditors, reducer) spent, in tokens and
+//! dollars, is read from here for the report: usage and cost are accounted
+//! where the budget lives.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
@@ -57,13 +60,18 @@ struct Open {
     /// The size of its latest call: its final summary, still to come, will
     /// carry at least as much.
     pending: u64,
+    /// The estimate of a call sent and not yet counted: until its usage
+    /// arrives, it is owed on top of the summary.
+    in_flight: u64,
 }
 
 impl Open {
     /// What it is still expected to spend: the rest of its reservation, and
-    /// never less than the summary it still owes.
+    /// never less than a call in flight and the summary it still owes.
     fn outstanding(&self) -> u64 {
-        self.reserved.saturating_sub(self.used).max(self.pending)
+        self.reserved
+            .saturating_sub(self.used)
+            .max(self.pending.saturating_add(self.in_flight))
     }
 }
 
@@ -77,6 +85,19 @@ impl Spent {
             .map(|(_, open)| open.outstanding())
             .sum()
     }
+}
+
+/// Whether a group may start now, asked by the scheduler before it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// It fits: its estimate is reserved until [`Spend::release`].
+    Admitted,
+    /// It does not fit beside the reservations of the groups in flight:
+    /// ask again when one of them ends and frees what it did not spend.
+    Wait,
+    /// It does not fit with no group in flight. Spending only grows, so it
+    /// never will.
+    Never,
 }
 
 /// Token and cost limits and what was spent.
@@ -155,6 +176,7 @@ impl Spend {
         let mut spent = self.spent()?;
         if let Some(open) = group.and_then(|g| spent.open.get_mut(g)) {
             open.used = open.used.saturating_add(usage.total());
+            open.in_flight = 0;
         }
         spent.total.add(usage);
         let cost = price.map(|p| p.cost(&usage));
@@ -183,41 +205,78 @@ impl Spend {
     /// Whether a call of `group` estimated at `tokens` may be sent: what was
     /// spent, what the other groups in flight are still expected to spend,
     /// this call and the final summary that will follow it (at least as
-    /// large) must fit. A refusal winds the run down, with the reason.
+    /// large) must fit.
+    ///
+    /// A refused call of a group the scheduler admitted ends only that
+    /// group (it gives its summary, which its reservation covers): the
+    /// others keep their reservations, and the scheduler goes on admitting
+    /// groups as reservations are freed. Any other refused call (the lead
+    /// of `ask`, its tasks) winds the run down, with the reason.
     pub(crate) fn allows(&self, group: Option<&str>, tokens: u64) -> bool {
         let Some(mut spent) = self.spent() else {
             return false;
         };
         let (used, cost, others) = (spent.total, spent.cost, spent.outstanding(group));
-        let own = match group.and_then(|g| spent.open.get_mut(g)) {
-            Some(open) => {
-                open.pending = open.pending.max(tokens);
-                tokens.saturating_mul(2)
-            }
+        let own = match group.and_then(|g| spent.open.get(g)) {
+            Some(_) => tokens.saturating_mul(2),
             None => tokens,
         };
-        drop(spent);
-        match self.exceeded(&used, cost, others.saturating_add(own)) {
-            Some(reason) => {
-                self.control.wind_down(&reason);
-                false
+        let limit = self.over(&used, cost, others, own);
+        let admitted = match group.and_then(|g| spent.open.get_mut(g)) {
+            Some(open) => {
+                // The summary will carry at least this call, sent or not.
+                open.pending = open.pending.max(tokens);
+                if limit.is_none() {
+                    open.in_flight = tokens;
+                }
+                true
             }
-            None => true,
+            None => false,
+        };
+        drop(spent);
+        let Some(limit) = limit else {
+            return true;
+        };
+        if !admitted {
+            self.control.wind_down(&limit.refused_call());
         }
+        false
     }
 
-    /// Starts `group` with `tokens` reserved, if it fits beside what was
-    /// spent and what the groups in flight are still expected to spend.
-    /// A refusal winds the run down, with the reason.
-    pub(crate) fn reserve(&self, group: &str, tokens: u64) -> bool {
-        let Some(mut spent) = self.spent() else {
+    /// Whether the final summary of `group`, estimated at `tokens`, fits
+    /// beside what was spent and what the other groups in flight are still
+    /// expected to spend. It is asked either way (the caller makes it
+    /// smaller when it does not fit), so this never winds the run down.
+    pub(crate) fn summary_fits(&self, group: &str, tokens: u64) -> bool {
+        let Some(spent) = self.spent() else {
             return false;
         };
-        let more = spent.outstanding(None).saturating_add(tokens);
-        if let Some(reason) = self.exceeded(&spent.total, spent.cost, more) {
-            drop(spent);
-            self.control.wind_down(&reason);
-            return false;
+        self.over(
+            &spent.total,
+            spent.cost,
+            spent.outstanding(Some(group)),
+            tokens,
+        )
+        .is_none()
+    }
+
+    /// Admits `group` with `tokens` reserved if that fits beside what was
+    /// spent and what the groups in flight are still expected to spend.
+    /// Never winds the run down: the scheduler decides what a refusal
+    /// means (see [`Admission`]).
+    pub(crate) fn reserve(&self, group: &str, tokens: u64) -> Admission {
+        let Some(mut spent) = self.spent() else {
+            return Admission::Never;
+        };
+        if self
+            .over(&spent.total, spent.cost, spent.outstanding(None), tokens)
+            .is_some()
+        {
+            return if spent.open.is_empty() {
+                Admission::Never
+            } else {
+                Admission::Wait
+            };
         }
         spent.open.insert(
             group.to_string(),
@@ -226,7 +285,26 @@ impl Spend {
                 ..Open::default()
             },
         );
-        true
+        Admission::Admitted
+    }
+
+    /// Why `groups` groups were not started because none of them fit, the
+    /// smallest needing `need` tokens: "reached" only when what was spent
+    /// and reserved met the budget; otherwise what was spent, reserved and
+    /// left, and what the smallest of them needs, all true numbers. `None`
+    /// when the ledger was lost to a panic (the run was aborted, and says
+    /// so).
+    pub(crate) fn shortfall(&self, groups: usize, need: u64) -> Option<String> {
+        let spent = self.spent()?;
+        let limit = self.over(&spent.total, spent.cost, spent.outstanding(None), need);
+        Some(match limit {
+            Some(limit) => limit.shortfall(groups),
+            // Spending only grows, so a group that did not fit still does
+            // not; a ledger that says otherwise is a bug, said as one.
+            None => format!(
+                "{groups} groups were not started because the budget had no room for them, yet the smallest ({need} tokens) fits in what is left now: a fanscan bug, please report it"
+            ),
+        })
     }
 
     /// Ends `group`'s reservation: what it spent is counted, the rest is
@@ -250,29 +328,163 @@ impl Spend {
         (spent.by_agent.clone(), spent.total, cost)
     }
 
-    fn exceeded(&self, used: &Usage, cost: f64, more: u64) -> Option<String> {
+    /// The budget that `more` tokens (beyond `reserved` for the groups in
+    /// flight) would cross, given what was `used`, with its numbers.
+    fn over(&self, used: &Usage, cost: f64, reserved: u64, more: u64) -> Option<Limit> {
+        let with = reserved.saturating_add(more);
         if let Some(max) = self.max_tokens
-            && used.total() + more >= max
-            && (used.total() >= max || more > 0)
+            && used.total().saturating_add(with) >= max
+            && (used.total() >= max || with > 0)
         {
-            return Some(format!(
-                "the token budget (--max-tokens {max}) was reached: no new group was started and running agents gave their summary."
-            ));
+            return Some(Limit::Tokens {
+                max,
+                spent: used.total(),
+                reserved,
+                more,
+            });
         }
         if let Some(max) = self.max_cost {
-            let next = self.price.map_or(0.0, |p| {
-                p.cost(&Usage {
-                    input_tokens: more,
-                    ..Usage::default()
+            let price = |tokens: u64| {
+                self.price.map_or(0.0, |p| {
+                    p.cost(&Usage {
+                        input_tokens: tokens,
+                        ..Usage::default()
+                    })
                 })
-            });
-            if cost + next >= max && (cost >= max || more > 0) {
-                return Some(format!(
-                    "the cost budget (--max-cost {max}) was reached: no new group was started and running agents gave their summary."
-                ));
+            };
+            let (reserved, more) = (price(reserved), price(more));
+            if cost + reserved + more >= max && (cost >= max || with > 0) {
+                return Some(Limit::Cost {
+                    max,
+                    spent: cost,
+                    reserved,
+                    more,
+                });
             }
         }
         None
+    }
+
+    fn exceeded(&self, used: &Usage, cost: f64, more: u64) -> Option<String> {
+        self.over(used, cost, 0, more).map(|limit| limit.reached())
+    }
+}
+
+/// A budget crossed, with the numbers that cross it: what was spent, what
+/// the groups in flight still reserve, and what more was asked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Limit {
+    Tokens {
+        max: u64,
+        spent: u64,
+        reserved: u64,
+        more: u64,
+    },
+    Cost {
+        max: f64,
+        spent: f64,
+        reserved: f64,
+        more: f64,
+    },
+}
+
+impl Limit {
+    /// The flag, as the user gave it.
+    fn flag(&self) -> String {
+        match self {
+            Self::Tokens { max, .. } => format!("the token budget (--max-tokens {max})"),
+            Self::Cost { max, .. } => format!("the cost budget (--max-cost {max})"),
+        }
+    }
+
+    /// Whether what was spent and reserved meets the budget by itself.
+    fn met(&self) -> bool {
+        match *self {
+            Self::Tokens {
+                max,
+                spent,
+                reserved,
+                ..
+            } => spent.saturating_add(reserved) >= max,
+            Self::Cost {
+                max,
+                spent,
+                reserved,
+                ..
+            } => spent + reserved >= max,
+        }
+    }
+
+    /// What was asked against what is left, and how that came about:
+    /// "needs ~N tokens, M of the budget remain (S spent, R reserved by
+    /// running groups)".
+    fn standing(&self) -> String {
+        let reserved = |none: bool, text: String| {
+            if none {
+                "none reserved by running groups".to_string()
+            } else {
+                format!("{text} reserved by running groups")
+            }
+        };
+        match *self {
+            Self::Tokens {
+                max,
+                spent,
+                reserved: r,
+                more,
+            } => format!(
+                "needs ~{more} tokens, {} of the budget remain ({spent} spent, {})",
+                max.saturating_sub(spent.saturating_add(r)),
+                reserved(r == 0, r.to_string())
+            ),
+            Self::Cost {
+                max,
+                spent,
+                reserved: r,
+                more,
+            } => format!(
+                "needs ~${more:.4}, ${:.4} of the budget remain (${spent:.4} spent, {})",
+                (max - spent - r).max(0.0),
+                reserved(r <= 0.0, format!("${r:.4}"))
+            ),
+        }
+    }
+
+    /// A call's usage met the budget.
+    fn reached(&self) -> String {
+        format!(
+            "{} was reached: no new group was started and running agents gave their summary.",
+            self.flag()
+        )
+    }
+
+    /// A call (with no reservation of its own) did not fit.
+    fn refused_call(&self) -> String {
+        if self.met() {
+            return self.reached();
+        }
+        format!(
+            "stopped by {} before it was reached: the next call {}; no new group was started and running agents gave their summary.",
+            self.flag(),
+            self.standing()
+        )
+    }
+
+    /// `groups` groups did not fit; the smallest needs what was asked.
+    fn shortfall(&self, groups: usize) -> String {
+        if self.met() {
+            return self.reached();
+        }
+        let which = if groups == 1 {
+            "the group that did not fit".to_string()
+        } else {
+            format!("{groups} groups did not fit; the smallest")
+        };
+        format!(
+            "stopped by {} before it was reached: {which} {}.",
+            self.flag(),
+            self.standing()
+        )
     }
 }
 
@@ -389,6 +601,8 @@ mod tests {
         .join();
         assert!(joined.is_err());
         assert!(!spend.allows(None, 1), "nothing more may start");
+        assert_eq!(spend.reserve("g", 1), Admission::Never);
+        assert_eq!(spend.shortfall(1, 1), None, "no numbers it cannot know");
         assert!(control.cancel.is_cancelled());
         assert!(control.reasons()[0].contains("poisoned"));
     }
@@ -397,29 +611,126 @@ mod tests {
     fn groups_in_flight_keep_their_reservation_until_they_end() {
         let control = RunControl::default();
         let spend = Spend::new(Some(1_000), None, None, control.clone());
-        assert!(spend.reserve("a", 400));
-        assert!(spend.reserve("b", 400));
-        // 800 are expected from a and b: a third group of 400 would cross.
-        assert!(!spend.reserve("c", 400));
-        assert!(control.stop.is_cancelled());
+        assert_eq!(spend.reserve("a", 400), Admission::Admitted);
+        assert_eq!(spend.reserve("b", 400), Admission::Admitted);
+        // 800 are expected from a and b: a third group of 400 would cross,
+        // so it waits for them; nothing is stopped for it.
+        assert_eq!(spend.reserve("c", 400), Admission::Wait);
+        assert!(!control.stop.is_cancelled() && !control.wrap_up.is_cancelled());
         // a's own calls fit in its reservation; they are not counted twice.
-        let control = RunControl::default();
-        let spend = Spend::new(Some(1_000), None, None, control.clone());
-        assert!(spend.reserve("a", 400));
-        assert!(spend.reserve("b", 400));
         assert!(spend.allows(Some("a"), 150));
         spend.charge(Some("a"), "auditor", usage(250), "m");
         // b is still expected to spend 400; a's call of 150 and its summary
         // after it (as large): 250 + 400 + 300 < 1000.
         assert!(spend.allows(Some("a"), 150));
-        // A call whose summary would not fit is refused.
+        // A call whose summary would not fit is refused: a gives its
+        // summary, and the run goes on (b keeps its reservation).
         assert!(!spend.allows(Some("a"), 200));
-        assert!(control.stop.is_cancelled());
+        assert!(!control.stop.is_cancelled() && !control.wrap_up.is_cancelled());
         spend.release("a");
+        // a spent 250; its unspent 150 is free again: 250 + 400 + 300 < 1000.
+        assert_eq!(spend.reserve("c", 300), Admission::Admitted);
         spend.release("b");
+        spend.release("c");
         let fresh = Spend::new(Some(1_000), None, None, RunControl::default());
-        assert!(fresh.reserve("a", 600));
+        assert_eq!(fresh.reserve("a", 600), Admission::Admitted);
         fresh.release("a");
-        assert!(fresh.reserve("c", 900), "released reservations are free");
+        assert_eq!(
+            fresh.reserve("c", 900),
+            Admission::Admitted,
+            "released reservations are free"
+        );
+    }
+
+    #[test]
+    fn a_call_in_flight_and_the_summary_after_it_both_count_until_its_usage_arrives() {
+        let spend = Spend::new(Some(1_000), None, None, RunControl::default());
+        assert_eq!(spend.reserve("a", 100), Admission::Admitted);
+        // a sends a call of 300: the call and its summary (600) are owed.
+        assert!(spend.allows(Some("a"), 300));
+        assert_eq!(
+            spend.reserve("b", 400),
+            Admission::Wait,
+            "600 owed by a + 400 is the whole budget"
+        );
+        assert_eq!(spend.reserve("b", 390), Admission::Admitted);
+        spend.release("b");
+        // Its usage arrives: 300 spent, the summary (300) still owed.
+        spend.charge(Some("a"), "auditor", usage(300), "m");
+        assert_eq!(spend.reserve("b", 390), Admission::Admitted);
+        spend.release("b");
+        assert_eq!(spend.reserve("b", 400), Admission::Wait);
+        // A refused call sends nothing, but the summary will carry it.
+        assert!(!spend.allows(Some("a"), 400));
+        assert!(!spend.summary_fits("a", 700), "300 + 700 is the budget");
+        assert!(spend.summary_fits("a", 690));
+    }
+
+    #[test]
+    fn a_group_that_does_not_fit_with_nothing_in_flight_never_will() {
+        let control = RunControl::default();
+        let spend = Spend::new(Some(1_000), None, None, control.clone());
+        spend.add("auditor", usage(700), "m");
+        assert_eq!(spend.reserve("big", 400), Admission::Never);
+        assert_eq!(spend.reserve("small", 200), Admission::Admitted);
+        assert_eq!(spend.reserve("big", 400), Admission::Wait);
+        assert!(control.reasons().is_empty(), "admission never stops a run");
+    }
+
+    #[test]
+    fn the_shortfall_says_reached_only_when_the_budget_was_met() {
+        let spend = Spend::new(Some(30_000), None, None, RunControl::default());
+        spend.add("auditor", usage(27_120), "m");
+        let text = spend.shortfall(5, 4_410).unwrap();
+        assert_eq!(
+            text,
+            "stopped by the token budget (--max-tokens 30000) before it was reached: 5 groups did not fit; the smallest needs ~4410 tokens, 2880 of the budget remain (27120 spent, none reserved by running groups)."
+        );
+        assert_eq!(
+            spend.shortfall(1, 4_410).unwrap(),
+            "stopped by the token budget (--max-tokens 30000) before it was reached: the group that did not fit needs ~4410 tokens, 2880 of the budget remain (27120 spent, none reserved by running groups)."
+        );
+        // Reservations of groups in flight are said when there are some.
+        assert_eq!(spend.reserve("a", 1_000), Admission::Admitted);
+        let text = spend.shortfall(1, 4_410).unwrap();
+        assert!(
+            text.contains(
+                "~4410 tokens, 1880 of the budget remain (27120 spent, 1000 reserved by running groups)"
+            ),
+            "{text}"
+        );
+        spend.release("a");
+        spend.add("auditor", usage(2_880), "m");
+        assert_eq!(
+            spend.shortfall(5, 4_410).unwrap(),
+            "the token budget (--max-tokens 30000) was reached: no new group was started and running agents gave their summary."
+        );
+        let price = Price {
+            input: 1.0,
+            output: 1.0,
+            cached: None,
+            cache_write: None,
+        };
+        let spend = Spend::new(None, Some(0.5), Some(price), RunControl::default());
+        spend.add("auditor", usage(400_000), "m");
+        assert_eq!(
+            spend.shortfall(2, 150_000).unwrap(),
+            "stopped by the cost budget (--max-cost 0.5) before it was reached: 2 groups did not fit; the smallest needs ~$0.1500, $0.1000 of the budget remain ($0.4000 spent, none reserved by running groups)."
+        );
+    }
+
+    #[test]
+    fn a_refused_call_outside_the_scheduler_says_what_it_needed() {
+        let control = RunControl::default();
+        let spend = Spend::new(Some(100), None, None, control.clone());
+        spend.add("lead", usage(60), "m");
+        assert!(!spend.allows(None, 50));
+        assert_eq!(
+            control.reasons(),
+            vec![
+                "stopped by the token budget (--max-tokens 100) before it was reached: the next call needs ~50 tokens, 40 of the budget remain (60 spent, none reserved by running groups); no new group was started and running agents gave their summary."
+                    .to_string()
+            ]
+        );
     }
 }

@@ -2,10 +2,13 @@
 //! every one sharing the provider (and so its rate limits).
 //!
 //! Takes the groups' tasks; gives one [`GroupReport`] per started group, in
-//! plan order, and the tasks that never started. A group that fails is
-//! recorded as failed and never stops the others (a panic included). The
-//! [`RunControl`] stops scheduling (Ctrl-C, a budget), asks running agents
-//! to wrap up with their final summary, or cancels them.
+//! plan order, and the tasks that never started. Groups are admitted one
+//! at a time while the budget has room for their estimate beside the
+//! groups in flight; one that has no room waits for running groups to end.
+//! A group that fails is recorded as failed and never stops the others (a
+//! panic included). The [`RunControl`] stops scheduling (Ctrl-C, a budget),
+//! asks running agents to wrap up with their final summary, or cancels
+//! them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,8 +17,9 @@ use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
 
-use crate::agents::{AgentDefinition, AgentRun, AgentStatus, AgentTask, GroupReport, run_subagent};
-use crate::budget::Spend;
+use crate::agents::subagent::{prepare_group, run_ready};
+use crate::agents::{AgentDefinition, AgentRun, AgentStatus, AgentTask, GroupReport};
+use crate::budget::{Admission, Spend};
 use crate::control::RunControl;
 use crate::events::{Event, EventSink};
 use crate::providers::SharedProvider;
@@ -61,15 +65,31 @@ pub struct FanOutResult {
 }
 
 impl FanOut {
-    /// Runs every task, `jobs` at a time.
+    /// Runs every task, `jobs` at a time, in plan order; each is admitted
+    /// only while what it reserves (the larger of the plan's estimate and
+    /// twice its first call as it will be sent) fits the budget beside what
+    /// was spent and what the groups in flight have reserved.
+    ///
+    /// A group that does not fit waits for running groups to end (each
+    /// frees what it did not spend of its reservation) and is tried again;
+    /// it is never cancelled for want of room. A group that does not fit
+    /// with no group running never will (spending only grows): it is set
+    /// aside as not started and the plan goes on with the next group, so a
+    /// smaller group later in the plan still uses what is left (a budget
+    /// with room for any group runs one). Groups start in plan order, and
+    /// one is set aside only when none runs: the choice of skipping ahead
+    /// is deliberate, to spend what the user allowed rather than stop at
+    /// the first group too large for what is left.
     pub(crate) async fn run(&self, tasks: Vec<AgentTask>) -> FanOutResult {
         let semaphore = Arc::new(Semaphore::new(self.jobs.max(1)));
         let mut set: JoinSet<(usize, GroupReport)> = JoinSet::new();
         let mut started: HashMap<tokio::task::Id, (usize, AgentTask)> = HashMap::new();
         let mut done: Vec<(usize, GroupReport)> = Vec::new();
-        let mut not_started = Vec::new();
+        let mut not_started: Vec<(usize, AgentTask)> = Vec::new();
+        // Groups that did not fit with nothing running, and what each needs.
+        let mut set_aside: Vec<(usize, AgentTask, u64)> = Vec::new();
         let mut pending = tasks.into_iter().enumerate();
-        while let Some((index, task)) = pending.next() {
+        'plan: while let Some((index, task)) = pending.next() {
             let permit = tokio::select! {
                 biased;
                 _ = self.control.stop.cancelled() => None,
@@ -80,22 +100,6 @@ impl FanOut {
             while let Some(joined) = set.try_join_next_with_id() {
                 done.push(self.settle(joined, &mut started));
             }
-            // A group whose estimate would cross the budget, beside what
-            // the groups in flight are still expected to spend, does not
-            // start; one that starts reserves its estimate until it ends.
-            let content = crate::util::estimate_tokens(task.files.iter().map(|f| f.bytes).sum());
-            let reserve = crate::plan::estimate::group(
-                content,
-                self.definition_of(&task.group).preload,
-                self.max_output_tokens,
-            )
-            .reserve();
-            let permit = permit.filter(|_| self.spend.reserve(&task.group, reserve));
-            let Some(permit) = permit else {
-                not_started.push(task);
-                not_started.extend(pending.by_ref().map(|(_, t)| t));
-                break;
-            };
             let definition = Arc::clone(self.definition_of(&task.group));
             let provider = Arc::clone(&self.provider);
             let tools = Arc::clone(&self.tools);
@@ -105,9 +109,15 @@ impl FanOut {
             let max_output_tokens = self.max_output_tokens;
             let journal = self.journal.clone();
             let cache_scope = Arc::clone(&self.cache_scope);
-            let owned = task.clone();
-            let handle = set.spawn(async move {
-                let _permit = permit;
+            let Some(permit) = permit else {
+                not_started.push((index, task));
+                not_started.extend(pending.by_ref());
+                break;
+            };
+            // Prepared (files read) before it is admitted, so that what it
+            // reserves covers its first call as sent (its own prompt, the
+            // task text, its files) and never less than the plan's estimate.
+            let prepared = {
                 let run = AgentRun {
                     definition: &definition,
                     provider: provider.as_ref(),
@@ -119,8 +129,76 @@ impl FanOut {
                     max_output_tokens,
                     cache_scope: &cache_scope,
                 };
-                let report = run_subagent(run, &owned).await;
-                spend.release(&owned.group);
+                prepare_group(&run, &task).await.map(|prepared| {
+                    let first = prepared.first_call_tokens(&run);
+                    (prepared, first)
+                })
+            };
+            let admitted = match &prepared {
+                // A group that failed to prepare spends nothing: its report
+                // is kept like any other.
+                Err(_) => !self.control.stop.is_cancelled(),
+                Ok((_, first)) => {
+                    let reserve = self.reserve_of(&task).max(first.saturating_mul(2));
+                    loop {
+                        if self.control.stop.is_cancelled() {
+                            break false;
+                        }
+                        match self.spend.reserve(&task.group, reserve) {
+                            Admission::Admitted => break true,
+                            Admission::Never => {
+                                set_aside.push((index, task, reserve));
+                                continue 'plan;
+                            }
+                            Admission::Wait => {
+                                let joined = tokio::select! {
+                                    biased;
+                                    _ = self.control.stop.cancelled() => None,
+                                    j = set.join_next_with_id() => j,
+                                };
+                                match joined {
+                                    Some(joined) => done.push(self.settle(joined, &mut started)),
+                                    // Reservations with no task left to end
+                                    // them cannot be: a fanscan bug, not a
+                                    // reason to wait forever.
+                                    None if !self.control.stop.is_cancelled() => {
+                                        set_aside.push((index, task, reserve));
+                                        continue 'plan;
+                                    }
+                                    None => {}
+                                }
+                            }
+                        }
+                    }
+                }
+            };
+            if !admitted {
+                not_started.push((index, task));
+                not_started.extend(pending.by_ref());
+                break;
+            }
+            let owned = task.clone();
+            let handle = set.spawn(async move {
+                let _permit = permit;
+                let report = match prepared {
+                    Ok((prepared, _)) => {
+                        let run = AgentRun {
+                            definition: &definition,
+                            provider: provider.as_ref(),
+                            tools: &tools,
+                            events: &sink,
+                            wrap_up: &control.wrap_up,
+                            cancel: &control.cancel,
+                            spend: &spend,
+                            max_output_tokens,
+                            cache_scope: &cache_scope,
+                        };
+                        let report = run_ready(run, &owned, Some(prepared)).await;
+                        spend.release(&owned.group);
+                        report
+                    }
+                    Err(report) => report,
+                };
                 let Some(journal) = journal else {
                     return (index, report);
                 };
@@ -148,11 +226,32 @@ impl FanOut {
         while let Some(joined) = set.join_next_with_id().await {
             done.push(self.settle(joined, &mut started));
         }
+        // Said once the groups are done, so the numbers are the run's
+        // final ones: spent, nothing left reserved, and what the smallest
+        // group that did not fit needs.
+        if let Some(need) = set_aside.iter().map(|(_, _, need)| *need).min()
+            && let Some(reason) = self.spend.shortfall(set_aside.len(), need)
+        {
+            self.control.wind_down(&reason);
+        }
+        not_started.extend(set_aside.into_iter().map(|(i, task, _)| (i, task)));
+        not_started.sort_by_key(|(i, _)| *i);
         done.sort_by_key(|(i, _)| *i);
         FanOutResult {
             reports: done.into_iter().map(|(_, r)| r).collect(),
-            not_started,
+            not_started: not_started.into_iter().map(|(_, t)| t).collect(),
         }
+    }
+
+    /// The plan's estimate of what `task` costs at the low end.
+    fn reserve_of(&self, task: &AgentTask) -> u64 {
+        let content = crate::util::estimate_tokens(task.files.iter().map(|f| f.bytes).sum());
+        crate::plan::estimate::group(
+            content,
+            self.definition_of(&task.group).preload,
+            self.max_output_tokens,
+        )
+        .reserve()
     }
 
     /// The agent that audits `group`.

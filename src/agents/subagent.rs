@@ -22,9 +22,9 @@ use tokio_util::sync::CancellationToken;
 pub use super::turns::AgentStatus;
 
 use super::router::{ReadOnlyTools, ToolRouter};
-use super::turns::{Finish, Loop, Outcome, Reader, Start};
+use super::turns::{Finish, Loop, Outcome, Reader, Start, expected_tokens};
 use crate::budget::Spend;
-use crate::conversation::{FileRead, Usage};
+use crate::conversation::{ChatRequest, FileRead, Message, Usage};
 use crate::events::EventSink;
 use crate::findings::{
     Finding, HowParsed, Origin, ParsedReport, REPORT_FORMAT, Severity, TASK_COMPLETE, Unparsed,
@@ -195,16 +195,27 @@ pub(crate) struct AgentRun<'a> {
 /// definition names. Never panics and never returns an error: failures
 /// are recorded in the report with what was done.
 pub(crate) async fn run_subagent(run: AgentRun<'_>, task: &AgentTask) -> GroupReport {
-    let tools: Arc<dyn ReadOnlyTools> = Arc::<ToolContext>::clone(run.tools);
-    let router = ToolRouter::new(tools, &run.definition.tools);
-    run_subagent_on(run, task, &router).await
+    run_ready(run, task, None).await
 }
 
-/// [`run_subagent`] with the tools of `router`.
+/// [`run_subagent`] on a task already made [`Ready`] (the fan-out prepares
+/// a group before it admits it, to reserve what its first call needs).
+pub(crate) async fn run_ready(
+    run: AgentRun<'_>,
+    task: &AgentTask,
+    ready: Option<Ready>,
+) -> GroupReport {
+    let tools: Arc<dyn ReadOnlyTools> = Arc::<ToolContext>::clone(run.tools);
+    let router = ToolRouter::new(tools, &run.definition.tools);
+    run_subagent_on(run, task, &router, ready).await
+}
+
+/// [`run_ready`] with the tools of `router`.
 pub(crate) async fn run_subagent_on(
     run: AgentRun<'_>,
     task: &AgentTask,
     router: &ToolRouter<'_>,
+    ready: Option<Ready>,
 ) -> GroupReport {
     let depth = DEPTH.try_with(|d| *d).unwrap_or(0);
     if depth >= MAX_DEPTH {
@@ -215,7 +226,9 @@ pub(crate) async fn run_subagent_on(
         ));
         return report;
     }
-    DEPTH.scope(depth + 1, run_inner(run, task, router)).await
+    DEPTH
+        .scope(depth + 1, run_inner(run, task, router, ready))
+        .await
 }
 
 fn empty_report(run: &AgentRun<'_>, task: &AgentTask) -> GroupReport {
@@ -314,21 +327,77 @@ struct Prepared {
     preloaded: Vec<Preloaded>,
 }
 
-async fn run_inner(run: AgentRun<'_>, task: &AgentTask, router: &ToolRouter<'_>) -> GroupReport {
-    let mut report = empty_report(&run, task);
-    run.events.started(&run.definition.name);
-    let prepared = match prepare(&run, task, &mut report).await {
-        Ok(prepared) => prepared,
+/// A group made ready before its first call: its files hashed and swept,
+/// the preloaded ones read, its task message rendered.
+pub(crate) struct Ready {
+    report: GroupReport,
+    prepared: Prepared,
+    text: String,
+}
+
+impl Ready {
+    /// What the budget expects the group's first call to cost: the call as
+    /// the loop will send it (system prompt, task message, tools), with an
+    /// answer of up to 512 tokens.
+    pub(crate) fn first_call_tokens(&self, run: &AgentRun<'_>) -> u64 {
+        expected_tokens(&ChatRequest {
+            model: run.definition.model.clone(),
+            system: run.definition.prompt.clone(),
+            messages: vec![Message::User {
+                text: self.text.clone(),
+            }],
+            tools: ToolContext::specs(&run.definition.tools),
+            max_output_tokens: run.max_output_tokens,
+            ..ChatRequest::default()
+        })
+    }
+}
+
+/// Makes `task` [`Ready`]; a failure gives the failed report (its events
+/// already sent).
+pub(crate) async fn prepare_group(
+    run: &AgentRun<'_>,
+    task: &AgentTask,
+) -> Result<Ready, GroupReport> {
+    let mut report = empty_report(run, task);
+    match prepare(run, task, &mut report).await {
+        Ok(prepared) => Ok(Ready {
+            text: task.render(&prepared.preloaded),
+            report,
+            prepared,
+        }),
         Err(reason) => {
             report.status = AgentStatus::Failed;
             report.error = Some(reason);
+            run.events.started(&run.definition.name);
             run.events
                 .finished(report.status.as_str(), report.findings.len());
-            return report;
+            Err(report)
         }
+    }
+}
+
+async fn run_inner(
+    run: AgentRun<'_>,
+    task: &AgentTask,
+    router: &ToolRouter<'_>,
+    ready: Option<Ready>,
+) -> GroupReport {
+    let ready = match ready {
+        Some(ready) => ready,
+        None => match prepare_group(&run, task).await {
+            Ok(ready) => ready,
+            Err(report) => return report,
+        },
     };
+    run.events.started(&run.definition.name);
+    let Ready {
+        report,
+        prepared,
+        text,
+    } = ready;
     let start = Start {
-        text: task.render(&prepared.preloaded),
+        text,
         files: task.files.iter().map(|f| f.path.clone()).collect(),
         seen: prepared.seen,
         reads: prepared.reads,
@@ -604,7 +673,7 @@ mod tests {
             instructions: None,
         };
         let router = ToolRouter::new(Arc::new(Panicking), &definition.tools);
-        let report = run_subagent_on(run, &task, &router).await;
+        let report = run_subagent_on(run, &task, &router, None).await;
         assert_eq!(report.status, AgentStatus::Failed);
         assert_eq!(
             report.error.as_deref(),

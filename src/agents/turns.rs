@@ -221,6 +221,12 @@ struct State {
     last_text: Option<String>,
     nudged: bool,
     files_read: BTreeSet<String>,
+    /// What the model had seen before the latest tool results.
+    seen_before_results: BTreeSet<String>,
+    /// The estimate of this loop's own call the budget refused (the run
+    /// itself was not stopped for it), to say so rather than blame a stop
+    /// that did not happen.
+    refused: Option<u64>,
     redactions: BTreeSet<(String, u32, &'static str)>,
     counts: Counts,
 }
@@ -254,7 +260,9 @@ impl Loop<'_> {
             },
             last_text: None,
             nudged: false,
+            seen_before_results: start.seen.clone(),
             files_read: start.seen,
+            refused: None,
             redactions: BTreeSet::new(),
             counts: Counts::default(),
         };
@@ -274,9 +282,12 @@ impl Loop<'_> {
             // Ctrl-C) or when this call would cross the budget: the agent
             // goes straight to its final turn, or, if it has done nothing
             // yet, ends without one.
-            let expected = request.estimated_tokens() - u64::from(request.max_output_tokens)
-                + u64::from(request.max_output_tokens.min(512));
-            let answer = if !stopping && self.spend.allows(self.group, expected) {
+            let expected = expected_tokens(&request);
+            let go = !stopping && self.spend.allows(self.group, expected);
+            if !go && !stopping {
+                s.refused = Some(expected);
+            }
+            let answer = if go {
                 Some(self.call(&request, &mut s.counts).await)
             } else {
                 None
@@ -287,12 +298,16 @@ impl Loop<'_> {
                 Some(Err(ProviderError::Cancelled)) => return Ended::Cancelled,
                 Some(Err(error)) => return Ended::Failed(error.to_string()),
                 None if s.counts.rounds == 0 => return Ended::Cancelled,
-                None => return Ended::Stopped(Stop::WindingDown),
+                None => {
+                    self.make_room(s);
+                    return Ended::Stopped(Stop::WindingDown);
+                }
             };
             let turn = s.record(response, self.events);
             if turn.calls.is_empty() && turn.paused {
                 continue;
             }
+            s.seen_before_results.clone_from(&s.files_read);
             if !turn.calls.is_empty()
                 && let Err(reason) = self.run_calls(s, &turn.calls).await
             {
@@ -305,6 +320,30 @@ impl Loop<'_> {
                 return Ended::Done;
             }
         }
+    }
+
+    /// Before the final turn of a group whose own call the budget refused:
+    /// the final turn is asked either way and carries what the refused
+    /// call would have. When the budget has no room even for that, the
+    /// tool results the model has not seen are left out of it (and their
+    /// files count as not seen), so the final turn costs no more than the
+    /// call before it, which its reservation covered.
+    fn make_room(&self, s: &mut State) {
+        let (Some(group), Some(tokens)) = (self.group, s.refused) else {
+            return;
+        };
+        if self.spend.summary_fits(group, tokens) {
+            return;
+        }
+        for message in s.messages.iter_mut().rev() {
+            match message {
+                Message::ToolResult { content, .. } => {
+                    *content = "(result left out: the token budget had no room to send it)".into();
+                }
+                Message::User { .. } | Message::Assistant { .. } => break,
+            }
+        }
+        s.files_read = std::mem::take(&mut s.seen_before_results);
     }
 
     /// A request of the conversation so far: it moves in, and
@@ -459,12 +498,14 @@ impl Loop<'_> {
     fn settle(&self, s: &State, ended: Ended) -> (AgentStatus, Option<String>, Option<String>) {
         match ended {
             Ended::Cancelled => {
-                let error = if s.counts.rounds == 0 {
-                    "stopped before its first call: the run was stopped early (a budget or an interrupt)"
-                } else {
-                    "interrupted"
+                let error = match (s.counts.rounds, s.refused) {
+                    (0, Some(tokens)) => format!(
+                        "stopped before its first call: the call (~{tokens} tokens) and the summary after it did not fit in what is left of the budget"
+                    ),
+                    (0, None) => "stopped before its first call: the run was stopped early (a budget or an interrupt)".to_string(),
+                    _ => "interrupted".to_string(),
                 };
-                (AgentStatus::Interrupted, Some(error.to_string()), None)
+                (AgentStatus::Interrupted, Some(error), None)
             }
             Ended::Failed(reason) => (AgentStatus::Failed, Some(reason), None),
             Ended::Done => match &self.finish {
@@ -558,6 +599,13 @@ impl Loop<'_> {
             Err(_) => (Some(first), true),
         }
     }
+}
+
+/// What the budget expects a call to cost: its estimate with an answer of
+/// up to 512 tokens rather than the whole output limit.
+pub(crate) fn expected_tokens(request: &ChatRequest) -> u64 {
+    request.estimated_tokens() - u64::from(request.max_output_tokens)
+        + u64::from(request.max_output_tokens.min(512))
 }
 
 impl State {
