@@ -270,6 +270,8 @@ mod tests {
             groups: vec!["g".into()],
             verified,
             note: None,
+            located: false,
+            challenge: None,
         }
     }
 

@@ -12,6 +12,7 @@ mod agents;
 mod ask;
 mod baseline;
 mod budget;
+mod challenge;
 mod config;
 mod context;
 mod control;
@@ -32,6 +33,7 @@ mod providers;
 mod reduce;
 mod report;
 mod rules;
+mod skeptic;
 mod store;
 mod suppress;
 mod tools;
@@ -137,9 +139,12 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let consumed = progress.finish().await;
     let (reports, reused) = store::cache::in_plan_order(&plan, store.split.reused, fanned.reports);
 
-    let (checked, lines, reports) = verify_off_thread(reports, inventory, tools).await?;
-
+    let (checked, lines, reports) =
+        verify_off_thread(reports, inventory, Arc::clone(&tools)).await?;
     let run = store.run;
+    let challenged = skeptic::challenge(ctx, ui, &spend, run.as_ref(), &tools, checked).await;
+    let checked = challenged.checked;
+
     let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
     let triage = triage(ctx, &mut reduced, &reports, &lines);
@@ -158,6 +163,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
             store.warnings,
             ctx.provider.notes(),
             consumed.transcript_errors,
+            challenged.notes,
         ]
         .concat(),
         calls: ctx.call_counts(),
@@ -207,6 +213,8 @@ fn triage(
                 groups: Vec::new(),
                 verified: true,
                 note: None,
+                located: false,
+                challenge: None,
             }),
     );
     let reviewed: std::collections::BTreeSet<String> = reports
@@ -254,7 +262,7 @@ async fn reduce_or_reuse(
         // The reducer runs once, in `fanscan merge`.
         return reduce::partial(checked, &shard.to_string());
     }
-    if let Some(stored) = run.and_then(|r| r.reduced(reports)) {
+    if let Some(stored) = run.and_then(|r| r.reduced(reports, checked)) {
         return stored;
     }
     let reduced = reduce::Reducer {
@@ -268,7 +276,7 @@ async fn reduce_or_reuse(
     .reduce(checked, reports)
     .await;
     if let Some(run) = run {
-        run.keep_reduced(reports, &reduced);
+        run.keep_reduced(reports, checked, &reduced);
     }
     reduced
 }
@@ -343,9 +351,12 @@ pub async fn merge(
     let (run, warned) =
         store::ScanStore::open(ctx, auditor, reducer, &ctx.run_info(&joined.plan, &started))?;
     let reports = std::mem::take(&mut joined.reports);
-    let (checked, lines, reports) = verify_off_thread(reports, inventory, tools).await?;
-    // The shards planned; the merge pays only its reducer.
+    let (checked, lines, reports) =
+        verify_off_thread(reports, inventory, Arc::clone(&tools)).await?;
+    // The shards planned; the merge pays only its skeptic and reducer.
     let spend = ctx.spend(ui.control.clone(), None);
+    let challenged = skeptic::challenge(ctx, ui, &spend, run.as_ref(), &tools, checked).await;
+    let checked = challenged.checked;
     let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
     let triage = triage(ctx, &mut reduced, &reports, &lines);
@@ -360,7 +371,7 @@ pub async fn merge(
         not_started,
         reduced,
         stopped: [joined.stopped, ui.control.reasons()].concat(),
-        run_notes: [warned, joined.notes, ctx.provider.notes()].concat(),
+        run_notes: [warned, joined.notes, ctx.provider.notes(), challenged.notes].concat(),
         calls,
         spent,
         triage,

@@ -49,6 +49,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../configs/agents/security.md"),
     ),
     ("lead.md", include_str!("../../configs/agents/lead.md")),
+    (
+        "skeptic.md",
+        include_str!("../../configs/agents/skeptic.md"),
+    ),
 ];
 
 /// The definitions in effect, by name.
@@ -236,7 +240,17 @@ mod tests {
         let names: Vec<&str> = set.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(
             names,
-            vec!["auditor", "lead", "planner", "reducer", "security"]
+            vec![
+                "auditor", "lead", "planner", "reducer", "security", "skeptic"
+            ]
+        );
+        assert!(
+            set.get("skeptic")
+                .unwrap()
+                .tools
+                .iter()
+                .all(|t| t == "read_file" || t == "grep"),
+            "the skeptic reads; it never delegates"
         );
         let delegable: Vec<&str> = set.delegable().map(|d| d.name.as_str()).collect();
         assert_eq!(delegable, vec!["auditor", "security"]);

@@ -234,6 +234,10 @@ pub struct Report {
     pub findings: Vec<Merged>,
     /// Findings that failed verification, with the reason; not gated on.
     pub unverified: Vec<Merged>,
+    /// Verified findings the skeptic refuted, with its reason: out of the
+    /// gate, never out of the report.
+    #[serde(default)]
+    pub refuted: Vec<Merged>,
     /// Claims of the agents that did not come as a readable finding (no
     /// block, bad JSON, an entry without a line...), with the reason: kept
     /// so nothing a model said disappears; never counted as findings.
@@ -454,6 +458,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         plan,
         findings: triage.findings,
         unverified: triage.unverified,
+        refuted: reduced.refuted,
         unparsed: reports
             .iter()
             .flat_map(|r| {

@@ -606,6 +606,8 @@ pub(crate) mod tests {
             groups: vec!["g1".into()],
             verified: true,
             note: None,
+            located: false,
+            challenge: None,
         }
     }
 
@@ -644,6 +646,7 @@ pub(crate) mod tests {
             groups: Vec::new(),
             findings,
             unverified: Vec::new(),
+            refuted: Vec::new(),
             unparsed: vec![],
             coverage: Coverage::default(),
             stats: Stats::default(),

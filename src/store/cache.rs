@@ -22,6 +22,7 @@ use crate::agents::{AgentStatus, AgentTask, GroupReport};
 use crate::fanout::Journal;
 use crate::reduce::Reduced;
 use crate::report::Reused;
+use crate::verify::Checked;
 
 /// Bumped whenever a stored `GroupReport` would mean something else
 /// (fields, parsing of findings): old results are then never reused.
@@ -258,11 +259,27 @@ impl Session {
     /// The reducer's key: its definition and model, and every group
     /// report it reduces (which pins the verified findings, since
     /// verification is a function of the reports and the files they hash).
-    pub(crate) fn reducer_key(base: &KeyBase, reports: &[GroupReport]) -> Option<String> {
+    pub(crate) fn reducer_key(
+        base: &KeyBase,
+        reports: &[GroupReport],
+        checked: &[Checked],
+    ) -> Option<String> {
         let reports = serde_json::to_string(reports).ok()?;
+        // What the skeptic said changes what is reduced (refuted findings
+        // leave, located ones join): it is part of the key.
+        let challenged: Vec<_> = checked
+            .iter()
+            .map(|c| {
+                (
+                    c.verified,
+                    c.challenge.as_ref().map(|ch| (ch.stance, &ch.reason)),
+                )
+            })
+            .collect();
+        let challenged = serde_json::to_string(&challenged).ok()?;
         Some(crate::util::sha256_hex(
             format!(
-                "fanscan reduce v{GROUP_FORMAT_VERSION}\nagent {} {}\nprovider {}\nmodel {}\n{reports}",
+                "fanscan reduce v{GROUP_FORMAT_VERSION}\nagent {} {}\nprovider {}\nmodel {}\n{reports}\n{challenged}",
                 base.agent, base.agent_hash, base.provider, base.model
             )
             .as_bytes(),
@@ -291,6 +308,44 @@ impl Session {
         let mut reduced: Reduced = serde_json::from_str(&body?).ok()?;
         reduced.usage = crate::conversation::Usage::default();
         Some(reduced)
+    }
+
+    /// A stored skeptic's answer of `key` (its body, as the stage wrote
+    /// it), marked used now; `None` under `--no-cache` or when none is.
+    pub(crate) fn challenge(&self, key: &str) -> Option<String> {
+        if !self.use_cache {
+            return None;
+        }
+        let found = self.store.with(|conn| {
+            let body: Option<String> = conn
+                .query_row(
+                    "SELECT body FROM group_results WHERE key = ?1 AND kind = 'skeptic'",
+                    params![key],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if body.is_some() {
+                conn.execute(
+                    "UPDATE group_results SET used_at = ?2 WHERE key = ?1",
+                    params![key, now_ms()],
+                )?;
+            }
+            Ok(body)
+        });
+        match found {
+            Ok(body) => body,
+            Err(e) => {
+                self.failed(format!("reading a skeptic's answer: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Keeps a skeptic's answer (its body, as the stage wrote it).
+    pub(crate) fn keep_challenge(&self, key: &str, body: &str) {
+        if let Err(e) = self.put("skeptic", key, "", body) {
+            self.failed(format!("storing a skeptic's answer: {e}"));
+        }
     }
 
     /// Keeps a reduction unless the reducer failed or was not asked (its
