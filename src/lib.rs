@@ -50,6 +50,7 @@ pub use agents::subagent::{AgentStatus, AgentTask, FileHash, GroupReport, TaskFi
 pub use ask::{Answer, AskError, Citation, CitationStatus, LeadSummary, TaskSummary, Totals, ask};
 pub use baseline::{Baseline, BaselineEntry, BaselineError};
 pub use budget::AgentUsage;
+pub use challenge::{Challenge, Stance};
 pub use config::{
     GateArgs, PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings, ShardArgs,
 };
@@ -68,6 +69,7 @@ pub use plan::shard::{Shard, ShardError};
 pub use plan::{Plan, Routing, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
+pub use reduce::Merged;
 pub use report::shard::{MergeError, ShardPart};
 pub use report::since::{FindingRef, SinceLastRun};
 pub use report::{Format, Report, exit};

@@ -498,15 +498,15 @@ fn apply(c: &mut Checked, target: &Target, challenge: Challenge) {
 fn notes(answers: &BTreeMap<String, Challenge>, cached: usize, not_asked: usize) -> Vec<String> {
     let mut notes = Vec::new();
     if !answers.is_empty() {
-        let count = |s: Stance| answers.values().filter(|c| c.stance == s).count();
+        let of = |s: Stance| answers.values().filter(|c| c.stance == s).count();
         notes.push(format!(
-            "the skeptic challenged {} findings: {} confirmed, {} refuted, {} uncertain{}",
-            answers.len(),
-            count(Stance::Confirmed),
-            count(Stance::Refuted),
-            count(Stance::Uncertain),
+            "the skeptic challenged {}: {} confirmed, {} refuted, {} uncertain{}",
+            count(answers.len(), "finding"),
+            of(Stance::Confirmed),
+            of(Stance::Refuted),
+            of(Stance::Uncertain),
             if cached > 0 {
-                format!(" ({cached} answers from the run store)")
+                format!(" ({} from the run store)", count(cached, "answer"))
             } else {
                 String::new()
             }
@@ -514,10 +514,26 @@ fn notes(answers: &BTreeMap<String, Challenge>, cached: usize, not_asked: usize)
     }
     if not_asked > 0 {
         notes.push(format!(
-            "{not_asked} findings were not challenged: the run was stopped early (a budget or an interrupt), so they stay as verification left them"
+            "{} not challenged: the run was stopped early (a budget or an interrupt), so {} as verification left {}",
+            if not_asked == 1 {
+                "1 finding was".to_string()
+            } else {
+                format!("{not_asked} findings were")
+            },
+            if not_asked == 1 { "it stays" } else { "they stay" },
+            if not_asked == 1 { "it" } else { "them" },
         ));
     }
     notes
+}
+
+/// `n word` or `n words`.
+fn count(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 /// The task message: the findings, then the code around them.

@@ -575,6 +575,37 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_claim_in_a_file_of_its_group_at_a_real_line_is_located() {
+        let (dir, inv, tools) = sql_repo();
+        std::fs::write(dir.path().join("other.py"), "x = 1\n").unwrap();
+        let inv2 = walk(dir.path(), &InventoryOptions::default()).unwrap();
+        let mut report = report_of(vec![
+            finding(
+                "app.py",
+                12,
+                Some("app.py (12): the query concatenates input"),
+            ),
+            finding("app.py", 12, None),
+            finding("app.py", 99, Some("nope")),
+            finding("other.py", 1, Some("nope")),
+            finding("app.py", 12, Some(SQL_LINE.trim())),
+        ]);
+        report.files = vec![crate::agents::subagent::FileHash {
+            path: "app.py".into(),
+            sha256: String::new(),
+        }];
+        let checked = verify(&[report], &inv2, &tools);
+        let located: Vec<Option<&str>> = checked.iter().map(|c| c.located.as_deref()).collect();
+        assert_eq!(
+            located,
+            vec![Some(SQL_LINE), Some(SQL_LINE), None, None, None],
+            "past the end, outside the group, or verified: not located"
+        );
+        assert!(checked.iter().take(2).all(|c| !c.verified));
+        drop(inv);
+    }
+
+    #[test]
     fn checks_paths_lines_and_evidence() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(

@@ -258,7 +258,7 @@ pub(crate) fn judge(
             }
         }
         (None, Some(unknown)) => Judged::uncertain(format!(
-            "the value at line {line} depends on {unknown}: the rule engine does not follow it"
+            "the value at line {line} depends on {unknown}; the rule engine does not follow values into other functions"
         )),
         (None, None) => Judged {
             verdict: "refuted",
@@ -812,9 +812,7 @@ impl Trace<'_> {
             return;
         }
         if self.params.contains(name) {
-            self.unknown(format!(
-                "the parameter `{name}` (its callers are not followed)"
-            ));
+            self.unknown(format!("the parameter `{name}`"));
         } else {
             self.unknown(format!("`{name}`, which the function does not set"));
         }
