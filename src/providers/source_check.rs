@@ -512,7 +512,17 @@ fn value_of(code: &str) -> String {
     // `x = a + f(b)`: the whole right side; `run(x)`: the call's arguments.
     let head = code.split('(').next().unwrap_or(code);
     if let Some(cut) = assignment_end(head) {
-        return code[cut..].trim().to_string();
+        let rhs = code[cut..].trim().trim_end_matches(';').trim();
+        // `p = rt.exec(cmd)`: the sink is the call, its value the
+        // arguments; `el.innerHTML = x`: the sink is the assignment.
+        let lhs = &head[..cut.saturating_sub(1)];
+        if !lhs.contains('.')
+            && !lhs.contains("->")
+            && let Some(args) = chain_args(rhs)
+        {
+            return args;
+        }
+        return rhs.to_string();
     }
     let chars: Vec<(usize, char)> = code.char_indices().collect();
     for (k, &(at, c)) in chars.iter().enumerate() {
@@ -546,6 +556,51 @@ fn value_of(code: &str) -> String {
         }
     }
     code.to_string()
+}
+
+/// When `text` is one call chain (`a.b().c(x).d()`), the arguments of its
+/// last call that has any.
+fn chain_args(text: &str) -> Option<String> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut last: Option<String> = None;
+    let mut k = 0;
+    let mut calls = 0;
+    while k < chars.len() {
+        let (at, c) = chars[k];
+        if c.is_alphanumeric() || "_$.:! ".contains(c) {
+            k += 1;
+            continue;
+        }
+        if c != '(' {
+            return None;
+        }
+        let mut depth = 0;
+        let mut end = None;
+        for &(i, ch) in &chars[k..] {
+            match ch {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let end = end?;
+        let args = text[at + 1..end].trim();
+        if !args.is_empty() {
+            last = Some(args.to_string());
+        }
+        calls += 1;
+        k = chars
+            .iter()
+            .position(|&(i, _)| i > end)
+            .unwrap_or(chars.len());
+    }
+    if calls == 0 { None } else { last }
 }
 
 static ASSIGN: LazyLock<Option<Regex>> =
@@ -707,6 +762,57 @@ impl Trace<'_> {
         }
     }
 
+    /// Whether `name` is a constant set above the function: a top-level
+    /// assignment in Python, a `const`, `final`, `static` or `#define` in
+    /// the others, made only of literals.
+    fn constant_above(&mut self, name: &str, depth: u32) -> bool {
+        let Ok(re) = Regex::new(&format!(
+            r"(?:^|[^\w$.]){}\s*(?:\[[^\]]*\])?\s*(?::?=|\s)",
+            regex::escape(name)
+        )) else {
+            return false;
+        };
+        let lines: Vec<(u32, String)> = self
+            .lines
+            .range(..self.start)
+            .map(|(n, t)| (*n, t.clone()))
+            .collect();
+        for (n, raw) in lines.into_iter().rev() {
+            let (code, interps) = code_of(&raw, self.family);
+            let t = code.trim_start();
+            let top = match self.family {
+                Family::Indent => !raw.starts_with([' ', '\t']),
+                Family::Braces => {
+                    t.starts_with("#define")
+                        || [" const ", "const ", "final ", "static "]
+                            .iter()
+                            .any(|k| t.starts_with(k) || code.contains(k))
+                }
+            };
+            let Some(m) = re.find(&code) else { continue };
+            if !top {
+                continue;
+            }
+            let rest = &code[m.end()..];
+            let rhs = match rest.split_once('=') {
+                Some((_, r)) if !t.starts_with("#define") => r.to_string(),
+                _ => rest.to_string(),
+            };
+            if let Some(kind) = self.table.source_in(&self.table.unsanitized(&raw)) {
+                self.source.get_or_insert((n, kind.to_string()));
+                return true;
+            }
+            let before = (self.source.is_some(), self.unknown.is_some());
+            self.expr(&rhs, &interps, depth + 1);
+            if (self.source.is_some(), self.unknown.is_some()) == before {
+                self.flow.insert(n);
+                return true;
+            }
+            return false;
+        }
+        false
+    }
+
     /// Whether the function assigns `name` somewhere.
     fn sets(&self, name: &str) -> bool {
         let Ok(re) = Regex::new(&format!(
@@ -809,6 +915,9 @@ impl Trace<'_> {
             }
         }
         if set || declared {
+            return;
+        }
+        if !self.params.contains(name) && self.constant_above(name, depth) {
             return;
         }
         if self.params.contains(name) {
@@ -954,6 +1063,55 @@ mod tests {
         let js = "function h(req, res) {\n  const q = `SELECT * FROM t WHERE id = ${req.query.id}`;\n  db.query(q); // SINK\n}\n";
         assert_eq!(
             judge_text("a.js", js, "sql/js-template").verdict,
+            "confirmed"
+        );
+    }
+
+    #[test]
+    fn a_sink_calls_receiver_is_not_its_value_and_constants_above_the_function_count() {
+        let java = "class A {\n  String run(String host) throws Exception {\n    Process p = Runtime.getRuntime().exec(\"ping \" + host); // SINK\n    return \"\";\n  }\n}\n";
+        let j = judge_text("A.java", java, "java/runtime-exec");
+        assert!(j.why.contains("parameter `host`"), "{j:?}");
+        let java = "class A {\n  String run() throws Exception {\n    Process p = Runtime.getRuntime().exec(\"uptime\"); // SINK\n    return \"\";\n  }\n}\n";
+        assert_eq!(
+            judge_text("A.java", java, "java/runtime-exec").verdict,
+            "refuted"
+        );
+        // A property written is the sink: its whole right side is the value.
+        let js = "function show() {\n  const params = new URLSearchParams(window.location.search);\n  box.innerHTML = params.get('msg'); // SINK\n}\n";
+        assert_eq!(
+            judge_text("a.js", js, "web/inner-html").verdict,
+            "confirmed"
+        );
+        let c = "static const char *cmd = \"sync\";\n\nint f(void)\n{\n    return system(cmd); // SINK\n}\n";
+        assert_eq!(judge_text("a.c", c, "exec/c-system").verdict, "refuted");
+        let c = "static char *cmd;\n\nint f(void)\n{\n    return system(cmd); // SINK\n}\n";
+        assert_eq!(judge_text("a.c", c, "exec/c-system").verdict, "uncertain");
+        let py = "import os\nCMD = os.environ['CMD']\n\ndef f():\n    os.system(CMD)  # SINK\n";
+        // An UPPER_CASE name is taken for a constant without looking: a
+        // documented limit of the heuristic.
+        assert_eq!(
+            judge_text("a.py", py, "exec/python-os-system").verdict,
+            "refuted"
+        );
+        let py = "import os\ncmd = os.environ['CMD']\n\ndef f():\n    os.system(cmd)  # SINK\n";
+        assert_eq!(
+            judge_text("a.py", py, "exec/python-os-system").verdict,
+            "confirmed"
+        );
+    }
+
+    #[test]
+    fn sanitizers_make_a_value_safe() {
+        let py = "def f(request):\n    q = html.escape(request.args['q'])\n    return '<b>' + q  # SINK\n";
+        assert_eq!(
+            judge_text("a.py", py, "xss/python-html-response").verdict,
+            "refuted"
+        );
+        let py =
+            "def f(request):\n    q = request.args['q'].strip()\n    return '<b>' + q  # SINK\n";
+        assert_eq!(
+            judge_text("a.py", py, "xss/python-html-response").verdict,
             "confirmed"
         );
     }
