@@ -62,9 +62,6 @@ pub struct Challenge {
     /// What was wrong with the answer: steps dropped, a broken entry.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
-    /// Whether the answer came from the run store (no call made).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub cached: bool,
 }
 
 impl Challenge {
@@ -76,7 +73,6 @@ impl Challenge {
             reason: format!("the skeptic gave no usable answer: {why}"),
             flow: Vec::new(),
             notes: Vec::new(),
-            cached: false,
         }
     }
 
@@ -294,7 +290,6 @@ pub(crate) fn check(said: Said, exists: &dyn Fn(&str, u32) -> bool) -> Challenge
         reason: said.reason,
         flow,
         notes,
-        cached: false,
     }
 }
 

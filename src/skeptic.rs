@@ -224,10 +224,7 @@ impl Stage<'_> {
             .files
             .iter()
             .all(|(path, hash)| self.hash(path, hashes).as_deref() == Some(hash.as_str()));
-        unchanged.then_some(Challenge {
-            cached: true,
-            ..stored.challenge
-        })
+        unchanged.then_some(stored.challenge)
     }
 
     /// Keeps an answer with the files it rests on.

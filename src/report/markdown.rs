@@ -501,8 +501,7 @@ fn skeptic_line(out: &mut String, m: &Merged) {
         } else {
             format!(" Flow: {}.", c.flow.join(" → "))
         };
-        let cached = if c.cached { " (stored answer)" } else { "" };
-        let _ = writeln!(out, "  _Skeptic ({located}{}){cached}{flow}_", c.describe());
+        let _ = writeln!(out, "  _Skeptic ({located}{}){flow}_", c.describe());
         for note in &c.notes {
             let _ = writeln!(out, "  _{note}_");
         }

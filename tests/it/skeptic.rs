@@ -141,7 +141,9 @@ async fn a_refuted_finding_leaves_the_gate_and_is_listed_with_its_reason_in_ever
     let md = report.render(Format::Md).unwrap();
     assert!(md.contains("## Refuted by the skeptic (1)"), "{md}");
     assert!(md.contains(reason));
-    let sarif: Value = serde_json::from_str(&report.render(Format::Sarif).unwrap()).unwrap();
+    let sarif_text = report.render(Format::Sarif).unwrap();
+    crate::formats::assert_valid(&sarif_text);
+    let sarif: Value = serde_json::from_str(&sarif_text).unwrap();
     let result = &sarif["runs"][0]["results"][0];
     assert_eq!(result["suppressions"][0]["kind"], "external");
     let justification = result["suppressions"][0]["justification"].as_str().unwrap();
@@ -422,4 +424,70 @@ async fn a_budget_stop_leaves_unchallenged_findings_as_they_are_and_says_so() {
         report.notes
     );
     assert!(!report.complete, "the budget stopped the run");
+}
+
+/// Shards leave the challenge to `fanscan merge`, which puts every shard's
+/// findings to the skeptic once.
+#[test]
+fn shards_do_not_challenge_and_merge_does() {
+    let repo = Repo::new(&[
+        (
+            "a/report.py",
+            "def totals(cur):\n    table = \"orders\"\n    cur.execute(\"SELECT sum(total) FROM \" + table)\n",
+        ),
+        ("b/db.py", DB),
+    ]);
+    let root = repo.path().to_str().unwrap();
+    let parts = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for k in 1..=2 {
+        let part = parts.path().join(format!("part{k}.json"));
+        let shard = format!("{k}/2");
+        let out = fanscan(&[
+            "scan",
+            root,
+            "--shard",
+            &shard,
+            "--format",
+            "json",
+            "--quiet",
+            "--no-store",
+            "--group-tokens",
+            "100",
+            "-o",
+            part.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(exit::OK),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Report =
+            serde_json::from_str(&std::fs::read_to_string(&part).unwrap()).unwrap();
+        assert!(report.findings.iter().all(|m| m.challenge.is_none()));
+        assert!(report.refuted.is_empty());
+        paths.push(part);
+    }
+    let out = fanscan(&[
+        "merge",
+        paths[0].to_str().unwrap(),
+        paths[1].to_str().unwrap(),
+        "--path",
+        root,
+        "--format",
+        "json",
+        "--quiet",
+        "--no-store",
+        "--group-tokens",
+        "100",
+    ]);
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report.refuted.len(), 1, "{:?}", report.notes);
+    assert_eq!(report.refuted[0].finding.path, "a/report.py");
+    assert_eq!(
+        report.findings[0].challenge.as_ref().map(|c| c.stance),
+        Some(Stance::Confirmed)
+    );
+    assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
 }
