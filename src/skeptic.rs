@@ -614,3 +614,86 @@ impl Reader for VerdictReader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checked(
+        severity: Severity,
+        verified: bool,
+        located: Option<&str>,
+        origin: Origin,
+    ) -> Checked {
+        Checked {
+            finding: Finding {
+                path: "a.py".into(),
+                line: 3,
+                end_line: None,
+                severity,
+                title: "t".into(),
+                detail: String::new(),
+                evidence: Some("quoted".into()),
+                rule: Some("sql/concat".into()),
+                origin,
+            },
+            group: "g".into(),
+            agent: "auditor".into(),
+            verified,
+            note: Some("the quoted evidence is not at a.py:3".into()),
+            occurrence: 0,
+            located: located.map(str::to_string),
+            challenge: None,
+        }
+    }
+
+    #[test]
+    fn only_agents_findings_at_or_above_the_threshold_verified_or_located_are_asked() {
+        let list = vec![
+            checked(Severity::High, true, None, Origin::Agent),
+            checked(Severity::Medium, true, None, Origin::Agent),
+            checked(Severity::Critical, true, None, Origin::ToolLayer),
+            checked(Severity::High, false, Some("cur.execute(q)"), Origin::Agent),
+            checked(Severity::High, false, None, Origin::Agent),
+            // The same finding from another group: asked once.
+            checked(Severity::High, true, None, Origin::Agent),
+        ];
+        let targets = targets(&list, Severity::High);
+        let mut asked: Vec<(Vec<usize>, bool)> = targets
+            .values()
+            .map(|t| (t.indices.clone(), t.located))
+            .collect();
+        asked.sort();
+        assert_eq!(asked, vec![(vec![0, 5], false), (vec![3], true)]);
+        let located = targets.values().find(|t| t.located).unwrap();
+        assert_eq!(located.finding.evidence.as_deref(), Some("cur.execute(q)"));
+    }
+
+    #[test]
+    fn a_confirmed_located_claim_is_verified_with_the_files_text_and_a_refuted_one_is_not() {
+        let list = vec![checked(
+            Severity::High,
+            false,
+            Some("cur.execute(q)"),
+            Origin::Agent,
+        )];
+        let targets = targets(&list, Severity::High);
+        let target = targets.values().next().unwrap();
+        let said = |stance| Challenge {
+            stance,
+            confidence: Some(7),
+            reason: "r".into(),
+            flow: Vec::new(),
+            notes: Vec::new(),
+        };
+        let mut c = list[0].clone();
+        apply(&mut c, target, said(Stance::Confirmed));
+        assert!(c.verified);
+        assert_eq!(c.finding.evidence.as_deref(), Some("cur.execute(q)"));
+        assert!(c.note.unwrap().starts_with("located: the quoted evidence"));
+        let mut c = list[0].clone();
+        apply(&mut c, target, said(Stance::Refuted));
+        assert!(!c.verified);
+        assert_eq!(c.finding.evidence.as_deref(), Some("quoted"));
+    }
+}
