@@ -226,7 +226,7 @@ pub struct GateArgs {
     pub gate_unverified: bool,
     /// Before the gate, a skeptic agent tries to refute each verified
     /// finding at or above this severity (and each located claim): refuted
-    /// findings leave the gate, listed apart with its reason. `never`
+    /// findings leave the gate, listed apart with the skeptic's reason. `never`
     /// skips the stage. Default: the --fail-on severity.
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub challenge: Option<FailOn>,
