@@ -11,6 +11,7 @@
 mod agents;
 mod ask;
 mod baseline;
+mod brief;
 mod budget;
 mod config;
 mod context;
@@ -47,6 +48,7 @@ pub use agents::definition::{AgentDefinition, DefinitionError};
 pub use agents::subagent::{AgentStatus, AgentTask, FileHash, GroupReport, TaskFile};
 pub use ask::{Answer, AskError, Citation, CitationStatus, LeadSummary, TaskSummary, Totals, ask};
 pub use baseline::{Baseline, BaselineEntry, BaselineError};
+pub use brief::{Brief, BriefSource};
 pub use budget::AgentUsage;
 pub use config::{
     GateArgs, PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings, ShardArgs,

@@ -49,6 +49,7 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../configs/agents/security.md"),
     ),
     ("lead.md", include_str!("../../configs/agents/lead.md")),
+    ("brief.md", include_str!("../../configs/agents/brief.md")),
 ];
 
 /// The definitions in effect, by name.
@@ -236,7 +237,7 @@ mod tests {
         let names: Vec<&str> = set.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(
             names,
-            vec!["auditor", "lead", "planner", "reducer", "security"]
+            vec!["auditor", "brief", "lead", "planner", "reducer", "security"]
         );
         let delegable: Vec<&str> = set.delegable().map(|d| d.name.as_str()).collect();
         assert_eq!(delegable, vec!["auditor", "security"]);
