@@ -246,7 +246,7 @@ mod tests {
             set.get("nope")
                 .unwrap_err()
                 .to_string()
-                .contains("auditor, lead, planner")
+                .contains("auditor, brief, lead, planner")
         );
     }
 
