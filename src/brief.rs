@@ -12,11 +12,6 @@
 //! brief written from the shape alone. A brief that cannot be written is a
 //! note, never a failed run: the audit goes on without one.
 
-#![cfg_attr(
-    not(test),
-    expect(dead_code, reason = "wired into scan in the next commit")
-)]
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -31,7 +26,7 @@ use crate::control::RunControl;
 use crate::conversation::{ChatRequest, Message};
 use crate::events::EventSink;
 use crate::inventory::Inventory;
-use crate::providers::Provider;
+use crate::providers::{EngineKind, Provider};
 use crate::tools::ToolContext;
 use crate::tools::injection::Detector;
 
@@ -251,7 +246,7 @@ impl Shape {
             let mut shown: Vec<String> = items
                 .iter()
                 .take(MAX_LISTED)
-                .map(|(name, n)| format!("{name} ({n} files)"))
+                .map(|(name, n)| format!("{name} ({n} {})", plural(*n, "file")))
                 .collect();
             if items.len() > MAX_LISTED {
                 shown.push(format!("and {} more", items.len() - MAX_LISTED));
@@ -259,8 +254,9 @@ impl Shape {
             or_none(shown.join(", "))
         };
         let mut out = format!(
-            "Write the brief of this repository ({} files).\n\nLanguages: {}\nTop directories: {}\nManifests: {}\n",
+            "Write the brief of this repository ({} {}).\n\nLanguages: {}\nTop directories: {}\nManifests: {}\n",
             self.files,
+            plural(self.files, "file"),
             counted(&self.languages),
             counted(&self.top_dirs),
             or_none(listed(&self.manifests)),
@@ -295,19 +291,20 @@ impl Shape {
     /// The brief the offline rule engine writes: the shape, said as a
     /// brief, claiming nothing it did not see.
     pub(crate) fn offline_brief(&self) -> String {
-        let languages: Vec<String> = self
+        // No counts: a brief that changed with every added file would
+        // change every auditor's prompt, and so re-run every group.
+        let languages: Vec<&str> = self
             .languages
             .iter()
             .take(4)
-            .map(|(l, n)| format!("{l} ({n} files)"))
+            .map(|(l, _)| l.as_str())
             .collect();
         let mut out = format!(
-            "**What it is**: a repository of {} files{}.\n\n",
-            self.files,
+            "**What it is**: a repository{}.\n\n",
             if languages.is_empty() {
                 String::new()
             } else {
-                format!(", mostly {}", languages.join(", "))
+                format!(" mostly in {}", languages.join(", "))
             }
         );
         out.push_str("**Entry points and untrusted inputs**:");
@@ -340,6 +337,14 @@ impl Shape {
             .collect();
         push_list(&mut out, &controls);
         out.trim_end().to_string()
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
     }
 }
 
@@ -549,14 +554,126 @@ fn when_stopped(stop: Stop) -> String {
     .to_string()
 }
 
-/// The brief the rule engine writes from `shape`.
-pub(crate) fn offline(shape: &Shape) -> Brief {
+/// Where briefs are kept between runs (the run store).
+pub(crate) trait Stored: Sync {
+    /// The brief stored under `key`, if any.
+    fn brief(&self, key: &str) -> Option<Brief>;
+    /// Keeps `brief` under `key`.
+    fn keep_brief(&self, key: &str, brief: &Brief);
+}
+
+/// The brief stage, before the fan-out: the repository's own brief when it
+/// has one, else the rule engine's, else the agent's (from the store while
+/// what it read is unchanged).
+pub(crate) struct Stage<'a> {
+    pub writer: Writer<'a>,
+    /// `.fanscan/brief.md`'s text and where it was read from.
+    pub own: Option<(String, String)>,
+    pub stored: Option<&'a dyn Stored>,
+}
+
+impl Stage<'_> {
+    /// The brief of the repository `inventory` lists.
+    pub(crate) async fn run(&self, inventory: &Inventory) -> Written {
+        if let Some((text, origin)) = &self.own {
+            let (brief, notes) = from_file(text, origin);
+            return Written {
+                brief: Some(brief),
+                notes,
+            };
+        }
+        let shape = match self.shape(inventory).await {
+            Ok(shape) => shape,
+            Err(why) => {
+                return Written {
+                    brief: None,
+                    notes: vec![format!(
+                        "no repository brief: {why}; the auditors ran without one"
+                    )],
+                };
+            }
+        };
+        if self.writer.provider.engine() == EngineKind::RuleEngine {
+            return Written {
+                brief: offline(&shape),
+                notes: Vec::new(),
+            };
+        }
+        let model = self
+            .writer
+            .definition
+            .model
+            .clone()
+            .unwrap_or_else(|| self.writer.provider.model().to_string());
+        let key = cache_key(self.writer.definition, &model, &shape);
+        if let Some(stored) = self.stored.and_then(|s| s.brief(&key))
+            && self.unchanged(&stored.files_read).await
+        {
+            return Written {
+                brief: Some(stored),
+                notes: Vec::new(),
+            };
+        }
+        let written = self.writer.write(&shape).await;
+        if let (Some(brief), Some(store)) = (&written.brief, self.stored) {
+            store.keep_brief(&key, brief);
+        }
+        written
+    }
+
+    /// The shape, its manifests read off the async threads.
+    async fn shape(&self, inventory: &Inventory) -> Result<Shape, String> {
+        let table =
+            Table::builtin().map_err(|e| format!("{e} (a fanscan bug, please report it)"))?;
+        let manifests: Vec<String> = inventory
+            .files
+            .iter()
+            .filter(|f| table.is_manifest(&f.path) && f.bytes <= MAX_MANIFEST_BYTES)
+            .take(MAX_MANIFESTS)
+            .map(|f| f.path.clone())
+            .collect();
+        let root = self.writer.tools.root().to_path_buf();
+        let texts: BTreeMap<String, String> = tokio::task::spawn_blocking(move || {
+            manifests
+                .into_iter()
+                .filter_map(|path| {
+                    let text = std::fs::read_to_string(root.join(&path)).ok()?;
+                    Some((path, text))
+                })
+                .collect()
+        })
+        .await
+        .map_err(|e| {
+            format!("reading the manifests failed ({e}): a fanscan bug, please report it")
+        })?;
+        Ok(Shape::of(inventory, &table, |path| {
+            texts.get(path).cloned()
+        }))
+    }
+
+    /// Whether every file a stored brief was written from is as it was.
+    async fn unchanged(&self, files: &[(String, String)]) -> bool {
+        let tools = Arc::clone(&self.writer.tools);
+        let paths: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
+        match tokio::task::spawn_blocking(move || tools.hashes(paths)).await {
+            Ok(now) => now == files,
+            Err(_) => false,
+        }
+    }
+}
+
+/// The brief the rule engine writes from `shape`; none when it recognises
+/// no framework and no entry point (a brief of "unknown"s helps no one).
+pub(crate) fn offline(shape: &Shape) -> Option<Brief> {
+    if shape.frameworks.is_empty() && shape.entry_points.is_empty() {
+        return None;
+    }
     let (text, _) = bounded(&shape.offline_brief());
-    Brief {
+    Some(Brief {
         text,
         source: BriefSource::RuleEngine,
         files_read: Vec::new(),
-    }
+    })
 }
 
 /// The repository's own brief, `text` read from `origin`.
@@ -581,10 +698,31 @@ pub(crate) fn from_file(text: &str, origin: &str) -> (Brief, Vec<String>) {
     )
 }
 
-/// The key a brief is stored under: what it was asked from.
+/// The key a brief is stored under: the agent, the model, and the shape
+/// without its counts or entry points, so that adding a file does not
+/// write a new brief (which would re-run every group: the brief is in
+/// every auditor's prompt). What the brief read is checked apart.
 pub(crate) fn cache_key(definition: &AgentDefinition, model: &str, shape: &Shape) -> String {
+    let names = |items: &[(String, usize)]| {
+        let mut names: Vec<&str> = items.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        names.join(",")
+    };
+    let frameworks: Vec<&str> = shape
+        .frameworks
+        .iter()
+        .map(|(f, _)| f.name.as_str())
+        .collect();
     crate::util::sha256_hex(
-        format!("brief\n{}\n{model}\n{}", definition.hash, shape.render()).as_bytes(),
+        format!(
+            "brief\n{}\n{model}\n{}\n{}\n{}\n{}",
+            definition.hash,
+            names(&shape.languages),
+            names(&shape.top_dirs),
+            shape.manifests.join(","),
+            frameworks.join(","),
+        )
+        .as_bytes(),
     )
 }
 

@@ -254,6 +254,16 @@ pub(super) fn render(report: &Report) -> String {
         "- duration: {:.1} s",
         report.duration_ms as f64 / 1000.0
     );
+    if let Some(brief) = &report.brief {
+        let _ = writeln!(
+            out,
+            "\n## Repository brief\n\nGiven to every auditor, written by {}.\n",
+            brief.source.describe()
+        );
+        for line in brief.text.lines() {
+            let _ = writeln!(out, "{}", format!("> {line}").trim_end());
+        }
+    }
     if !report.notes.is_empty() {
         let _ = writeln!(out, "\n## Notes\n");
         for n in &report.notes {

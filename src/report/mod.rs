@@ -271,6 +271,9 @@ pub struct Report {
     /// plan, with its groups' full results for `fanscan merge`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<shard::ShardPart>,
+    /// The repository brief the auditors were given, and who wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brief: Option<crate::brief::Brief>,
 }
 
 impl Report {
@@ -492,6 +495,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         run_id: None,
         since_last_run: None,
         shard: None,
+        brief: None,
     }
 }
 

@@ -657,6 +657,7 @@ pub(crate) mod tests {
             run_id: None,
             since_last_run: None,
             shard: None,
+            brief: None,
         }
     }
 

@@ -293,6 +293,34 @@ impl Session {
         Some(reduced)
     }
 
+    /// The stored body of `kind` under `key` (none with `--no-cache`).
+    pub(crate) fn stored(&self, kind: &str, key: &str) -> Option<String> {
+        if !self.use_cache {
+            return None;
+        }
+        match self.store.with(|conn| {
+            conn.query_row(
+                "SELECT body FROM group_results WHERE key = ?1 AND kind = ?2",
+                params![key, kind],
+                |r| r.get(0),
+            )
+            .optional()
+        }) {
+            Ok(body) => body,
+            Err(e) => {
+                self.failed(format!("reading a stored {kind}: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Keeps `body` of `kind` under `key`; a failure is a warning.
+    pub(crate) fn keep(&self, kind: &str, key: &str, body: &str) {
+        if let Err(e) = self.put(kind, key, "", body) {
+            self.failed(format!("storing a {kind}: {e}"));
+        }
+    }
+
     /// Keeps a reduction unless the reducer failed or was not asked (its
     /// notes say so: "failed", "counted, not written").
     pub(crate) fn keep_reduced(&self, key: &str, reduced: &Reduced) {

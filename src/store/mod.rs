@@ -504,6 +504,12 @@ impl ScanStore {
         }
     }
 
+    /// The auditors' keys after the brief went into their prompt.
+    pub(crate) fn rekey_auditor(&mut self, ctx: &Context, auditor: &AgentDefinition) {
+        let provider = self.auditor.provider.clone();
+        self.auditor = Self::key_base(ctx, &provider, auditor);
+    }
+
     /// Ends the run's row, sets the report's run id and "since the last
     /// complete run", and keeps the store within its bound.
     pub(crate) fn finish(&self, report: &mut Report) {
@@ -559,12 +565,11 @@ pub(crate) struct Prepared {
 /// plan gives its own agent (`specialists`) is cached under that agent.
 pub(crate) async fn prepare(
     ctx: &Context,
-    (auditor, reducer): (&AgentDefinition, &AgentDefinition),
-    info: &RunInfo,
+    run: Option<ScanStore>,
+    warnings: Vec<String>,
     specialists: &HashMap<String, Arc<AgentDefinition>>,
     tasks: Vec<AgentTask>,
 ) -> Result<Prepared, StoreError> {
-    let (run, warnings) = ScanStore::open(ctx, auditor, reducer, info)?;
     let keys = run
         .as_ref()
         .map(|r| r.key_bases(ctx, specialists))
@@ -644,6 +649,19 @@ fn write_gitignore(dir: &Path) -> std::io::Result<()> {
         }
     }
     std::fs::write(ignore, GITIGNORE)
+}
+
+impl crate::brief::Stored for ScanStore {
+    fn brief(&self, key: &str) -> Option<crate::brief::Brief> {
+        // A body that no longer reads (another version's) is written anew.
+        serde_json::from_str(&self.session.stored("brief", key)?).ok()
+    }
+
+    fn keep_brief(&self, key: &str, brief: &crate::brief::Brief) {
+        if let Ok(body) = serde_json::to_string(brief) {
+            self.session.keep("brief", key, &body);
+        }
+    }
 }
 
 #[cfg(test)]

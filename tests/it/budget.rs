@@ -245,8 +245,10 @@ async fn a_group_is_admitted_by_what_its_first_call_needs_not_by_the_plans_estim
         ),
         "{reason}"
     );
+    // Only the brief was asked (100 tokens in, 10 out, as the mock says).
+    assert_eq!(mock.brief_requests().len(), 1);
     let (need, remain, spent) = shortfall_numbers(reason);
-    assert_eq!((remain, spent), (15_000, 0), "{reason}");
+    assert_eq!((remain, spent), (14_890, 110), "{reason}");
     assert!(need > 19_000, "its first call, twice: {reason}");
 }
 

@@ -6,6 +6,7 @@
 
 mod agent_loop;
 mod ask;
+mod brief;
 mod budget;
 mod cli;
 mod common;
