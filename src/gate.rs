@@ -261,6 +261,7 @@ mod tests {
             detail: String::new(),
             evidence: Some(format!("code {line}")),
             rule: Some(rule.into()),
+            cwe: crate::findings::FindingCwe::default(),
             origin: Origin::Agent,
         };
         Merged {

@@ -32,7 +32,8 @@ pub(crate) fn render(report: &Report) -> String {
         if let Some(end) = f.end_line.filter(|end| *end > f.line) {
             properties.push(("endLine", end.to_string()));
         }
-        properties.push(("title", format!("{} [{}]", f.title, rule_id(f))));
+        let cwe = f.cwe.id.map(|id| format!(" {id}")).unwrap_or_default();
+        properties.push(("title", format!("{} [{}]{cwe}", f.title, rule_id(f))));
         let mut message = if f.detail.trim().is_empty() {
             f.title.clone()
         } else {

@@ -87,8 +87,13 @@ pub(super) fn render(report: &Report) -> String {
         for m in &report.unverified {
             let _ = writeln!(
                 out,
-                "- {} `{}:{}`: {}",
+                "- {}{} `{}:{}`: {}",
                 m.finding.title,
+                m.finding
+                    .cwe
+                    .label()
+                    .map(|c| format!(" {c}"))
+                    .unwrap_or_default(),
                 m.finding.path,
                 m.finding.line,
                 m.note.as_deref().unwrap_or("unverified")
@@ -449,7 +454,8 @@ fn finding(out: &mut String, m: &Merged) {
         .as_deref()
         .map(|r| format!(" [{r}]"))
         .unwrap_or_default();
-    let _ = writeln!(out, "- **{}**{rule} `{}:{lines}`", f.title, f.path);
+    let cwe = f.cwe.label().map(|c| format!(" {c}")).unwrap_or_default();
+    let _ = writeln!(out, "- **{}**{rule}{cwe} `{}:{lines}`", f.title, f.path);
     if !f.detail.is_empty() {
         let _ = writeln!(out, "  {}", f.detail.replace('\n', "\n  "));
     }
@@ -457,6 +463,9 @@ fn finding(out: &mut String, m: &Merged) {
         let _ = writeln!(out, "  ```\n  {}\n  ```", e.replace('\n', "\n  "));
     }
     if let Some(note) = &m.note {
+        let _ = writeln!(out, "  _{note}_");
+    }
+    if let Some(note) = &f.cwe.note {
         let _ = writeln!(out, "  _{note}_");
     }
 }
