@@ -9,6 +9,7 @@ mod ask;
 mod cli;
 mod common;
 mod configs;
+mod cwe;
 mod eval;
 mod formats;
 mod gate;
