@@ -22,6 +22,7 @@ use crate::agents::{AgentStatus, AgentTask, GroupReport};
 use crate::baseline::BaselineEntry;
 use crate::budget::AgentUsage;
 use crate::conversation::Usage;
+use crate::findings::Origin;
 use crate::gate::{Baselined, GatePolicy, Outcome, Suppressed, Triage, Verdict};
 use crate::git::ChangeSet;
 use crate::inventory::Skipped;
@@ -117,6 +118,10 @@ pub struct GroupOutcome {
     /// stopped): this run resumed it.
     #[serde(default)]
     pub resumed: bool,
+    /// Its agent made claims and none was verified: not a clean review
+    /// (listed in [`Report::doubtful`] with its claims).
+    #[serde(default)]
+    pub doubtful: bool,
 }
 
 /// How a group's result came from the run store.
@@ -144,6 +149,7 @@ impl From<&GroupReport> for GroupOutcome {
             error: r.error.clone(),
             cached: false,
             resumed: false,
+            doubtful: false,
         }
     }
 }
@@ -159,6 +165,30 @@ pub struct UnparsedClaim {
     pub text: String,
     pub path: Option<String>,
     pub line: Option<u32>,
+}
+
+/// A review that did not happen: a group whose agent made claims (findings
+/// or unreadable claims) of which none was verified. The model was shown
+/// the files and cited code that is not there, so "no findings" from it
+/// says nothing about the files.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoubtfulGroup {
+    pub group: String,
+    pub agent: String,
+    pub files: Vec<String>,
+    /// Every claim of the group, none verified, with why.
+    pub claims: Vec<DoubtfulClaim>,
+}
+
+/// One claim of a doubtful group.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoubtfulClaim {
+    pub path: Option<String>,
+    pub line: Option<u32>,
+    /// The finding's title, or the claim's text as the model wrote it.
+    pub text: String,
+    /// Why it is not verified.
+    pub reason: String,
 }
 
 /// A file that was planned but not reviewed.
@@ -239,6 +269,11 @@ pub struct Report {
     /// so nothing a model said disappears; never counted as findings.
     #[serde(default)]
     pub unparsed: Vec<UnparsedClaim>,
+    /// Groups whose agent made claims and none was verified, with their
+    /// claims: reviews that did not happen. `--strict` makes them an
+    /// incomplete run.
+    #[serde(default)]
+    pub doubtful: Vec<DoubtfulGroup>,
     pub coverage: Coverage,
     pub stats: Stats,
     /// Notes from the planner and reducer.
@@ -424,6 +459,25 @@ pub(crate) fn assemble(parts: Parts) -> Report {
             "{max_rounds} agents reached max_rounds; their summaries were still taken"
         ));
     }
+    let doubtful = doubtful(&reports, &triage);
+    if !doubtful.is_empty() {
+        let ids: Vec<&str> = doubtful.iter().map(|d| d.group.as_str()).collect();
+        let what = format!(
+            "{} made claims and none was verified, so {} not reviewed cleanly (doubtful): {}.",
+            plural(doubtful.len(), "group"),
+            if doubtful.len() == 1 {
+                "it was"
+            } else {
+                "they were"
+            },
+            ids.join(", ")
+        );
+        if policy.strict {
+            incomplete_reasons.push(format!("--strict: {what}"));
+        } else {
+            notes.push(format!("{what} --strict makes such a run incomplete."));
+        }
+    }
     let complete = incomplete_reasons.is_empty();
     let gate = crate::gate::verdict(policy, &triage.findings, &triage.unverified, complete);
     Report {
@@ -448,6 +502,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
                 let mut outcome = GroupOutcome::from(r);
                 outcome.cached = reused.contains_key(&r.group);
                 outcome.resumed = reused.get(&r.group) == Some(&Reused::Resumed);
+                outcome.doubtful = doubtful.iter().any(|d| d.group == r.group);
                 outcome
             })
             .collect(),
@@ -467,6 +522,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
                 })
             })
             .collect(),
+        doubtful,
         coverage,
         stats: Stats {
             requests: calls.requests,
@@ -492,6 +548,62 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         run_id: None,
         since_last_run: None,
         shard: None,
+    }
+}
+
+/// The groups that reviewed (their agent finished) and made claims, none
+/// verified: findings of their agent only unverified, or claims that could
+/// not be read. The tool layer's findings (secrets) are no claim of the
+/// model; a group verified in another group's dedupe counts as verified.
+fn doubtful(reports: &[GroupReport], triage: &Triage) -> Vec<DoubtfulGroup> {
+    let verified: BTreeSet<&str> = triage
+        .findings
+        .iter()
+        .chain(triage.suppressed.iter().map(|s| &s.finding))
+        .chain(triage.baselined.iter().map(|b| &b.finding))
+        .filter(|m| m.finding.origin == Origin::Agent)
+        .flat_map(|m| m.groups.iter().map(String::as_str))
+        .collect();
+    let mut out = Vec::new();
+    for r in reports {
+        let made = r.findings.iter().any(|f| f.origin == Origin::Agent) || !r.unparsed.is_empty();
+        if !r.status.reviewed() || !made || verified.contains(r.group.as_str()) {
+            continue;
+        }
+        let mut claims: Vec<DoubtfulClaim> = triage
+            .unverified
+            .iter()
+            .filter(|m| m.finding.origin == Origin::Agent && m.groups.contains(&r.group))
+            .map(|m| DoubtfulClaim {
+                path: Some(m.finding.path.clone()),
+                line: Some(m.finding.line),
+                text: m.finding.title.clone(),
+                reason: m.note.clone().unwrap_or_else(|| "unverified".into()),
+            })
+            .collect();
+        claims.extend(r.unparsed.iter().map(|u| DoubtfulClaim {
+            path: u.path.clone(),
+            line: u.line,
+            text: u.text.clone(),
+            reason: u.reason.clone(),
+        }));
+        out.push(DoubtfulGroup {
+            group: r.group.clone(),
+            agent: r.agent.clone(),
+            files: r.files.iter().map(|f| f.path.clone()).collect(),
+            claims,
+        });
+    }
+    out.sort_by(|a, b| a.group.cmp(&b.group));
+    out
+}
+
+/// `1 group`, `2 groups`.
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
     }
 }
 

@@ -4,7 +4,9 @@
 //! Takes the report; gives one run whose `tool.driver.rules` are the rules
 //! that fired, one result per **verified** finding, and one invocation that
 //! says whether the run was complete and, when not, why (failed groups,
-//! interrupts, budgets) as `toolExecutionNotifications`.
+//! interrupts, budgets), and each doubtful review (a group that made
+//! claims and none verified, with its claims), as
+//! `toolExecutionNotifications`.
 //!
 //! Unverified findings are not results. Code scanning turns every result
 //! into a persistent alert, and it ranks a security rule by the rule's
@@ -463,6 +465,31 @@ fn invocation(report: &Report) -> s::Invocation {
             ],
         ));
     }
+    for d in &report.doubtful {
+        let claims: Vec<Value> = d
+            .claims
+            .iter()
+            .map(|c| json!({"path": c.path, "line": c.line, "text": c.text, "reason": c.reason}))
+            .collect();
+        notes.push(notification(
+            if report.gate.strict { "error" } else { "warning" },
+            &format!(
+                "Doubtful review: group {} ({}) made {} and none was verified, so {} not reviewed cleanly: {}",
+                d.group,
+                d.agent,
+                plural(d.claims.len(), "claim"),
+                if d.files.len() == 1 { "its file was" } else { "its files were" },
+                listing(&d.files.iter().map(String::as_str).collect::<Vec<_>>())
+            ),
+            [
+                ("kind", json!("doubtful")),
+                ("group", json!(d.group)),
+                ("agent", json!(d.agent)),
+                ("files", json!(d.files)),
+                ("claims", json!(claims)),
+            ],
+        ));
+    }
     let unread = &report.coverage.unread;
     if !unread.is_empty() {
         notes.push(notification(
@@ -675,6 +702,7 @@ pub(crate) mod tests {
             findings,
             unverified: Vec::new(),
             unparsed: vec![],
+            doubtful: Vec::new(),
             coverage: Coverage::default(),
             stats: Stats::default(),
             notes: Vec::new(),

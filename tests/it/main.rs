@@ -10,6 +10,7 @@ mod cli;
 mod common;
 mod configs;
 mod cwe;
+mod doubtful;
 mod eval;
 mod formats;
 mod gate;
