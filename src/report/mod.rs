@@ -647,3 +647,126 @@ fn coverage(skipped: Vec<Skipped>, reports: &[GroupReport], not_started: &[Agent
     coverage.failed.sort_by(|a, b| a.path.cmp(&b.path));
     coverage
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::{Finding, FindingCwe, HowParsed, Severity, Unparsed};
+    use crate::reduce::Merged;
+
+    fn finding(title: &str, origin: Origin) -> Finding {
+        Finding {
+            path: "a.py".into(),
+            line: 2,
+            end_line: None,
+            severity: Severity::High,
+            title: title.into(),
+            detail: String::new(),
+            evidence: None,
+            rule: None,
+            cwe: FindingCwe::default(),
+            origin,
+        }
+    }
+
+    fn merged(title: &str, origin: Origin, groups: &[&str], note: Option<&str>) -> Merged {
+        Merged {
+            fingerprint: title.into(),
+            finding: finding(title, origin),
+            agents: vec!["auditor".into()],
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            verified: note.is_none(),
+            note: note.map(str::to_string),
+        }
+    }
+
+    fn group(
+        id: &str,
+        status: AgentStatus,
+        findings: Vec<Finding>,
+        unparsed: usize,
+    ) -> GroupReport {
+        GroupReport {
+            group: id.into(),
+            files: Vec::new(),
+            agent: "auditor".into(),
+            agent_hash: String::new(),
+            provider: "p".into(),
+            model: "m".into(),
+            status,
+            error: None,
+            rounds: 1,
+            tool_calls: 0,
+            tool_errors: 0,
+            files_read: Vec::new(),
+            usage: Usage::default(),
+            summary: String::new(),
+            summary_parsed: unparsed == 0,
+            rejected: Vec::new(),
+            parse: HowParsed::Clean,
+            repair_turn: false,
+            unparsed: (0..unparsed)
+                .map(|i| Unparsed {
+                    reason: "no findings block".into(),
+                    text: format!("claim {i}"),
+                    path: None,
+                    line: Some(3),
+                })
+                .collect(),
+            findings,
+        }
+    }
+
+    #[test]
+    fn doubtful_groups_are_those_whose_model_claims_all_failed() {
+        let agent = |t: &str| finding(t, Origin::Agent);
+        let reports = vec![
+            // Its one claim unverified; the secret verified is no claim.
+            group(
+                "a-invented",
+                AgentStatus::Complete,
+                vec![agent("ghost"), finding("secret", Origin::ToolLayer)],
+                0,
+            ),
+            // Only claims that could not be read.
+            group("b-unreadable", AgentStatus::MaxRounds, Vec::new(), 2),
+            // Its claim was verified under another group's dedupe.
+            group("c-shared", AgentStatus::Complete, vec![agent("shared")], 0),
+            // No claim at all, a secret only.
+            group(
+                "d-secret",
+                AgentStatus::Complete,
+                vec![finding("secret2", Origin::ToolLayer)],
+                0,
+            ),
+            // Failed: incomplete already, not doubtful.
+            group("e-failed", AgentStatus::Failed, vec![agent("lost")], 0),
+        ];
+        let triage = Triage {
+            findings: vec![
+                merged("secret", Origin::ToolLayer, &["a-invented"], None),
+                merged("shared", Origin::Agent, &["x-other", "c-shared"], None),
+                merged("secret2", Origin::ToolLayer, &["d-secret"], None),
+            ],
+            unverified: vec![
+                merged("ghost", Origin::Agent, &["a-invented"], Some("not there")),
+                merged("lost", Origin::Agent, &["e-failed"], Some("not there")),
+            ],
+            ..Triage::default()
+        };
+        let found = doubtful(&reports, &triage);
+        let ids: Vec<&str> = found.iter().map(|d| d.group.as_str()).collect();
+        assert_eq!(ids, ["a-invented", "b-unreadable"]);
+        assert_eq!(
+            found[0].claims,
+            vec![DoubtfulClaim {
+                path: Some("a.py".into()),
+                line: Some(2),
+                text: "ghost".into(),
+                reason: "not there".into(),
+            }]
+        );
+        assert_eq!(found[1].claims.len(), 2);
+        assert_eq!(found[1].claims[0].reason, "no findings block");
+    }
+}
