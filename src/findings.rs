@@ -5,8 +5,10 @@
 //! repairing the block when a small model broke it (unescaped quotes in
 //! quoted code, trailing commas, comments, a truncated answer), and keeps
 //! every claim that could not become a finding with the reason
-//! ([`Unparsed`]). Also recognises the completion marker in the forms models
-//! write it ([`says_complete`], [`strip_marker`]).
+//! ([`Unparsed`]). Each finding names its weakness as a CWE id, read
+//! leniently and checked against the bundled table ([`FindingCwe`]). Also
+//! recognises the completion marker in the forms models write it
+//! ([`says_complete`], [`strip_marker`]).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -158,9 +160,12 @@ impl FindingCwe {
     pub(crate) fn from_model(value: Option<&Value>) -> Self {
         let text = match value {
             Some(Value::Array(items)) => return Self::from_model(items.first()),
-            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+            Some(Value::String(s)) if s.trim().is_empty() => return Self::default(),
+            Some(Value::String(s)) => s.trim().to_string(),
             Some(Value::Number(n)) => n.to_string(),
-            Some(_) | None => return Self::default(),
+            Some(Value::Null) | None => return Self::default(),
+            // An object or a boolean: not an id, and said so.
+            Some(other @ (Value::Bool(_) | Value::Object(_))) => other.to_string(),
         };
         match CweId::parse(&text) {
             Ok(id) => Self::of(id),
@@ -1805,7 +1810,8 @@ mod tests {
  {"path": "a.py", "line": 5, "title": "e", "cwe": "SQL injection"},
  {"path": "a.py", "line": 6, "title": "f", "cwe": null},
  {"path": "a.py", "line": 7, "title": "g"},
- {"path": "a.py", "line": 8, "title": "h", "cwe": ["CWE-328", "CWE-327"]}
+ {"path": "a.py", "line": 8, "title": "h", "cwe": ["CWE-328", "CWE-327"]},
+ {"path": "a.py", "line": 9, "title": "i", "cwe": {"id": 89}}
 ]}
 ```"#;
         let r = parse_report(text);
@@ -1848,6 +1854,12 @@ mod tests {
         assert_eq!(got[5], (None, None, None));
         assert_eq!(got[6], (None, None, None));
         assert_eq!(got[7].0.as_deref(), Some("CWE-328"));
+        assert_eq!(got[8].0, None);
+        assert!(
+            got[8].2.is_some_and(|n| n.contains("is not a CWE id")),
+            "{:?}",
+            got[8]
+        );
         assert_eq!(
             r.findings[0].cwe.label().as_deref(),
             Some("CWE-89 (SQL Injection)")
