@@ -59,7 +59,7 @@ pub use cwe::{CweEntry, CweError, CweId, CweTable};
 pub use eval::{Count, EvalArgs, EvalError, EvalFormat, MatchBy, evaluate};
 pub use events::{Event, EventSink};
 pub use fanout::FanOutResult;
-pub use findings::{Finding, HowParsed, Origin, Repair, Severity, Unparsed};
+pub use findings::{Finding, FindingCwe, HowParsed, Origin, Repair, Severity, Unparsed};
 pub use gate::{Baselined, FailOn, GatePolicy, Outcome, Suppressed, Verdict};
 pub use git::{ChangeSet, ConfigOrigin};
 pub use inventory::{Inventory, InventoryOptions, walk};

@@ -9,7 +9,9 @@
 //!
 //! The format has no place for the run itself: an incomplete run shows in
 //! the job's exit code (3), and unverified findings stay out, as they do
-//! of the gate.
+//! of the gate. So do doubtful reviews (groups whose claims were all
+//! unverified: they have no finding to show); under `--strict` they make
+//! the run incomplete, which the exit code says.
 
 use std::collections::BTreeSet;
 

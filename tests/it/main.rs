@@ -11,6 +11,8 @@ mod budget;
 mod cli;
 mod common;
 mod configs;
+mod cwe;
+mod doubtful;
 mod eval;
 mod formats;
 mod gate;
