@@ -438,7 +438,10 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         incomplete_reasons.push(format!("{failed_groups} groups failed."));
     }
     if !not_started.is_empty() {
-        incomplete_reasons.push(format!("{} groups never started.", not_started.len()));
+        incomplete_reasons.push(match not_started.len() {
+            1 => "1 group never started.".to_string(),
+            n => format!("{n} groups never started."),
+        });
     }
     if !coverage.unread.is_empty() {
         incomplete_reasons.push(format!(

@@ -189,7 +189,11 @@ async fn the_report_says_truly_why_a_budgeted_run_stopped() {
         // Every group that did not run is counted, and none failed.
         let not_started = report.plan.groups.len() - report.groups.len();
         assert!(
-            reasons.contains(&format!("{not_started} groups never started.")),
+            reasons.contains(&if not_started == 1 {
+                "1 group never started.".to_string()
+            } else {
+                format!("{not_started} groups never started.")
+            }),
             "{reasons:?}"
         );
         let did_not_fit = if not_started == 1 {
