@@ -230,6 +230,12 @@ pub struct GateArgs {
     /// skips the stage. Default: the --fail-on severity.
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub challenge: Option<FailOn>,
+    /// A doubtful review makes the run incomplete (exit 3): a group whose
+    /// agent made claims of which none was verified (code that is not at
+    /// the cited place, files that do not exist) was not reviewed cleanly.
+    /// Without it such groups are reported as doubtful and the run passes.
+    #[arg(long)]
+    pub strict: bool,
     /// A baseline (see `fanscan baseline`): its findings stay out of the
     /// gate and are listed apart.
     #[arg(long, value_name = "FILE")]
@@ -706,6 +712,7 @@ impl Settings {
         self.gate = GatePolicy {
             fail_on: gate.fail_on.unwrap_or_default(),
             gate_unverified: gate.gate_unverified,
+            strict: gate.strict,
         };
         self.challenge = gate.challenge.unwrap_or(self.gate.fail_on);
         self.baseline.clone_from(&gate.baseline);

@@ -24,7 +24,7 @@ use crate::control::RunControl;
 use crate::conversation::Usage;
 use crate::events::EventSink;
 use crate::fanout::{FanOut, FanOutResult};
-use crate::findings::{Finding, Origin, Severity};
+use crate::findings::{Finding, FindingCwe, Origin, Severity};
 use crate::git::{ChangeSet, ConfigOrigin, GitError};
 use crate::inventory::{Inventory, InventoryError, InventoryOptions};
 use crate::plan::{Plan, PlanError, Routing};
@@ -242,6 +242,7 @@ impl Context {
                 ),
                 evidence: None,
                 rule: Some("fanscan/config-change".into()),
+                cwe: FindingCwe::default(),
                 origin: Origin::ToolLayer,
             })
             .collect()

@@ -62,6 +62,31 @@ impl fmt::Display for CweId {
     }
 }
 
+/// Written as `"CWE-89"`, the form SARIF tags and eval read.
+impl serde::Serialize for CweId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// Read as `"CWE-89"` in any form [`CweId::parse`] takes, or as the bare
+/// number `89`.
+impl<'de> serde::Deserialize<'de> for CweId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        let text = match Raw::deserialize(deserializer)? {
+            Raw::Number(n) => n.to_string(),
+            Raw::Text(t) => t,
+        };
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl std::str::FromStr for CweId {
     type Err = CweError;
 
@@ -359,6 +384,21 @@ mod tests {
         }
         assert_eq!(CweId::parse("CWE-1427").unwrap().to_string(), "CWE-1427");
         assert_eq!("79".parse::<CweId>(), Ok(id(79)));
+    }
+
+    #[test]
+    fn ids_serialize_as_cwe_n_and_read_back_from_text_or_number() {
+        assert_eq!(serde_json::to_string(&id(89)).unwrap(), "\"CWE-89\"");
+        for text in ["\"CWE-89\"", "\"cwe-89\"", "89", "\"89\""] {
+            assert_eq!(
+                serde_json::from_str::<CweId>(text).unwrap(),
+                id(89),
+                "{text}"
+            );
+        }
+        let error = serde_json::from_str::<CweId>("\"SQL\"").unwrap_err();
+        assert!(error.to_string().contains("is not a CWE id"), "{error}");
+        assert!(serde_json::from_str::<CweId>("0").is_err());
     }
 
     #[test]

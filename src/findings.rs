@@ -5,8 +5,10 @@
 //! repairing the block when a small model broke it (unescaped quotes in
 //! quoted code, trailing commas, comments, a truncated answer), and keeps
 //! every claim that could not become a finding with the reason
-//! ([`Unparsed`]). Also recognises the completion marker in the forms models
-//! write it ([`says_complete`], [`strip_marker`]).
+//! ([`Unparsed`]). Each finding names its weakness as a CWE id, read
+//! leniently and checked against the bundled table ([`FindingCwe`]). Also
+//! recognises the completion marker in the forms models write it
+//! ([`says_complete`], [`strip_marker`]).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -17,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::conversation::OutputSchema;
+use crate::cwe::{CweId, CweTable};
 
 /// How serious a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -88,7 +91,102 @@ pub struct Finding {
     pub evidence: Option<String>,
     /// A rule or category id, when the agent gave one.
     pub rule: Option<String>,
+    /// The weakness as a CWE id (`cwe`, `cwe_name`, `cwe_note` in JSON);
+    /// all absent in reports of fanscans that had none.
+    #[serde(flatten)]
+    pub cwe: FindingCwe,
     pub origin: Origin,
+}
+
+/// The CWE a finding names, checked against fanscan's table
+/// (`configs/cwe.toml`): the offline rules' own, CWE-798 for a redacted
+/// secret, or what the model wrote, normalized (`89`, `cwe-89` are
+/// `CWE-89`). An id the table does not know is kept and flagged in
+/// `note`; a value that is no CWE id at all is quoted in `note` instead.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingCwe {
+    /// `"CWE-89"`; `null` when nothing named one (or what was named is
+    /// not an id).
+    #[serde(rename = "cwe", default)]
+    pub id: Option<CweId>,
+    /// MITRE's name for `id`, from the table; `null` when the table does
+    /// not know it.
+    #[serde(rename = "cwe_name", default)]
+    pub name: Option<String>,
+    /// Why the CWE was flagged, when it was.
+    #[serde(rename = "cwe_note", default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl FindingCwe {
+    /// The CWE `id`, named from the table, flagged when the table does not
+    /// know it.
+    pub(crate) fn of(id: CweId) -> Self {
+        match CweTable::builtin() {
+            Ok(table) => match table.name(id) {
+                Some(name) => Self {
+                    id: Some(id),
+                    name: Some(name.to_string()),
+                    note: None,
+                },
+                None => Self {
+                    id: Some(id),
+                    name: None,
+                    note: Some(format!(
+                        "{id} is not in fanscan's CWE table (configs/cwe.toml): kept as given, unchecked"
+                    )),
+                },
+            },
+            // A unit test keeps the built-in table valid: say so rather
+            // than pass the id off as unknown.
+            Err(error) => Self {
+                id: Some(id),
+                name: None,
+                note: Some(format!(
+                    "fanscan's CWE table did not load ({error}): a fanscan bug"
+                )),
+            },
+        }
+    }
+
+    /// The CWE of number `number` (see [`FindingCwe::of`]); none for 0.
+    pub(crate) fn number(number: u32) -> Self {
+        CweId::from_number(number).map(Self::of).unwrap_or_default()
+    }
+
+    /// What a model wrote as `cwe`: `"CWE-89"`, `"89"`, `89`, or a list
+    /// whose first entry is taken; `null` or blank is none. Text that is
+    /// no CWE id leaves the id empty and is quoted in the note.
+    pub(crate) fn from_model(value: Option<&Value>) -> Self {
+        let text = match value {
+            Some(Value::Array(items)) => return Self::from_model(items.first()),
+            Some(Value::String(s)) if s.trim().is_empty() => return Self::default(),
+            Some(Value::String(s)) => s.trim().to_string(),
+            Some(Value::Number(n)) => n.to_string(),
+            Some(Value::Null) | None => return Self::default(),
+            // An object or a boolean: not an id, and said so.
+            Some(other @ (Value::Bool(_) | Value::Object(_))) => other.to_string(),
+        };
+        match CweId::parse(&text) {
+            Ok(id) => Self::of(id),
+            Err(error) => Self {
+                id: None,
+                name: None,
+                note: Some(format!("the cwe given was dropped: {error}")),
+            },
+        }
+    }
+
+    /// `CWE-89 (SQL Injection)`: the id with the common part of its name,
+    /// or the id alone when the table does not know it; `None` without an
+    /// id.
+    pub(crate) fn label(&self) -> Option<String> {
+        let id = self.id?;
+        Some(match &self.name {
+            Some(name) => format!("{id} ({})", crate::cwe::short_name(name)),
+            None => id.to_string(),
+        })
+    }
 }
 
 /// The marker an agent ends its work with.
@@ -102,11 +200,12 @@ pub(crate) const REPORT_FORMAT: &str = r#"Answer with a short prose summary, the
 {"findings": [
   {"path": "path/to/file.ext", "line": 42, "end_line": 44, "severity": "high",
    "title": "short title", "detail": "why it matters and how to fix it",
-   "evidence": "the exact code at those lines, copied verbatim", "rule": "optional-category"}
+   "evidence": "the exact code at those lines, copied verbatim", "rule": "optional-category",
+   "cwe": "CWE-<number> or null"}
 ]}
 ```
 
-severity is one of critical, high, medium, low, info. path is relative to the repository root. evidence must be copied from the file as read_file showed it (without the line numbers); findings whose evidence is not in the file are dropped. Use an empty list when there is nothing to report."#;
+severity is one of critical, high, medium, low, info. cwe is the CWE id of the weakness (CWE-89 for SQL injection, CWE-79 for cross-site scripting), or null when none fits. path is relative to the repository root. evidence must be copied from the file as read_file showed it (without the line numbers); findings whose evidence is not in the file are dropped. Use an empty list when there is nothing to report."#;
 
 /// The JSON schema of a final report, for structured output (OpenAI's
 /// `response_format`, Anthropic's forced report tool). Strict: every key is
@@ -130,9 +229,10 @@ pub(crate) fn report_schema() -> Value {
                         "title": {"type": "string", "description": "A short title."},
                         "detail": {"type": "string", "description": "Why it matters and how to fix it."},
                         "code": {"type": "string", "description": "The exact source line(s) at `line`, copied character for character from the file, without line numbers. Code only, never a description."},
-                        "rule": {"type": ["string", "null"], "description": "An optional category such as sql-injection; else null."}
+                        "rule": {"type": ["string", "null"], "description": "An optional category such as sql-injection; else null."},
+                        "cwe": {"type": ["string", "null"], "description": "The CWE id of the weakness, written CWE-<number> (CWE-89 for SQL injection), when one fits; else null."}
                     },
-                    "required": ["path", "line", "end_line", "severity", "title", "detail", "code", "rule"],
+                    "required": ["path", "line", "end_line", "severity", "title", "detail", "code", "rule", "cwe"],
                     "additionalProperties": false
                 }
             }
@@ -873,7 +973,7 @@ enum Keys {
 }
 
 /// The keys the report format uses, and their aliases in [`finding_from`].
-const KNOWN_KEYS: [&str; 15] = [
+const KNOWN_KEYS: [&str; 16] = [
     "findings",
     "path",
     "file",
@@ -889,6 +989,7 @@ const KNOWN_KEYS: [&str; 15] = [
     "snippet",
     "rule",
     "category",
+    "cwe",
 ];
 
 /// How far a look-ahead skips whitespace.
@@ -1365,6 +1466,7 @@ fn finding_from(item: &Value) -> Result<Finding, &'static str> {
         detail: as_text(get("detail").or(get("description"))).unwrap_or_default(),
         evidence: as_text(get("code").or(get("evidence")).or(get("snippet"))),
         rule: as_text(get("rule").or(get("category"))),
+        cwe: FindingCwe::from_model(get("cwe")),
         origin: Origin::Agent,
     })
 }
@@ -1386,7 +1488,7 @@ fn items(findings: &[Finding], structured: bool) -> Vec<Value> {
             let mut item = serde_json::json!({
                 "path": f.path, "line": f.line, "end_line": f.end_line,
                 "severity": f.severity.as_str(), "title": f.title, "detail": f.detail,
-                "rule": f.rule,
+                "rule": f.rule, "cwe": f.cwe.id,
             });
             if structured {
                 item["code"] = serde_json::json!(f.evidence.clone().unwrap_or_default());
@@ -1698,6 +1800,108 @@ mod tests {
     }
 
     #[test]
+    fn a_models_cwe_is_normalized_named_and_flagged() {
+        let text = r#"```json
+{"findings": [
+ {"path": "a.py", "line": 1, "title": "a", "cwe": "cwe-89"},
+ {"path": "a.py", "line": 2, "title": "b", "cwe": 79},
+ {"path": "a.py", "line": 3, "title": "c", "cwe": "CWE 22"},
+ {"path": "a.py", "line": 4, "title": "d", "cwe": "CWE-99999"},
+ {"path": "a.py", "line": 5, "title": "e", "cwe": "SQL injection"},
+ {"path": "a.py", "line": 6, "title": "f", "cwe": null},
+ {"path": "a.py", "line": 7, "title": "g"},
+ {"path": "a.py", "line": 8, "title": "h", "cwe": ["CWE-328", "CWE-327"]},
+ {"path": "a.py", "line": 9, "title": "i", "cwe": {"id": 89}}
+]}
+```"#;
+        let r = parse_report(text);
+        let got: Vec<(Option<String>, Option<&str>, Option<&str>)> = r
+            .findings
+            .iter()
+            .map(|f| {
+                (
+                    f.cwe.id.map(|id| id.to_string()),
+                    f.cwe.name.as_deref(),
+                    f.cwe.note.as_deref(),
+                )
+            })
+            .collect();
+        let sql =
+            "Improper Neutralization of Special Elements used in an SQL Command ('SQL Injection')";
+        assert_eq!(got[0], (Some("CWE-89".into()), Some(sql), None));
+        assert_eq!(got[1].0.as_deref(), Some("CWE-79"));
+        assert!(got[1].1.is_some_and(|n| n.contains("Cross-site Scripting")));
+        assert_eq!(got[2].0.as_deref(), Some("CWE-22"));
+        // Unknown to the table: kept, unnamed, flagged.
+        assert_eq!(got[3].0.as_deref(), Some("CWE-99999"));
+        assert_eq!(got[3].1, None);
+        assert!(
+            got[3]
+                .2
+                .is_some_and(|n| n.contains("CWE-99999 is not in fanscan's CWE table")),
+            "{:?}",
+            got[3]
+        );
+        // Not an id: no id, the text quoted in the note.
+        assert_eq!(got[4].0, None);
+        assert!(
+            got[4]
+                .2
+                .is_some_and(|n| n.contains("\"SQL injection\" is not a CWE id")),
+            "{:?}",
+            got[4]
+        );
+        assert_eq!(got[5], (None, None, None));
+        assert_eq!(got[6], (None, None, None));
+        assert_eq!(got[7].0.as_deref(), Some("CWE-328"));
+        assert_eq!(got[8].0, None);
+        assert!(
+            got[8].2.is_some_and(|n| n.contains("is not a CWE id")),
+            "{:?}",
+            got[8]
+        );
+        assert_eq!(
+            r.findings[0].cwe.label().as_deref(),
+            Some("CWE-89 (SQL Injection)")
+        );
+        assert_eq!(r.findings[3].cwe.label().as_deref(), Some("CWE-99999"));
+    }
+
+    #[test]
+    fn findings_stored_without_a_cwe_still_read_and_new_ones_round_trip() {
+        // A finding as fanscans before CWEs stored it.
+        let old = r#"{"path":"a.rs","line":2,"end_line":null,"severity":"low","title":"t","detail":"d","evidence":"x","rule":"r","origin":"agent"}"#;
+        let f: Finding = serde_json::from_str(old).unwrap();
+        assert_eq!(f.cwe, FindingCwe::default());
+        let mut with = f.clone();
+        with.cwe = FindingCwe::number(89);
+        let json = serde_json::to_value(&with).unwrap();
+        assert_eq!(json["cwe"], "CWE-89");
+        assert!(json["cwe_name"].as_str().unwrap().contains("SQL"));
+        assert!(json.get("cwe_note").is_none());
+        let back: Finding = serde_json::from_value(json).unwrap();
+        assert_eq!(back, with);
+    }
+
+    #[test]
+    fn the_report_schema_asks_for_a_cwe_in_strict_form() {
+        let schema = report_schema();
+        let items = &schema["properties"]["findings"]["items"];
+        assert_eq!(
+            items["properties"]["cwe"]["type"],
+            serde_json::json!(["string", "null"])
+        );
+        let required: Vec<&str> = items["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(required.contains(&"cwe"), "{required:?}");
+        assert!(REPORT_FORMAT.contains("\"cwe\""));
+    }
+
+    #[test]
     fn rendered_blocks_parse_back() {
         let f = Finding {
             path: "a.rs".into(),
@@ -1708,9 +1912,12 @@ mod tests {
             detail: "d".into(),
             evidence: Some("x.unwrap()".into()),
             rule: Some("rust/unwrap".into()),
+            cwe: FindingCwe::number(617),
             origin: Origin::Agent,
         };
         let r = parse_report(&render_block(std::slice::from_ref(&f)));
-        assert_eq!(r.findings, vec![f]);
+        assert_eq!(r.findings, vec![f.clone()]);
+        let structured = parse_report(&render_structured("s", std::slice::from_ref(&f)));
+        assert_eq!(structured.findings, vec![f]);
     }
 }

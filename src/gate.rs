@@ -63,6 +63,9 @@ pub struct GatePolicy {
     pub fail_on: FailOn,
     /// Unverified findings count too (by default they never do).
     pub gate_unverified: bool,
+    /// A doubtful review (claims made, none verified) makes the run
+    /// incomplete (`--strict`).
+    pub strict: bool,
 }
 
 /// A finding kept out of the gate by an inline comment.
@@ -186,6 +189,9 @@ pub struct Verdict {
     pub outcome: Outcome,
     pub fail_on: FailOn,
     pub gate_unverified: bool,
+    /// `--strict`: doubtful reviews made the run incomplete.
+    #[serde(default)]
+    pub strict: bool,
     /// Fingerprints of the open findings at or above the threshold.
     pub failing: Vec<String>,
     /// One sentence: what the verdict is and why.
@@ -241,6 +247,7 @@ pub(crate) fn verdict(
         outcome,
         fail_on: policy.fail_on,
         gate_unverified: policy.gate_unverified,
+        strict: policy.strict,
         failing: failing.iter().map(|m| m.fingerprint.clone()).collect(),
         reason,
     }
@@ -261,6 +268,7 @@ mod tests {
             detail: String::new(),
             evidence: Some(format!("code {line}")),
             rule: Some(rule.into()),
+            cwe: crate::findings::FindingCwe::default(),
             origin: Origin::Agent,
         };
         Merged {
@@ -279,6 +287,7 @@ mod tests {
         GatePolicy {
             fail_on,
             gate_unverified: false,
+            strict: false,
         }
     }
 
@@ -320,6 +329,7 @@ mod tests {
         let strict = GatePolicy {
             fail_on: FailOn::Low,
             gate_unverified: true,
+            strict: false,
         };
         assert_eq!(
             verdict(strict, &[], &unverified, true).outcome,

@@ -11,6 +11,7 @@
 mod agents;
 mod ask;
 mod baseline;
+mod brief;
 mod budget;
 mod challenge;
 mod config;
@@ -49,6 +50,7 @@ pub use agents::definition::{AgentDefinition, DefinitionError};
 pub use agents::subagent::{AgentStatus, AgentTask, FileHash, GroupReport, TaskFile};
 pub use ask::{Answer, AskError, Citation, CitationStatus, LeadSummary, TaskSummary, Totals, ask};
 pub use baseline::{Baseline, BaselineEntry, BaselineError};
+pub use brief::{Brief, BriefSource};
 pub use budget::AgentUsage;
 pub use challenge::{Challenge, Stance};
 pub use config::{
@@ -60,7 +62,7 @@ pub use cwe::{CweEntry, CweError, CweId, CweTable};
 pub use eval::{Count, EvalArgs, EvalError, EvalFormat, MatchBy, evaluate};
 pub use events::{Event, EventSink};
 pub use fanout::FanOutResult;
-pub use findings::{Finding, HowParsed, Origin, Repair, Severity, Unparsed};
+pub use findings::{Finding, FindingCwe, HowParsed, Origin, Repair, Severity, Unparsed};
 pub use gate::{Baselined, FailOn, GatePolicy, Outcome, Suppressed, Verdict};
 pub use git::{ChangeSet, ConfigOrigin};
 pub use inventory::{Inventory, InventoryOptions, walk};
@@ -113,14 +115,11 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let spend = Arc::new(ctx.spend(ui.control.clone(), Some(planner_usage)));
     let tools = Arc::new(ctx.scoped_tools(&inventory));
     let specialists = ctx.specialists(&plan)?;
-    let store = store::prepare(
-        ctx,
-        (&auditor, reducer),
-        &ctx.run_info(&plan, &started),
-        &specialists,
-        tasks,
-    )
-    .await?;
+    let (mut run, store_warnings) =
+        store::ScanStore::open(ctx, &auditor, reducer, &ctx.run_info(&plan, &started))?;
+    let briefed = brief_stage(ctx, ui, &inventory, &tools, &spend, run.as_mut()).await?;
+    let (auditor, specialists) = briefed.apply(auditor, specialists);
+    let store = store::prepare(ctx, run, store_warnings, &specialists, tasks).await?;
     let (events, progress) = ui.progress(store.split.fresh.len());
     let fanned = FanOut {
         definition: auditor,
@@ -164,6 +163,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         run_notes: [
             store.warnings,
             ctx.provider.notes(),
+            briefed.written.notes,
             consumed.transcript_errors,
             challenged.notes,
         ]
@@ -175,8 +175,75 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
         diff: ctx.changes.clone(),
     });
     report.shard = part;
+    report.brief = briefed.written.brief;
     run.iter().for_each(|run| run.finish(&mut report));
     Ok(report)
+}
+
+/// The repository brief, and the auditors with it in their prompts.
+struct Briefed {
+    written: brief::Written,
+}
+
+impl Briefed {
+    /// The auditor and the specialists with the brief in their prompts
+    /// (unchanged without one).
+    fn apply(
+        &self,
+        auditor: Arc<AgentDefinition>,
+        specialists: std::collections::HashMap<String, Arc<AgentDefinition>>,
+    ) -> (
+        Arc<AgentDefinition>,
+        std::collections::HashMap<String, Arc<AgentDefinition>>,
+    ) {
+        let Some(brief) = &self.written.brief else {
+            return (auditor, specialists);
+        };
+        let specialists = specialists
+            .into_iter()
+            .map(|(group, d)| (group, Arc::new(brief::with_brief(&d, brief))))
+            .collect();
+        (Arc::new(brief::with_brief(&auditor, brief)), specialists)
+    }
+}
+
+/// Writes (or reads) the repository brief before the fan-out, and keys
+/// the store's results by the briefed auditor.
+async fn brief_stage(
+    ctx: &Context,
+    ui: &Ui,
+    inventory: &Inventory,
+    tools: &Arc<tools::ToolContext>,
+    spend: &budget::Spend,
+    run: Option<&mut store::ScanStore>,
+) -> Result<Briefed, ScanError> {
+    let settings = &ctx.settings;
+    let own = settings
+        .config_origin
+        .read(&settings.root, brief::BRIEF_FILE)
+        .map_err(SetupError::from)?
+        .map(|text| (text, settings.config_origin.describe()));
+    let definition = ctx.agent("brief")?;
+    let written = brief::Stage {
+        writer: brief::Writer {
+            definition,
+            provider: ctx.provider.as_ref(),
+            tools: Arc::clone(tools),
+            events: &EventSink::silent("brief"),
+            control: &ui.control,
+            spend,
+            max_output_tokens: settings.max_output_tokens,
+        },
+        own,
+        stored: run.as_deref().map(|r| r as &dyn brief::Stored),
+    }
+    .run(inventory)
+    .await;
+    if let (Some(brief), Some(run)) = (&written.brief, run) {
+        let auditor = brief::with_brief(ctx.agent(&settings.agent)?, brief);
+        run.rekey_auditor(ctx, &auditor);
+    }
+    Ok(Briefed { written })
 }
 
 /// Verification reads files: it runs off the async threads, and gives the

@@ -22,8 +22,9 @@ const EXIT_CODES: &str = "Exit codes:
   1  internal or I/O error (e.g. the report could not be written)
   2  usage or configuration error (a bad flag, fanscan.toml, agent file or
      baseline, an unknown --since ref): nothing was scanned
-  3  incomplete run (failed groups, interrupted, a budget reached) and no
-     open finding at or above --fail-on: never a pass
+  3  incomplete run (failed groups, interrupted, a budget reached, a doubtful
+     review under --strict) and no open finding at or above --fail-on: never
+     a pass
   4  the gate failed: a verified finding at or above --fail-on (default
      high) that is neither baselined nor suppressed remains";
 

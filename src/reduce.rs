@@ -155,6 +155,10 @@ pub(crate) fn dedupe_all(checked: &[Checked]) -> (Vec<Merged>, Vec<Merged>, Vec<
         if c.finding.severity > entry.finding.severity {
             entry.finding.severity = c.finding.severity;
         }
+        // One report that names the weakness names it for all.
+        if entry.finding.cwe.id.is_none() && c.finding.cwe.id.is_some() {
+            entry.finding.cwe = c.finding.cwe.clone();
+        }
         if !entry.agents.contains(&c.agent) {
             entry.agents.push(c.agent.clone());
         }
@@ -637,6 +641,7 @@ mod tests {
                 detail: String::new(),
                 evidence: Some(evidence.into()),
                 rule: Some("rust/unwrap".into()),
+                cwe: crate::findings::FindingCwe::default(),
                 origin: Origin::Agent,
             },
             group: group.into(),

@@ -11,7 +11,7 @@
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::findings::{Finding, Origin, Severity};
+use crate::findings::{Finding, FindingCwe, Origin, Severity};
 use crate::language::language_of;
 
 /// The built-in rule set.
@@ -68,8 +68,6 @@ impl Rule {
     /// The CWE ids of the weakness this rule finds (`[89]` for CWE-89),
     /// never empty, the most specific first: a finding that carries one
     /// CWE takes the first.
-    // Read by the step that puts CWEs on findings (issue 17); tests use it now.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn cwe(&self) -> &[u32] {
         &self.cwe
     }
@@ -250,6 +248,11 @@ impl RuleSet {
                     detail: rule.message.clone(),
                     evidence: Some(line.trim().to_string()),
                     rule: Some(rule.id.clone()),
+                    // The most specific weakness is listed first.
+                    cwe: rule
+                        .cwe()
+                        .first()
+                        .map_or_else(FindingCwe::default, |n| FindingCwe::number(*n)),
                     origin: Origin::Agent,
                 });
             }
@@ -385,6 +388,32 @@ mod tests {
         assert_eq!(rules.cwe_of("crypto/weak-hash-go"), Some(&[328, 327][..]));
         assert_eq!(rules.cwe_of("no/such-rule"), None);
         assert!(rules.rules.iter().all(|r| !r.cwe().is_empty()));
+    }
+
+    #[test]
+    fn findings_carry_their_rules_first_cwe_named_from_the_table() {
+        let rules = RuleSet::builtin().unwrap();
+        let table = crate::cwe::CweTable::builtin().unwrap();
+        // Every CWE a built-in rule declares is one the table names: a
+        // rule's finding is never flagged as unknown.
+        for rule in &rules.rules {
+            for &n in rule.cwe() {
+                let id = crate::cwe::CweId::from_number(n).unwrap();
+                assert!(
+                    table.is_known(id),
+                    "rule {}: CWE-{n} is not in configs/cwe.toml",
+                    rule.id
+                );
+            }
+        }
+        let found = rules.apply("a.go", &[(3, "h := md5.New()".to_string())]);
+        let f = found
+            .iter()
+            .find(|f| f.rule.as_deref() == Some("crypto/weak-hash-go"))
+            .unwrap();
+        assert_eq!(f.cwe.id.map(|id| id.number()), Some(328));
+        assert_eq!(f.cwe.name.as_deref(), Some("Use of Weak Hash"));
+        assert_eq!(f.cwe.note, None);
     }
 
     #[test]

@@ -635,6 +635,7 @@ mod tests {
                 detail: String::new(),
                 evidence: Some("quoted".into()),
                 rule: Some("sql/concat".into()),
+                cwe: crate::findings::FindingCwe::default(),
                 origin,
             },
             group: "g".into(),

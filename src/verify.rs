@@ -411,6 +411,7 @@ mod tests {
             detail: String::new(),
             evidence: evidence.map(str::to_string),
             rule: None,
+            cwe: crate::findings::FindingCwe::default(),
             origin: Origin::Agent,
         }
     }

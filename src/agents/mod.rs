@@ -49,6 +49,7 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../configs/agents/security.md"),
     ),
     ("lead.md", include_str!("../../configs/agents/lead.md")),
+    ("brief.md", include_str!("../../configs/agents/brief.md")),
     (
         "skeptic.md",
         include_str!("../../configs/agents/skeptic.md"),
@@ -241,7 +242,7 @@ mod tests {
         assert_eq!(
             names,
             vec![
-                "auditor", "lead", "planner", "reducer", "security", "skeptic"
+                "auditor", "brief", "lead", "planner", "reducer", "security", "skeptic"
             ]
         );
         assert!(
@@ -259,7 +260,7 @@ mod tests {
             set.get("nope")
                 .unwrap_err()
                 .to_string()
-                .contains("auditor, lead, planner")
+                .contains("auditor, brief, lead, planner")
         );
     }
 

@@ -27,8 +27,8 @@ use crate::budget::Spend;
 use crate::conversation::{ChatRequest, FileRead, Message, Usage};
 use crate::events::EventSink;
 use crate::findings::{
-    Finding, HowParsed, Origin, ParsedReport, REPORT_FORMAT, Severity, TASK_COMPLETE, Unparsed,
-    parse_report, report_output,
+    Finding, FindingCwe, HowParsed, Origin, ParsedReport, REPORT_FORMAT, Severity, TASK_COMPLETE,
+    Unparsed, parse_report, report_output,
 };
 use crate::providers::Provider;
 use crate::tools::{ToolContext, ToolError};
@@ -615,6 +615,8 @@ pub(crate) fn secret_finding(path: String, line: u32, kind: &str) -> Finding {
         end_line: None,
         evidence: None,
         rule: Some(format!("secret/{kind}")),
+        // CWE-798: Use of Hard-coded Credentials.
+        cwe: FindingCwe::number(798),
         origin: Origin::ToolLayer,
     }
 }

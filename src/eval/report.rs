@@ -232,7 +232,10 @@ struct RawReport {
 
 /// The CWEs the built-in rules declare (`cwe = [89]` on a rule in
 /// `configs/rules.toml`), by rule id: what a finding without its own `cwe`
-/// is taken to claim, when the run used the built-in rules.
+/// is taken to claim, when the run used the built-in rules. A finding's
+/// own `cwe` (every finding of a current report has one when its rule or
+/// model named it) always wins; this scores reports written before
+/// findings carried a CWE.
 pub(crate) type RuleCwes = BTreeMap<String, Vec<CweId>>;
 
 /// Reads the `cwe` of each built-in rule that has one.

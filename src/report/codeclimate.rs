@@ -10,7 +10,10 @@
 //! The format has no place for the run itself: an incomplete run shows in
 //! the job's exit code (3), and unverified findings, and those the skeptic
 //! refuted, stay out, as they do of the gate (the other formats list them).
-//! What the skeptic said of a finding, with its confidence, ends its body.
+//! So do doubtful reviews (groups whose claims were all unverified: they
+//! have no finding to show); under `--strict` they make the run
+//! incomplete, which the exit code says. What the skeptic said of a
+//! finding, with its confidence, ends its body.
 
 use std::collections::BTreeSet;
 

@@ -5,8 +5,10 @@
 //! `::error file=PATH,line=N,endLine=M,title=TITLE::MESSAGE` (`error` for
 //! critical/high, `warning` for medium, `notice` for low/info), then closing
 //! lines about the run itself: `::error` when it is incomplete (naming why),
-//! `::warning` for files no agent was shown, `::notice` for findings that
-//! failed verification (never annotated: they are not gated on).
+//! `::warning` for files no agent was shown, `::warning` for each doubtful
+//! review (a group that made claims and none verified, with its claims),
+//! `::notice` for findings that failed verification (never annotated: they
+//! are not gated on).
 //!
 //! Titles and messages come from the scanned repository and from models,
 //! so everything is escaped as the workflow-command syntax requires: a raw
@@ -32,7 +34,8 @@ pub(crate) fn render(report: &Report) -> String {
         if let Some(end) = f.end_line.filter(|end| *end > f.line) {
             properties.push(("endLine", end.to_string()));
         }
-        properties.push(("title", format!("{} [{}]", f.title, rule_id(f))));
+        let cwe = f.cwe.id.map(|id| format!(" {id}")).unwrap_or_default();
+        properties.push(("title", format!("{} [{}]{cwe}", f.title, rule_id(f))));
         let mut message = if f.detail.trim().is_empty() {
             f.title.clone()
         } else {
@@ -128,6 +131,30 @@ pub(crate) fn render(report: &Report) -> String {
             "error",
             &[("title", "fanscan: incomplete run".into())],
             &why,
+        );
+    }
+    for d in &report.doubtful {
+        let claims: Vec<String> = d
+            .claims
+            .iter()
+            .map(|c| match (&c.path, c.line) {
+                (Some(p), Some(l)) => format!("{p}:{l} {} ({})", c.text, c.reason),
+                (Some(p), None) => format!("{p} {} ({})", c.text, c.reason),
+                _ => format!("{} ({})", c.text, c.reason),
+            })
+            .collect();
+        line(
+            &mut out,
+            "warning",
+            &[("title", "fanscan: doubtful review".into())],
+            &format!(
+                "Group {} ({}) made {} and none was verified, so its files were not reviewed cleanly: {}. Claims: {}",
+                d.group,
+                d.agent,
+                count(d.claims.len(), "claim"),
+                first_ten(d.files.iter().map(String::as_str)),
+                claims.join("; ")
+            ),
         );
     }
     let unread = &report.coverage.unread;

@@ -34,6 +34,18 @@ pub(super) fn render(report: &Report) -> String {
             report.incomplete_reasons.join(" ")
         );
     }
+    if !report.doubtful.is_empty() {
+        let _ = writeln!(
+            out,
+            "> **Doubtful reviews.** {} made claims and none was verified: {} not reviewed cleanly (see Doubtful reviews).\n",
+            count(report.doubtful.len(), "group"),
+            if report.doubtful.len() == 1 {
+                "its files were"
+            } else {
+                "their files were"
+            }
+        );
+    }
     gate(&mut out, report);
     let _ = writeln!(out, "## Summary\n");
     if report.summary.trim().is_empty() {
@@ -87,8 +99,13 @@ pub(super) fn render(report: &Report) -> String {
         for m in &report.unverified {
             let _ = writeln!(
                 out,
-                "- {} `{}:{}`: {}",
+                "- {}{} `{}:{}`: {}",
                 m.finding.title,
+                m.finding
+                    .cwe
+                    .label()
+                    .map(|c| format!(" {c}"))
+                    .unwrap_or_default(),
                 m.finding.path,
                 m.finding.line,
                 m.note.as_deref().unwrap_or("unverified")
@@ -149,6 +166,8 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
         }
         out.push('\n');
     }
+
+    doubtful(&mut out, report);
 
     suppressed_and_baselined(&mut out, report);
 
@@ -284,6 +303,16 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
         "- duration: {:.1} s",
         report.duration_ms as f64 / 1000.0
     );
+    if let Some(brief) = &report.brief {
+        let _ = writeln!(
+            out,
+            "\n## Repository brief\n\nGiven to every auditor, written by {}.\n",
+            brief.source.describe()
+        );
+        for line in brief.text.lines() {
+            let _ = writeln!(out, "{}", format!("> {line}").trim_end());
+        }
+    }
     if !report.notes.is_empty() {
         let _ = writeln!(out, "\n## Notes\n");
         for n in &report.notes {
@@ -307,16 +336,68 @@ fn gate(out: &mut String, report: &Report) {
         .map_or(g.reason.as_str(), |(_, r)| r);
     let _ = writeln!(
         out,
-        "**Gate: {mark}** ({rest}; --fail-on {}{}). {} suppressed, {} baselined.\n",
+        "**Gate: {mark}** ({rest}; --fail-on {}{}{}). {} suppressed, {} baselined.\n",
         g.fail_on.as_str(),
         if g.gate_unverified {
             ", unverified findings count"
         } else {
             ""
         },
+        if g.strict {
+            ", --strict: doubtful reviews count as incomplete"
+        } else {
+            ""
+        },
         report.suppressed.len(),
         report.baselined.len()
     );
+}
+
+/// Groups whose agent made claims and none was verified, each with its
+/// claims.
+fn doubtful(out: &mut String, report: &Report) {
+    if report.doubtful.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Doubtful reviews ({}): claims made, none verified\n\nThe model was shown these files and cited code that is not there, so that it reported nothing real says nothing about them. `--strict` makes such a run incomplete.\n",
+        report.doubtful.len()
+    );
+    for d in &report.doubtful {
+        let files: Vec<String> = d.files.iter().map(|f| format!("`{f}`")).collect();
+        let _ = writeln!(
+            out,
+            "- group `{}` ({}), {}: {}",
+            d.group,
+            d.agent,
+            files.join(", "),
+            count(d.claims.len(), "claim")
+        );
+        for c in &d.claims {
+            let place = match (&c.path, c.line) {
+                (Some(p), Some(l)) => format!("`{p}:{l}` "),
+                (Some(p), None) => format!("`{p}` "),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "  - {place}{}: {}",
+                c.text.replace('\n', " "),
+                c.reason
+            );
+        }
+    }
+    out.push('\n');
+}
+
+/// `1 claim`, `2 claims`.
+fn count(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 /// Findings kept out of the gate, with why: never dropped silently.
@@ -479,7 +560,8 @@ fn finding(out: &mut String, m: &Merged) {
         .as_deref()
         .map(|r| format!(" [{r}]"))
         .unwrap_or_default();
-    let _ = writeln!(out, "- **{}**{rule} `{}:{lines}`", f.title, f.path);
+    let cwe = f.cwe.label().map(|c| format!(" {c}")).unwrap_or_default();
+    let _ = writeln!(out, "- **{}**{rule}{cwe} `{}:{lines}`", f.title, f.path);
     if !f.detail.is_empty() {
         let _ = writeln!(out, "  {}", f.detail.replace('\n', "\n  "));
     }
@@ -487,6 +569,9 @@ fn finding(out: &mut String, m: &Merged) {
         let _ = writeln!(out, "  ```\n  {}\n  ```", e.replace('\n', "\n  "));
     }
     if let Some(note) = &m.note {
+        let _ = writeln!(out, "  _{note}_");
+    }
+    if let Some(note) = &f.cwe.note {
         let _ = writeln!(out, "  _{note}_");
     }
     skeptic_line(out, m);

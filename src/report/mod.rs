@@ -22,6 +22,7 @@ use crate::agents::{AgentStatus, AgentTask, GroupReport};
 use crate::baseline::BaselineEntry;
 use crate::budget::AgentUsage;
 use crate::conversation::Usage;
+use crate::findings::Origin;
 use crate::gate::{Baselined, GatePolicy, Outcome, Suppressed, Triage, Verdict};
 use crate::git::ChangeSet;
 use crate::inventory::Skipped;
@@ -117,6 +118,10 @@ pub struct GroupOutcome {
     /// stopped): this run resumed it.
     #[serde(default)]
     pub resumed: bool,
+    /// Its agent made claims and none was verified: not a clean review
+    /// (listed in [`Report::doubtful`] with its claims).
+    #[serde(default)]
+    pub doubtful: bool,
 }
 
 /// How a group's result came from the run store.
@@ -144,6 +149,7 @@ impl From<&GroupReport> for GroupOutcome {
             error: r.error.clone(),
             cached: false,
             resumed: false,
+            doubtful: false,
         }
     }
 }
@@ -159,6 +165,30 @@ pub struct UnparsedClaim {
     pub text: String,
     pub path: Option<String>,
     pub line: Option<u32>,
+}
+
+/// A review that did not happen: a group whose agent made claims (findings
+/// or unreadable claims) of which none was verified. The model was shown
+/// the files and cited code that is not there, so "no findings" from it
+/// says nothing about the files.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoubtfulGroup {
+    pub group: String,
+    pub agent: String,
+    pub files: Vec<String>,
+    /// Every claim of the group, none verified, with why.
+    pub claims: Vec<DoubtfulClaim>,
+}
+
+/// One claim of a doubtful group.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoubtfulClaim {
+    pub path: Option<String>,
+    pub line: Option<u32>,
+    /// The finding's title, or the claim's text as the model wrote it.
+    pub text: String,
+    /// Why it is not verified.
+    pub reason: String,
 }
 
 /// A file that was planned but not reviewed.
@@ -243,6 +273,11 @@ pub struct Report {
     /// so nothing a model said disappears; never counted as findings.
     #[serde(default)]
     pub unparsed: Vec<UnparsedClaim>,
+    /// Groups whose agent made claims and none was verified, with their
+    /// claims: reviews that did not happen. `--strict` makes them an
+    /// incomplete run.
+    #[serde(default)]
+    pub doubtful: Vec<DoubtfulGroup>,
     pub coverage: Coverage,
     pub stats: Stats,
     /// Notes from the planner and reducer.
@@ -275,6 +310,9 @@ pub struct Report {
     /// plan, with its groups' full results for `fanscan merge`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<shard::ShardPart>,
+    /// The repository brief the auditors were given, and who wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brief: Option<crate::brief::Brief>,
 }
 
 impl Report {
@@ -404,7 +442,10 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         incomplete_reasons.push(format!("{failed_groups} groups failed."));
     }
     if !not_started.is_empty() {
-        incomplete_reasons.push(format!("{} groups never started.", not_started.len()));
+        incomplete_reasons.push(match not_started.len() {
+            1 => "1 group never started.".to_string(),
+            n => format!("{n} groups never started."),
+        });
     }
     if !coverage.unread.is_empty() {
         incomplete_reasons.push(format!(
@@ -427,6 +468,25 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         notes.push(format!(
             "{max_rounds} agents reached max_rounds; their summaries were still taken"
         ));
+    }
+    let doubtful = doubtful(&reports, &triage, &reduced.refuted);
+    if !doubtful.is_empty() {
+        let ids: Vec<&str> = doubtful.iter().map(|d| d.group.as_str()).collect();
+        let what = format!(
+            "{} made claims and none was verified, so {} not reviewed cleanly (doubtful): {}.",
+            plural(doubtful.len(), "group"),
+            if doubtful.len() == 1 {
+                "it was"
+            } else {
+                "they were"
+            },
+            ids.join(", ")
+        );
+        if policy.strict {
+            incomplete_reasons.push(format!("--strict: {what}"));
+        } else {
+            notes.push(format!("{what} --strict makes such a run incomplete."));
+        }
     }
     let complete = incomplete_reasons.is_empty();
     let gate = crate::gate::verdict(policy, &triage.findings, &triage.unverified, complete);
@@ -452,6 +512,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
                 let mut outcome = GroupOutcome::from(r);
                 outcome.cached = reused.contains_key(&r.group);
                 outcome.resumed = reused.get(&r.group) == Some(&Reused::Resumed);
+                outcome.doubtful = doubtful.iter().any(|d| d.group == r.group);
                 outcome
             })
             .collect(),
@@ -472,6 +533,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
                 })
             })
             .collect(),
+        doubtful,
         coverage,
         stats: Stats {
             requests: calls.requests,
@@ -497,6 +559,67 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         run_id: None,
         since_last_run: None,
         shard: None,
+        brief: None,
+    }
+}
+
+/// The groups that reviewed (their agent finished) and made claims, none
+/// verified: findings of their agent only unverified, or claims that could
+/// not be read. The tool layer's findings (secrets) are no claim of the
+/// model; a group verified in another group's dedupe counts as verified.
+/// A claim the skeptic refuted was verified, and a located one (its line
+/// exists in a file of the group) is no invention: neither is doubtful.
+fn doubtful(reports: &[GroupReport], triage: &Triage, refuted: &[Merged]) -> Vec<DoubtfulGroup> {
+    let verified: BTreeSet<&str> = triage
+        .findings
+        .iter()
+        .chain(triage.suppressed.iter().map(|s| &s.finding))
+        .chain(triage.baselined.iter().map(|b| &b.finding))
+        .chain(refuted.iter())
+        .chain(triage.unverified.iter().filter(|m| m.located))
+        .filter(|m| m.finding.origin == Origin::Agent)
+        .flat_map(|m| m.groups.iter().map(String::as_str))
+        .collect();
+    let mut out = Vec::new();
+    for r in reports {
+        let made = r.findings.iter().any(|f| f.origin == Origin::Agent) || !r.unparsed.is_empty();
+        if !r.status.reviewed() || !made || verified.contains(r.group.as_str()) {
+            continue;
+        }
+        let mut claims: Vec<DoubtfulClaim> = triage
+            .unverified
+            .iter()
+            .filter(|m| m.finding.origin == Origin::Agent && m.groups.contains(&r.group))
+            .map(|m| DoubtfulClaim {
+                path: Some(m.finding.path.clone()),
+                line: Some(m.finding.line),
+                text: m.finding.title.clone(),
+                reason: m.note.clone().unwrap_or_else(|| "unverified".into()),
+            })
+            .collect();
+        claims.extend(r.unparsed.iter().map(|u| DoubtfulClaim {
+            path: u.path.clone(),
+            line: u.line,
+            text: u.text.clone(),
+            reason: u.reason.clone(),
+        }));
+        out.push(DoubtfulGroup {
+            group: r.group.clone(),
+            agent: r.agent.clone(),
+            files: r.files.iter().map(|f| f.path.clone()).collect(),
+            claims,
+        });
+    }
+    out.sort_by(|a, b| a.group.cmp(&b.group));
+    out
+}
+
+/// `1 group`, `2 groups`.
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
     }
 }
 
@@ -539,4 +662,149 @@ fn coverage(skipped: Vec<Skipped>, reports: &[GroupReport], not_started: &[Agent
     coverage.unread.sort();
     coverage.failed.sort_by(|a, b| a.path.cmp(&b.path));
     coverage
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::{Finding, FindingCwe, HowParsed, Severity, Unparsed};
+    use crate::reduce::Merged;
+
+    fn finding(title: &str, origin: Origin) -> Finding {
+        Finding {
+            path: "a.py".into(),
+            line: 2,
+            end_line: None,
+            severity: Severity::High,
+            title: title.into(),
+            detail: String::new(),
+            evidence: None,
+            rule: None,
+            cwe: FindingCwe::default(),
+            origin,
+        }
+    }
+
+    fn merged(title: &str, origin: Origin, groups: &[&str], note: Option<&str>) -> Merged {
+        Merged {
+            fingerprint: title.into(),
+            finding: finding(title, origin),
+            agents: vec!["auditor".into()],
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            verified: note.is_none(),
+            note: note.map(str::to_string),
+            located: false,
+            challenge: None,
+        }
+    }
+
+    fn group(
+        id: &str,
+        status: AgentStatus,
+        findings: Vec<Finding>,
+        unparsed: usize,
+    ) -> GroupReport {
+        GroupReport {
+            group: id.into(),
+            files: Vec::new(),
+            agent: "auditor".into(),
+            agent_hash: String::new(),
+            provider: "p".into(),
+            model: "m".into(),
+            status,
+            error: None,
+            rounds: 1,
+            tool_calls: 0,
+            tool_errors: 0,
+            files_read: Vec::new(),
+            usage: Usage::default(),
+            summary: String::new(),
+            summary_parsed: unparsed == 0,
+            rejected: Vec::new(),
+            parse: HowParsed::Clean,
+            repair_turn: false,
+            unparsed: (0..unparsed)
+                .map(|i| Unparsed {
+                    reason: "no findings block".into(),
+                    text: format!("claim {i}"),
+                    path: None,
+                    line: Some(3),
+                })
+                .collect(),
+            findings,
+        }
+    }
+
+    #[test]
+    fn doubtful_groups_are_those_whose_model_claims_all_failed() {
+        let agent = |t: &str| finding(t, Origin::Agent);
+        let reports = vec![
+            // Its one claim unverified; the secret verified is no claim.
+            group(
+                "a-invented",
+                AgentStatus::Complete,
+                vec![agent("ghost"), finding("secret", Origin::ToolLayer)],
+                0,
+            ),
+            // Only claims that could not be read.
+            group("b-unreadable", AgentStatus::MaxRounds, Vec::new(), 2),
+            // Its claim was verified under another group's dedupe.
+            group("c-shared", AgentStatus::Complete, vec![agent("shared")], 0),
+            // No claim at all, a secret only.
+            group(
+                "d-secret",
+                AgentStatus::Complete,
+                vec![finding("secret2", Origin::ToolLayer)],
+                0,
+            ),
+            // Failed: incomplete already, not doubtful.
+            group("e-failed", AgentStatus::Failed, vec![agent("lost")], 0),
+        ];
+        let triage = Triage {
+            findings: vec![
+                merged("secret", Origin::ToolLayer, &["a-invented"], None),
+                merged("shared", Origin::Agent, &["x-other", "c-shared"], None),
+                merged("secret2", Origin::ToolLayer, &["d-secret"], None),
+            ],
+            unverified: vec![
+                merged("ghost", Origin::Agent, &["a-invented"], Some("not there")),
+                merged("lost", Origin::Agent, &["e-failed"], Some("not there")),
+            ],
+            ..Triage::default()
+        };
+        let found = doubtful(&reports, &triage, &[]);
+        let ids: Vec<&str> = found.iter().map(|d| d.group.as_str()).collect();
+        assert_eq!(ids, ["a-invented", "b-unreadable"]);
+        assert_eq!(
+            found[0].claims,
+            vec![DoubtfulClaim {
+                path: Some("a.py".into()),
+                line: Some(2),
+                text: "ghost".into(),
+                reason: "not there".into(),
+            }]
+        );
+        assert_eq!(found[1].claims.len(), 2);
+        assert_eq!(found[1].claims[0].reason, "no findings block");
+
+        // A located claim (its line exists in a file of the group) and a
+        // claim the skeptic refuted (it was verified) are no invention.
+        let reports = vec![
+            group("f-located", AgentStatus::Complete, vec![agent("near")], 0),
+            group("g-refuted", AgentStatus::Complete, vec![agent("const")], 0),
+        ];
+        let mut located = merged("near", Origin::Agent, &["f-located"], Some("not code"));
+        located.located = true;
+        let triage = Triage {
+            unverified: vec![located],
+            ..Triage::default()
+        };
+        let refuted = [merged("const", Origin::Agent, &["g-refuted"], None)];
+        assert!(doubtful(&reports, &triage, &refuted).is_empty());
+        assert_eq!(
+            doubtful(&reports, &triage, &[]).len(),
+            1,
+            "without the refuted one"
+        );
+    }
 }

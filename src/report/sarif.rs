@@ -4,7 +4,9 @@
 //! Takes the report; gives one run whose `tool.driver.rules` are the rules
 //! that fired, one result per **verified** finding, and one invocation that
 //! says whether the run was complete and, when not, why (failed groups,
-//! interrupts, budgets) as `toolExecutionNotifications`.
+//! interrupts, budgets), and each doubtful review (a group that made
+//! claims and none verified, with its claims), as
+//! `toolExecutionNotifications`.
 //!
 //! Unverified findings are not results. Code scanning turns every result
 //! into a persistent alert, and it ranks a security rule by the rule's
@@ -27,12 +29,13 @@
 //! The helpers [`rule_id`] and [`is_security`] are shared by the other CI
 //! formats (`github`, `codeclimate`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 use serde_sarif::sarif as s;
 
 use super::Report;
+use crate::cwe::CweId;
 use crate::findings::{Finding, Origin, Severity};
 use crate::reduce::Merged;
 
@@ -260,10 +263,25 @@ fn slug(text: &str) -> String {
     }
 }
 
-/// Whether a finding is about security: a security rule, a secret the tool
-/// layer redacted, or a finding of the `security` agent.
+/// CWE classes of code quality rather than security (the built-in
+/// rules' panics, empty and generic catches, comments, string compares):
+/// a finding that names one of them is not a security finding by its CWE.
+/// Every other CWE is a weakness an attacker may use.
+const QUALITY_CWES: [u32; 9] = [248, 390, 396, 546, 570, 597, 617, 704, 1069];
+
+/// Whether a CWE id names a security weakness (see [`QUALITY_CWES`]).
+pub(crate) fn is_security_cwe(id: CweId) -> bool {
+    !QUALITY_CWES.contains(&id.number())
+}
+
+/// Whether a finding is about security: it names a security CWE, or is a
+/// security rule, a secret the tool layer redacted, or a finding of the
+/// `security` agent.
 pub(crate) fn is_security(m: &Merged) -> bool {
-    if m.finding.origin == Origin::ToolLayer || m.agents.iter().any(|a| a == "security") {
+    if m.finding.origin == Origin::ToolLayer
+        || m.agents.iter().any(|a| a == "security")
+        || m.finding.cwe.id.is_some_and(is_security_cwe)
+    {
         return true;
     }
     let id = rule_id(&m.finding).to_ascii_lowercase();
@@ -332,6 +350,12 @@ fn rules(findings: &[Merged]) -> Vec<s::ReportingDescriptor> {
                 tags.insert(0, "security".to_string());
             }
             tags.dedup();
+            // Code scanning reads a CWE from `external/cwe/cwe-N` tags.
+            let cwes: BTreeSet<CweId> = of.iter().filter_map(|m| m.finding.cwe.id).collect();
+            tags.extend(
+                cwes.iter()
+                    .map(|id| format!("external/cwe/cwe-{}", id.number())),
+            );
             let extra: Vec<(&str, Value)> = if security {
                 vec![("security-severity", json!(security_severity(severity)))]
             } else {
@@ -401,6 +425,13 @@ fn result(m: &Merged, id: String, rule_index: Option<i64>) -> s::Result {
     if f.origin == Origin::ToolLayer {
         properties.push(("origin", json!("tool_layer")));
     }
+    if let Some(id) = f.cwe.id {
+        properties.push(("cwe", json!(id)));
+        properties.push(("cweName", json!(f.cwe.name)));
+    }
+    if let Some(note) = &f.cwe.note {
+        properties.push(("cweNote", json!(note)));
+    }
     if let Some(note) = &m.note {
         properties.push(("note", json!(note)));
     }
@@ -457,6 +488,31 @@ fn invocation(report: &Report) -> s::Invocation {
                 ("kind", json!("failed_group")),
                 ("group", json!(group)),
                 ("files", json!(files)),
+            ],
+        ));
+    }
+    for d in &report.doubtful {
+        let claims: Vec<Value> = d
+            .claims
+            .iter()
+            .map(|c| json!({"path": c.path, "line": c.line, "text": c.text, "reason": c.reason}))
+            .collect();
+        notes.push(notification(
+            if report.gate.strict { "error" } else { "warning" },
+            &format!(
+                "Doubtful review: group {} ({}) made {} and none was verified, so {} not reviewed cleanly: {}",
+                d.group,
+                d.agent,
+                plural(d.claims.len(), "claim"),
+                if d.files.len() == 1 { "its file was" } else { "its files were" },
+                listing(&d.files.iter().map(String::as_str).collect::<Vec<_>>())
+            ),
+            [
+                ("kind", json!("doubtful")),
+                ("group", json!(d.group)),
+                ("agent", json!(d.agent)),
+                ("files", json!(d.files)),
+                ("claims", json!(claims)),
             ],
         ));
     }
@@ -623,6 +679,7 @@ pub(crate) mod tests {
             detail: "why and how to fix".into(),
             evidence: Some(format!("code at line {line}")),
             rule: rule.map(str::to_string),
+            cwe: crate::findings::FindingCwe::default(),
             origin: Origin::Agent,
         };
         Merged {
@@ -674,6 +731,7 @@ pub(crate) mod tests {
             unverified: Vec::new(),
             refuted: Vec::new(),
             unparsed: vec![],
+            doubtful: Vec::new(),
             coverage: Coverage::default(),
             stats: Stats::default(),
             notes: Vec::new(),
@@ -686,6 +744,7 @@ pub(crate) mod tests {
             run_id: None,
             since_last_run: None,
             shard: None,
+            brief: None,
         }
     }
 
@@ -786,6 +845,65 @@ pub(crate) mod tests {
                 result["ruleId"]
             );
         }
+    }
+
+    #[test]
+    fn rules_carry_their_findings_cwe_tags_and_a_security_cwe_makes_a_security_rule() {
+        let mut sql = merged("a.py", 2, Severity::High, Some("sql/concat"), "SQL");
+        sql.finding.cwe = crate::findings::FindingCwe::number(89);
+        let mut other = merged("b.py", 9, Severity::High, Some("sql/concat"), "SQL");
+        other.finding.cwe = crate::findings::FindingCwe::number(564);
+        // A model's own rule id with no security word: the CWE decides.
+        let mut model = merged(
+            "c.py",
+            1,
+            Severity::Medium,
+            Some("logic"),
+            "path from input",
+        );
+        model.finding.cwe = crate::findings::FindingCwe::number(22);
+        let mut unwrap = merged("a.rs", 6, Severity::Low, Some("rust/unwrap"), "unwrap");
+        unwrap.finding.cwe = crate::findings::FindingCwe::number(617);
+        let v = sarif(&report(vec![sql, other, model, unwrap]), None);
+        let rules: BTreeMap<&str, &Value> = v["runs"][0]["tool"]["driver"]["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["id"].as_str().unwrap(), r))
+            .collect();
+        assert_eq!(
+            rules["sql/concat"]["properties"]["tags"],
+            json!([
+                "security",
+                "sql",
+                "external/cwe/cwe-89",
+                "external/cwe/cwe-564"
+            ])
+        );
+        assert_eq!(
+            rules["logic"]["properties"]["tags"],
+            json!(["security", "logic", "external/cwe/cwe-22"])
+        );
+        assert_eq!(rules["logic"]["properties"]["security-severity"], "5.5");
+        // A code-quality CWE is tagged but does not make the rule a
+        // security one.
+        assert_eq!(
+            rules["rust/unwrap"]["properties"]["tags"],
+            json!(["rust", "external/cwe/cwe-617"])
+        );
+        assert!(
+            rules["rust/unwrap"]["properties"]
+                .get("security-severity")
+                .is_none()
+        );
+        let result = &v["runs"][0]["results"][0];
+        assert_eq!(result["properties"]["cwe"], "CWE-89");
+        assert!(
+            result["properties"]["cweName"]
+                .as_str()
+                .unwrap()
+                .contains("SQL Injection")
+        );
     }
 
     #[test]

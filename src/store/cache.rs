@@ -310,41 +310,31 @@ impl Session {
         Some(reduced)
     }
 
-    /// A stored skeptic's answer of `key` (its body, as the stage wrote
-    /// it), marked used now; `None` under `--no-cache` or when none is.
-    pub(crate) fn challenge(&self, key: &str) -> Option<String> {
+    /// The stored body of `kind` under `key` (none with `--no-cache`).
+    pub(crate) fn stored(&self, kind: &str, key: &str) -> Option<String> {
         if !self.use_cache {
             return None;
         }
-        let found = self.store.with(|conn| {
-            let body: Option<String> = conn
-                .query_row(
-                    "SELECT body FROM group_results WHERE key = ?1 AND kind = 'skeptic'",
-                    params![key],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            if body.is_some() {
-                conn.execute(
-                    "UPDATE group_results SET used_at = ?2 WHERE key = ?1",
-                    params![key, now_ms()],
-                )?;
-            }
-            Ok(body)
-        });
-        match found {
+        match self.store.with(|conn| {
+            conn.query_row(
+                "SELECT body FROM group_results WHERE key = ?1 AND kind = ?2",
+                params![key, kind],
+                |r| r.get(0),
+            )
+            .optional()
+        }) {
             Ok(body) => body,
             Err(e) => {
-                self.failed(format!("reading a skeptic's answer: {e}"));
+                self.failed(format!("reading a stored {kind}: {e}"));
                 None
             }
         }
     }
 
-    /// Keeps a skeptic's answer (its body, as the stage wrote it).
-    pub(crate) fn keep_challenge(&self, key: &str, body: &str) {
-        if let Err(e) = self.put("skeptic", key, "", body) {
-            self.failed(format!("storing a skeptic's answer: {e}"));
+    /// Keeps `body` of `kind` under `key`; a failure is a warning.
+    pub(crate) fn keep(&self, kind: &str, key: &str, body: &str) {
+        if let Err(e) = self.put(kind, key, "", body) {
+            self.failed(format!("storing a {kind}: {e}"));
         }
     }
 

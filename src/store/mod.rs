@@ -505,12 +505,12 @@ impl ScanStore {
 
     /// A stored skeptic's answer of `key`.
     pub(crate) fn challenge(&self, key: &str) -> Option<String> {
-        self.session.challenge(key)
+        self.session.stored("skeptic", key)
     }
 
     /// Keeps a skeptic's answer.
     pub(crate) fn keep_challenge(&self, key: &str, body: &str) {
-        self.session.keep_challenge(key, body);
+        self.session.keep("skeptic", key, body);
     }
 
     /// Keeps the reduction of these reports (and of what the skeptic said
@@ -524,6 +524,12 @@ impl ScanStore {
         if let Some(key) = Session::reducer_key(&self.reducer, reports, checked) {
             self.session.keep_reduced(&key, reduced);
         }
+    }
+
+    /// The auditors' keys after the brief went into their prompt.
+    pub(crate) fn rekey_auditor(&mut self, ctx: &Context, auditor: &AgentDefinition) {
+        let provider = self.auditor.provider.clone();
+        self.auditor = Self::key_base(ctx, &provider, auditor);
     }
 
     /// Ends the run's row, sets the report's run id and "since the last
@@ -581,12 +587,11 @@ pub(crate) struct Prepared {
 /// plan gives its own agent (`specialists`) is cached under that agent.
 pub(crate) async fn prepare(
     ctx: &Context,
-    (auditor, reducer): (&AgentDefinition, &AgentDefinition),
-    info: &RunInfo,
+    run: Option<ScanStore>,
+    warnings: Vec<String>,
     specialists: &HashMap<String, Arc<AgentDefinition>>,
     tasks: Vec<AgentTask>,
 ) -> Result<Prepared, StoreError> {
-    let (run, warnings) = ScanStore::open(ctx, auditor, reducer, info)?;
     let keys = run
         .as_ref()
         .map(|r| r.key_bases(ctx, specialists))
@@ -666,6 +671,19 @@ fn write_gitignore(dir: &Path) -> std::io::Result<()> {
         }
     }
     std::fs::write(ignore, GITIGNORE)
+}
+
+impl crate::brief::Stored for ScanStore {
+    fn brief(&self, key: &str) -> Option<crate::brief::Brief> {
+        // A body that no longer reads (another version's) is written anew.
+        serde_json::from_str(&self.session.stored("brief", key)?).ok()
+    }
+
+    fn keep_brief(&self, key: &str, brief: &crate::brief::Brief) {
+        if let Ok(body) = serde_json::to_string(brief) {
+            self.session.keep("brief", key, &body);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ use regex::Regex;
 use regex::bytes::{Regex as BytesRegex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde::Deserialize;
 
-use crate::findings::{Finding, Origin, Severity};
+use crate::findings::{Finding, FindingCwe, Origin, Severity};
 
 /// The built-in rule table.
 pub(crate) const BUILTIN_RULES: &str = include_str!("../../configs/injection.toml");
@@ -183,6 +183,7 @@ impl Hit {
             ),
             evidence: None,
             rule: Some(self.rule.clone()),
+            cwe: FindingCwe::number(self.cwe),
             origin: Origin::ToolLayer,
         }
     }

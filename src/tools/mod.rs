@@ -127,6 +127,23 @@ impl ToolContext {
         &self.redactor
     }
 
+    /// Each path with the SHA-256 of its bytes (empty when it cannot be
+    /// read): what pins the inputs of a stored result.
+    pub(crate) fn hashes(&self, paths: impl IntoIterator<Item = String>) -> Vec<(String, String)> {
+        paths
+            .into_iter()
+            .map(|path| {
+                let hash = self
+                    .resolve(&path)
+                    .ok()
+                    .and_then(|file| std::fs::read(&file.real).ok())
+                    .map(|bytes| crate::util::sha256_hex(&bytes))
+                    .unwrap_or_default();
+                (path, hash)
+            })
+            .collect()
+    }
+
     /// The specs of the named tools, in the order given; unknown names are
     /// left out (definitions are validated before they get here).
     pub(crate) fn specs(names: &[String]) -> Vec<ToolSpec> {

@@ -189,7 +189,11 @@ async fn the_report_says_truly_why_a_budgeted_run_stopped() {
         // Every group that did not run is counted, and none failed.
         let not_started = report.plan.groups.len() - report.groups.len();
         assert!(
-            reasons.contains(&format!("{not_started} groups never started.")),
+            reasons.contains(&if not_started == 1 {
+                "1 group never started.".to_string()
+            } else {
+                format!("{not_started} groups never started.")
+            }),
             "{reasons:?}"
         );
         let did_not_fit = if not_started == 1 {
@@ -245,8 +249,10 @@ async fn a_group_is_admitted_by_what_its_first_call_needs_not_by_the_plans_estim
         ),
         "{reason}"
     );
+    // Only the brief was asked (100 tokens in, 10 out, as the mock says).
+    assert_eq!(mock.brief_requests().len(), 1);
     let (need, remain, spent) = shortfall_numbers(reason);
-    assert_eq!((remain, spent), (15_000, 0), "{reason}");
+    assert_eq!((remain, spent), (14_890, 110), "{reason}");
     assert!(need > 19_000, "its first call, twice: {reason}");
 }
 

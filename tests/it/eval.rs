@@ -235,6 +235,62 @@ fn an_offline_scan_is_scored_by_location_against_fanscans_csv() {
 }
 
 #[test]
+fn a_scan_with_its_own_rule_file_is_scored_by_each_findings_cwe() {
+    // A team's rule file: its ids are not the built-in ones, so eval
+    // cannot take a CWE from the rule id; the finding's own `cwe` is what
+    // makes the match.
+    let repo = labelled();
+    repo.write(
+        "team-rules.toml",
+        r#"[[rule]]
+id = "team/sql-concat"
+languages = ["python"]
+severity = "high"
+cwe = [89]
+title = "SQL by concatenation"
+message = "Use bind parameters."
+pattern = '''execute\(.*" \+'''
+"#,
+    );
+    let out = fanscan_in(
+        repo.path(),
+        &[
+            "scan",
+            ".",
+            "--format",
+            "json",
+            "--no-store",
+            "--fail-on",
+            "never",
+            "--rules",
+            "team-rules.toml",
+        ],
+    );
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let db = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "app/db.py")
+        .unwrap_or_else(|| panic!("no finding on app/db.py: {report}"));
+    assert_eq!(db["rule"], "team/sql-concat");
+    assert_eq!(db["cwe"], "CWE-89");
+    assert!(db["cwe_name"].as_str().unwrap().contains("SQL Injection"));
+
+    let dir = workdir(&[("report.json", &report)]);
+    let eval = eval_json(dir.path(), &["report.json", "--truth", "truth.csv"]);
+    let run = &eval["runs"][0];
+    let db_case = run["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "app/db.py")
+        .unwrap();
+    assert_eq!(db_case["outcome"], "tp", "{run}");
+    assert_eq!(run["findings"]["without_cwe"], 0, "{}", run["findings"]);
+}
+
+#[test]
 fn findings_match_by_cwe_and_documented_relatives() {
     let report = report_with(
         &labelled(),

@@ -6,10 +6,13 @@
 
 mod agent_loop;
 mod ask;
+mod brief;
 mod budget;
 mod cli;
 mod common;
 mod configs;
+mod cwe;
+mod doubtful;
 mod eval;
 mod formats;
 mod gate;

@@ -84,11 +84,12 @@ async fn a_scan_over_http_reviews_and_accounts_for_every_file() {
             .iter()
             .all(|m| m.verified && m.finding.line == 2)
     );
-    assert_eq!(report.stats.requests as usize, mock.requests().len());
-    assert_eq!(
-        report.stats.input_tokens,
-        100 * mock.requests().len() as u64
-    );
+    // The brief's one request is counted with the auditors'.
+    let requests = mock.requests().len() + mock.brief_requests().len();
+    assert_eq!(mock.brief_requests().len(), 1);
+    assert_eq!(report.stats.requests as usize, requests);
+    assert_eq!(report.stats.input_tokens, 100 * requests as u64);
+    assert_eq!(report.stats.agents["brief"].usage.input_tokens, 100);
 }
 
 #[tokio::test]

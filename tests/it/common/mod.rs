@@ -53,12 +53,41 @@ pub type Behaviour = Box<dyn Fn(&Value, usize) -> ResponseTemplate + Send + Sync
 struct Model {
     behaviour: Behaviour,
     log: Arc<Mutex<Vec<Seen>>>,
+    /// The brief agent's requests, answered apart (see [`BRIEF_TEXT`]).
+    briefs: Arc<Mutex<Vec<Seen>>>,
+    anthropic: bool,
+}
+
+/// What the mock answers the brief agent, before any scripted behaviour:
+/// the brief is a stage of every scan with a model, and the tests of the
+/// other stages count and script only their own requests. The brief's
+/// own tests read [`MockModel::brief_requests`].
+pub const BRIEF_TEXT: &str = "**What it is**: a test repository of the mock model.";
+
+/// Whether `body` is a request of the brief agent (its system prompt).
+fn is_brief(raw: &str) -> bool {
+    raw.contains("You write the brief that every auditor")
 }
 
 impl Respond for Model {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let raw = String::from_utf8_lossy(&request.body).into_owned();
         let body: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
+        if is_brief(&raw) {
+            self.briefs.lock().unwrap().push(Seen {
+                body,
+                raw,
+                at: Instant::now(),
+            });
+            let answer = if self.anthropic {
+                json!({"id": "msg_brief", "type": "message", "role": "assistant", "model": "mock-model",
+                       "content": [{"type": "text", "text": BRIEF_TEXT}], "stop_reason": "end_turn",
+                       "usage": {"input_tokens": 100, "output_tokens": 10}})
+            } else {
+                text_turn(BRIEF_TEXT)
+            };
+            return ResponseTemplate::new(200).set_body_json(answer);
+        }
         let index = {
             let mut log = self.log.lock().unwrap();
             log.push(Seen {
@@ -76,6 +105,7 @@ impl Respond for Model {
 pub struct MockModel {
     pub server: MockServer,
     log: Arc<Mutex<Vec<Seen>>>,
+    briefs: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl MockModel {
@@ -92,15 +122,22 @@ impl MockModel {
     async fn at(route: &str, behaviour: Behaviour) -> Self {
         let server = MockServer::start().await;
         let log = Arc::new(Mutex::new(Vec::new()));
+        let briefs = Arc::new(Mutex::new(Vec::new()));
         Mock::given(method("POST"))
             .and(path(route))
             .respond_with(Model {
                 behaviour,
                 log: Arc::clone(&log),
+                briefs: Arc::clone(&briefs),
+                anthropic: route == "/v1/messages",
             })
             .mount(&server)
             .await;
-        Self { server, log }
+        Self {
+            server,
+            log,
+            briefs,
+        }
     }
 
     /// A server answering `turns` in order, then a valid empty report.
@@ -121,8 +158,14 @@ impl MockModel {
         format!("{}/v1", self.server.uri())
     }
 
+    /// Every request but the brief agent's.
     pub fn requests(&self) -> Vec<Seen> {
         self.log.lock().unwrap().clone()
+    }
+
+    /// The brief agent's requests.
+    pub fn brief_requests(&self) -> Vec<Seen> {
+        self.briefs.lock().unwrap().clone()
     }
 
     /// Settings for a run against this server with the OpenAI provider.
