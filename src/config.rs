@@ -224,6 +224,12 @@ pub struct GateArgs {
     /// Unverified findings count for --fail-on too.
     #[arg(long)]
     pub gate_unverified: bool,
+    /// Before the gate, a skeptic agent tries to refute each verified
+    /// finding at or above this severity (and each located claim): refuted
+    /// findings leave the gate, listed apart with the skeptic's reason. `never`
+    /// skips the stage. Default: the --fail-on severity.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub challenge: Option<FailOn>,
     /// A doubtful review makes the run incomplete (exit 3): a group whose
     /// agent made claims of which none was verified (code that is not at
     /// the cited place, files that do not exist) was not reviewed cleanly.
@@ -342,6 +348,9 @@ pub struct Settings {
     pub base_rules: Option<String>,
     /// What fails the gate.
     pub gate: GatePolicy,
+    /// The lowest severity the skeptic challenges (`--challenge`), or
+    /// `never`.
+    pub challenge: FailOn,
     pub baseline: Option<PathBuf>,
     pub write_baseline: Option<PathBuf>,
     pub baseline_reason: Option<String>,
@@ -675,6 +684,7 @@ impl Settings {
             config_source,
             base_rules,
             gate: GatePolicy::default(),
+            challenge: GatePolicy::default().fail_on,
             baseline: None,
             write_baseline: None,
             baseline_reason: None,
@@ -704,6 +714,7 @@ impl Settings {
             gate_unverified: gate.gate_unverified,
             strict: gate.strict,
         };
+        self.challenge = gate.challenge.unwrap_or(self.gate.fail_on);
         self.baseline.clone_from(&gate.baseline);
         self.write_baseline.clone_from(&gate.write_baseline);
         self.baseline_reason.clone_from(&gate.baseline_reason);

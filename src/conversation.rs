@@ -118,6 +118,18 @@ pub(crate) struct Facts {
     pub files: Vec<String>,
     /// Every read of a file so far, in order.
     pub reads: Vec<FileRead>,
+    /// The findings a skeptic is asked to refute (none for other agents).
+    pub challenges: Vec<ChallengeFact>,
+}
+
+/// One finding put to the skeptic, as data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ChallengeFact {
+    /// The id its answer names.
+    pub id: String,
+    pub path: String,
+    pub line: u32,
+    pub rule: Option<String>,
 }
 
 /// Whether the model may call tools in this turn.

@@ -278,6 +278,8 @@ mod tests {
             groups: vec!["g".into()],
             verified,
             note: None,
+            located: false,
+            challenge: None,
         }
     }
 

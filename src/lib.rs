@@ -13,6 +13,7 @@ mod ask;
 mod baseline;
 mod brief;
 mod budget;
+mod challenge;
 mod config;
 mod context;
 mod control;
@@ -33,6 +34,7 @@ mod providers;
 mod reduce;
 mod report;
 mod rules;
+mod skeptic;
 mod store;
 mod suppress;
 mod tools;
@@ -50,6 +52,7 @@ pub use ask::{Answer, AskError, Citation, CitationStatus, LeadSummary, TaskSumma
 pub use baseline::{Baseline, BaselineEntry, BaselineError};
 pub use brief::{Brief, BriefSource};
 pub use budget::AgentUsage;
+pub use challenge::{Challenge, Stance};
 pub use config::{
     GateArgs, PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings, ShardArgs,
 };
@@ -68,6 +71,7 @@ pub use plan::shard::{Shard, ShardError};
 pub use plan::{Plan, Routing, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
+pub use reduce::Merged;
 pub use report::shard::{MergeError, ShardPart};
 pub use report::since::{FindingRef, SinceLastRun};
 pub use report::{Format, Report, exit};
@@ -136,9 +140,12 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let consumed = progress.finish().await;
     let (reports, reused) = store::cache::in_plan_order(&plan, store.split.reused, fanned.reports);
 
-    let (checked, lines, reports) = verify_off_thread(reports, inventory, tools).await?;
-
+    let (checked, lines, reports) =
+        verify_off_thread(reports, inventory, Arc::clone(&tools)).await?;
     let run = store.run;
+    let challenged = skeptic::challenge(ctx, ui, &spend, run.as_ref(), &tools, checked).await;
+    let checked = challenged.checked;
+
     let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
     let triage = triage(ctx, &mut reduced, &reports, &lines);
@@ -158,6 +165,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
             ctx.provider.notes(),
             briefed.written.notes,
             consumed.transcript_errors,
+            challenged.notes,
         ]
         .concat(),
         calls: ctx.call_counts(),
@@ -274,6 +282,8 @@ fn triage(
                 groups: Vec::new(),
                 verified: true,
                 note: None,
+                located: false,
+                challenge: None,
             }),
     );
     let reviewed: std::collections::BTreeSet<String> = reports
@@ -321,7 +331,7 @@ async fn reduce_or_reuse(
         // The reducer runs once, in `fanscan merge`.
         return reduce::partial(checked, &shard.to_string());
     }
-    if let Some(stored) = run.and_then(|r| r.reduced(reports)) {
+    if let Some(stored) = run.and_then(|r| r.reduced(reports, checked)) {
         return stored;
     }
     let reduced = reduce::Reducer {
@@ -335,7 +345,7 @@ async fn reduce_or_reuse(
     .reduce(checked, reports)
     .await;
     if let Some(run) = run {
-        run.keep_reduced(reports, &reduced);
+        run.keep_reduced(reports, checked, &reduced);
     }
     reduced
 }
@@ -410,9 +420,12 @@ pub async fn merge(
     let (run, warned) =
         store::ScanStore::open(ctx, auditor, reducer, &ctx.run_info(&joined.plan, &started))?;
     let reports = std::mem::take(&mut joined.reports);
-    let (checked, lines, reports) = verify_off_thread(reports, inventory, tools).await?;
-    // The shards planned; the merge pays only its reducer.
+    let (checked, lines, reports) =
+        verify_off_thread(reports, inventory, Arc::clone(&tools)).await?;
+    // The shards planned; the merge pays only its skeptic and reducer.
     let spend = ctx.spend(ui.control.clone(), None);
+    let challenged = skeptic::challenge(ctx, ui, &spend, run.as_ref(), &tools, checked).await;
+    let checked = challenged.checked;
     let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
     let triage = triage(ctx, &mut reduced, &reports, &lines);
@@ -427,7 +440,7 @@ pub async fn merge(
         not_started,
         reduced,
         stopped: [joined.stopped, ui.control.reasons()].concat(),
-        run_notes: [warned, joined.notes, ctx.provider.notes()].concat(),
+        run_notes: [warned, joined.notes, ctx.provider.notes(), challenged.notes].concat(),
         calls,
         spent,
         triage,

@@ -8,12 +8,15 @@
 //! reduced in batches and the batch summaries are reduced again (a tree).
 //! A run without a language model (the offline rule engine), or one that
 //! stopped early, gets a counted summary that says which of the two it is.
+//! A finding the skeptic refuted is kept apart ([`Reduced::refuted`]): out
+//! of the ranking and the gate, never out of the report.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::agents::{AgentDefinition, GroupReport};
+use crate::challenge::{Challenge, Stance};
 use crate::conversation::{ChatRequest, Message, ToolChoice, Usage};
 use crate::findings::{Finding, Origin, Severity};
 use crate::providers::{EngineKind, Provider};
@@ -30,6 +33,13 @@ pub struct Merged {
     pub groups: Vec<String>,
     pub verified: bool,
     pub note: Option<String>,
+    /// A claim whose quote failed, taken at its cited lines and confirmed
+    /// by the skeptic (or, unverified, one that was not).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub located: bool,
+    /// What the skeptic said of it (absent: not challenged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub challenge: Option<Challenge>,
 }
 
 /// What reduce gives.
@@ -39,6 +49,10 @@ pub(crate) struct Reduced {
     pub findings: Vec<Merged>,
     /// Findings that failed verification, sorted by path and line.
     pub unverified: Vec<Merged>,
+    /// Verified findings the skeptic refuted: out of the gate, listed
+    /// with its reason, sorted by path and line.
+    #[serde(default)]
+    pub refuted: Vec<Merged>,
     pub summary: String,
     /// Notes on how the summary was made (batches, failures).
     pub notes: Vec<String>,
@@ -48,7 +62,7 @@ pub(crate) struct Reduced {
 /// A shard's share, deduplicated but not reduced: no model is asked, the
 /// reducer runs once in `fanscan merge` over every shard's reports.
 pub(crate) fn partial(checked: &[Checked], shard: &str) -> Reduced {
-    let (findings, unverified) = dedupe(checked);
+    let (findings, unverified, refuted) = dedupe_all(checked);
     Reduced {
         summary: format!(
             "Partial report of shard {shard}: {} verified findings in this shard's groups. \
@@ -57,6 +71,7 @@ pub(crate) fn partial(checked: &[Checked], shard: &str) -> Reduced {
         ),
         findings,
         unverified,
+        refuted,
         notes: Vec::new(),
         usage: Usage::default(),
     }
@@ -94,9 +109,19 @@ fn normalize(text: &str) -> String {
 
 /// Deduplicates checked findings: the same fingerprint is one finding, at
 /// its most serious severity, naming every agent and group that saw it.
+/// Refuted findings are left out (see [`dedupe_all`]).
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn dedupe(checked: &[Checked]) -> (Vec<Merged>, Vec<Merged>) {
+    let (verified, unverified, _) = dedupe_all(checked);
+    (verified, unverified)
+}
+
+/// [`dedupe`], also giving the verified findings the skeptic refuted,
+/// apart.
+pub(crate) fn dedupe_all(checked: &[Checked]) -> (Vec<Merged>, Vec<Merged>, Vec<Merged>) {
     let mut verified: BTreeMap<String, Merged> = BTreeMap::new();
     let mut unverified: BTreeMap<String, Merged> = BTreeMap::new();
+    let mut refuted: BTreeMap<String, Merged> = BTreeMap::new();
     let ranks = tool_layer_ranks(checked);
     for c in checked {
         let occurrence = match (&c.finding.evidence, c.finding.origin) {
@@ -111,10 +136,11 @@ pub(crate) fn dedupe(checked: &[Checked]) -> (Vec<Merged>, Vec<Merged>) {
             (Some(_), _) | (None, Origin::Agent) => c.occurrence,
         };
         let fp = fingerprint(&c.finding, occurrence);
-        let target = if c.verified {
-            &mut verified
-        } else {
-            &mut unverified
+        let stance = c.challenge.as_ref().map(|ch| ch.stance);
+        let target = match (c.verified, stance) {
+            (true, Some(Stance::Refuted)) => &mut refuted,
+            (true, _) => &mut verified,
+            (false, _) => &mut unverified,
         };
         let entry = target.entry(fp.clone()).or_insert_with(|| Merged {
             fingerprint: fp,
@@ -123,6 +149,8 @@ pub(crate) fn dedupe(checked: &[Checked]) -> (Vec<Merged>, Vec<Merged>) {
             groups: Vec::new(),
             verified: c.verified,
             note: c.note.clone(),
+            located: c.located.is_some(),
+            challenge: c.challenge.clone(),
         });
         if c.finding.severity > entry.finding.severity {
             entry.finding.severity = c.finding.severity;
@@ -140,9 +168,11 @@ pub(crate) fn dedupe(checked: &[Checked]) -> (Vec<Merged>, Vec<Merged>) {
     }
     let mut verified: Vec<Merged> = verified.into_values().collect();
     let mut unverified: Vec<Merged> = unverified.into_values().collect();
+    let mut refuted: Vec<Merged> = refuted.into_values().collect();
     verified.sort_by(default_rank);
     unverified.sort_by(|a, b| position(a).cmp(&position(b)));
-    (verified, unverified)
+    refuted.sort_by(|a, b| position(a).cmp(&position(b)));
+    (verified, unverified, refuted)
 }
 
 fn rule_or_title(f: &Finding) -> &str {
@@ -272,7 +302,7 @@ impl Reducer<'_> {
 
     /// Dedupes, asks the reducer, applies its ranking.
     pub(crate) async fn reduce(&self, checked: &[Checked], reports: &[GroupReport]) -> Reduced {
-        let (mut findings, unverified) = dedupe(checked);
+        let (mut findings, unverified, refuted) = dedupe_all(checked);
         let groups: Vec<GroupNote> = reports
             .iter()
             .map(|r| GroupNote {
@@ -305,6 +335,7 @@ impl Reducer<'_> {
         Reduced {
             findings,
             unverified,
+            refuted,
             summary,
             notes,
             usage,
@@ -618,6 +649,8 @@ mod tests {
             verified: true,
             note: None,
             occurrence: 0,
+            located: None,
+            challenge: None,
         }
     }
 

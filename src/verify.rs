@@ -13,6 +13,12 @@
 //! off first (a `path:line:` or `L12:` prefix, read_file's and grep's line
 //! numbers, backticks and ``` fences), and `'`, `"` and backticks count as
 //! the same quote. A description in prose stays unverified.
+//!
+//! A claim whose quote fails (prose, or code that is not there, or none)
+//! but that names a file of its own group and a line that exists is
+//! `located`: the file's text at the cited lines is kept with it, so that
+//! the skeptic ([`crate::skeptic`]) can judge it like a verified finding.
+//! Until the skeptic confirms it, it stays unverified.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
@@ -22,12 +28,16 @@ use regex::Regex;
 use serde::Serialize;
 
 use crate::agents::{AgentStatus, GroupReport};
+use crate::challenge::Challenge;
 use crate::findings::{Finding, Origin};
 use crate::inventory::Inventory;
 use crate::tools::ToolContext;
 
 /// How far from the cited line evidence is looked for.
 const WINDOW: u32 = 3;
+
+/// Most lines of a file a located claim takes as its evidence.
+const LOCATED_LINES: u32 = 5;
 
 /// A finding after verification.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -41,6 +51,12 @@ pub(crate) struct Checked {
     /// Which occurrence of the same evidence text in the file this is (0:
     /// the first), so that two identical lines stay two findings.
     pub occurrence: u32,
+    /// An unverified claim in a file of its group whose cited lines exist:
+    /// the file's text there, the evidence it gets if the skeptic confirms
+    /// it.
+    pub located: Option<String>,
+    /// What the skeptic said of it (none: not challenged).
+    pub challenge: Option<Challenge>,
 }
 
 /// Each cited file's redacted lines as verification read them (`None`:
@@ -83,6 +99,11 @@ pub(crate) fn verify_keeping_lines(
                 Ok((note, occurrence)) => (true, note, occurrence),
                 Err(reason) => (false, Some(reason), 0),
             };
+            let in_group = report.files.iter().any(|f| f.path == finding.path);
+            let located =
+                (!verified && !read_nothing && in_group && finding.origin == Origin::Agent)
+                    .then(|| located_text(&finding, &mut cache, tools))
+                    .flatten();
             out.push(Checked {
                 finding,
                 group: report.group.clone(),
@@ -90,10 +111,30 @@ pub(crate) fn verify_keeping_lines(
                 verified,
                 note,
                 occurrence,
+                located,
+                challenge: None,
             });
         }
     }
     (out, cache)
+}
+
+/// The file's text at a claim's cited lines (at most [`LOCATED_LINES`]),
+/// when they exist and hold more than whitespace.
+fn located_text(
+    finding: &Finding,
+    cache: &mut BTreeMap<String, Option<Vec<String>>>,
+    tools: &ToolContext,
+) -> Option<String> {
+    let lines = lines_of(&finding.path, cache, tools)?;
+    let count = u32::try_from(lines.len()).unwrap_or(u32::MAX);
+    let end = finding.end_line.unwrap_or(finding.line).max(finding.line);
+    if finding.line == 0 || end > count {
+        return None;
+    }
+    let last = end.min(finding.line + LOCATED_LINES - 1);
+    let text = lines[(finding.line - 1) as usize..last as usize].join("\n");
+    (!squash(&text).is_empty()).then_some(text)
 }
 
 /// The redacted lines of a file, read once per run.
@@ -532,6 +573,37 @@ mod tests {
             }
             let _ = reads_as_prose(&text);
         }
+    }
+
+    #[test]
+    fn a_failed_claim_in_a_file_of_its_group_at_a_real_line_is_located() {
+        let (dir, inv, tools) = sql_repo();
+        std::fs::write(dir.path().join("other.py"), "x = 1\n").unwrap();
+        let inv2 = walk(dir.path(), &InventoryOptions::default()).unwrap();
+        let mut report = report_of(vec![
+            finding(
+                "app.py",
+                12,
+                Some("app.py (12): the query concatenates input"),
+            ),
+            finding("app.py", 12, None),
+            finding("app.py", 99, Some("nope")),
+            finding("other.py", 1, Some("nope")),
+            finding("app.py", 12, Some(SQL_LINE.trim())),
+        ]);
+        report.files = vec![crate::agents::subagent::FileHash {
+            path: "app.py".into(),
+            sha256: String::new(),
+        }];
+        let checked = verify(&[report], &inv2, &tools);
+        let located: Vec<Option<&str>> = checked.iter().map(|c| c.located.as_deref()).collect();
+        assert_eq!(
+            located,
+            vec![Some(SQL_LINE), Some(SQL_LINE), None, None, None],
+            "past the end, outside the group, or verified: not located"
+        );
+        assert!(checked.iter().take(2).all(|c| !c.verified));
+        drop(inv);
     }
 
     #[test]

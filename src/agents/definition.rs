@@ -140,7 +140,7 @@ impl AgentDefinition {
         let context_tokens =
             check_context_tokens(parsed.context_tokens).map_err(|m| fail("context_tokens", m))?;
         let delegable = parsed.delegable.unwrap_or(false);
-        if delegable && ["lead", "planner", "reducer"].contains(&name.as_str()) {
+        if delegable && ["lead", "planner", "reducer", "skeptic"].contains(&name.as_str()) {
             return Err(fail(
                 "delegable",
                 format!(

@@ -50,6 +50,10 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
     ("lead.md", include_str!("../../configs/agents/lead.md")),
     ("brief.md", include_str!("../../configs/agents/brief.md")),
+    (
+        "skeptic.md",
+        include_str!("../../configs/agents/skeptic.md"),
+    ),
 ];
 
 /// The definitions in effect, by name.
@@ -237,7 +241,17 @@ mod tests {
         let names: Vec<&str> = set.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(
             names,
-            vec!["auditor", "brief", "lead", "planner", "reducer", "security"]
+            vec![
+                "auditor", "brief", "lead", "planner", "reducer", "security", "skeptic"
+            ]
+        );
+        assert!(
+            set.get("skeptic")
+                .unwrap()
+                .tools
+                .iter()
+                .all(|t| t == "read_file" || t == "grep"),
+            "the skeptic reads; it never delegates"
         );
         let delegable: Vec<&str> = set.delegable().map(|d| d.name.as_str()).collect();
         assert_eq!(delegable, vec!["auditor", "security"]);

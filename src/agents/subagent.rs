@@ -401,6 +401,7 @@ async fn run_inner(
         files: task.files.iter().map(|f| f.path.clone()).collect(),
         seen: prepared.seen,
         reads: prepared.reads,
+        ..Start::default()
     };
     let model = report.model.clone();
     let outcome = Loop {

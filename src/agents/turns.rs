@@ -27,8 +27,8 @@ use super::definition::AgentDefinition;
 use super::router::ToolRouter;
 use crate::budget::Spend;
 use crate::conversation::{
-    ChatRequest, ChatResponse, Facts, FileRead, FinishReason, Message, OutputSchema, ToolCall,
-    ToolChoice, ToolSpec, Usage,
+    ChallengeFact, ChatRequest, ChatResponse, Facts, FileRead, FinishReason, Message, OutputSchema,
+    ToolCall, ToolChoice, ToolSpec, Usage,
 };
 use crate::events::EventSink;
 use crate::findings::says_complete;
@@ -173,6 +173,8 @@ pub(crate) struct Start {
     /// Files the task message already shows (preloaded), and their pages.
     pub(crate) seen: BTreeSet<String>,
     pub(crate) reads: Vec<FileRead>,
+    /// The findings a skeptic is asked about, as data.
+    pub(crate) challenges: Vec<ChallengeFact>,
 }
 
 /// What a loop did, whatever its answer.
@@ -257,6 +259,7 @@ impl Loop<'_> {
             facts: Facts {
                 files: start.files,
                 reads: start.reads,
+                challenges: start.challenges,
             },
             last_text: None,
             nudged: false,

@@ -11,7 +11,9 @@
 //! ([`crate::conversation::Facts`]), never scraped from the prose. It serves the
 //! sub-agent loop only: planning and reducing take their deterministic
 //! paths themselves when the run has no language model. Reports name it a
-//! rule engine, not a language model.
+//! rule engine, not a language model. Asked as the skeptic (the findings
+//! come as data, [`crate::conversation::Facts::challenges`]), it answers
+//! each with the source check of [`super::source_check`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::source_check::{self, SourceTable};
 use super::{EngineKind, Provider, ProviderError};
 use crate::conversation::{
     ChatRequest, ChatResponse, FileRead, FinishReason, MAX_CALLS_PER_TURN, Message, ToolCall,
@@ -43,6 +46,9 @@ impl Offline {
 
     fn answer(&self, request: &ChatRequest) -> ChatResponse {
         let seen = Conversation::read(&request.messages, &request.facts.reads);
+        if !request.facts.challenges.is_empty() {
+            return reply(Some(skeptic_answer(request, &seen)), Vec::new());
+        }
         let calls = wanted_calls(request, &seen);
         if !calls.is_empty() {
             return reply(None, calls);
@@ -90,6 +96,39 @@ impl Offline {
             )
         }
     }
+}
+
+/// The skeptic's answer: each finding put through the source check on
+/// the lines shown (see [`super::source_check`]), as the verdicts schema.
+fn skeptic_answer(request: &ChatRequest, seen: &Conversation) -> String {
+    let empty = BTreeMap::new();
+    let verdicts: Vec<Value> = request
+        .facts
+        .challenges
+        .iter()
+        .map(|c| {
+            let judged = match SourceTable::bundled() {
+                Ok(table) => {
+                    let lines = seen.contents.get(&c.path).unwrap_or(&empty);
+                    source_check::judge(table, &c.path, lines, c.line, c.rule.as_deref())
+                }
+                Err(e) => source_check::Judged {
+                    verdict: "uncertain",
+                    confidence: 1,
+                    why: e.to_string(),
+                    flow: Vec::new(),
+                },
+            };
+            json!({
+                "id": c.id,
+                "verdict": judged.verdict,
+                "confidence": judged.confidence,
+                "why": judged.why,
+                "flow": judged.flow.iter().map(|l| format!("{}:{l}", c.path)).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({ "verdicts": verdicts }).to_string()
 }
 
 /// The reads a careful model would ask for next: the task's files not
@@ -368,6 +407,7 @@ mod tests {
         let mut facts = Facts {
             files: vec!["src/a.rs".into()],
             reads: Vec::new(),
+            ..Facts::default()
         };
         let mut messages = vec![Message::User { text: task.into() }];
         let r = engine.answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()));
@@ -429,6 +469,7 @@ mod tests {
         let facts = Facts {
             files: vec!["src/a.rs".into(), "src/b.rs".into()],
             reads: vec![read("src/a.rs", 1, 1, 1), read("src/b.rs", 1, 2, 3)],
+            ..Facts::default()
         };
         let messages = vec![Message::User { text: task.into() }];
         let r = engine.answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()));

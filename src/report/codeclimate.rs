@@ -8,10 +8,12 @@
 //! `location.lines`, `type: "issue"`, and `categories` when known.
 //!
 //! The format has no place for the run itself: an incomplete run shows in
-//! the job's exit code (3), and unverified findings stay out, as they do
-//! of the gate. So do doubtful reviews (groups whose claims were all
-//! unverified: they have no finding to show); under `--strict` they make
-//! the run incomplete, which the exit code says.
+//! the job's exit code (3), and unverified findings, and those the skeptic
+//! refuted, stay out, as they do of the gate (the other formats list them).
+//! So do doubtful reviews (groups whose claims were all unverified: they
+//! have no finding to show); under `--strict` they make the run
+//! incomplete, which the exit code says. What the skeptic said of a
+//! finding, with its confidence, ends its body.
 
 use std::collections::BTreeSet;
 
@@ -29,7 +31,7 @@ struct Issue<'a> {
     check_name: String,
     description: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    content: Option<Content<'a>>,
+    content: Option<Content>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     categories: Vec<&'static str>,
     location: Location<'a>,
@@ -38,8 +40,8 @@ struct Issue<'a> {
 }
 
 #[derive(Serialize)]
-struct Content<'a> {
-    body: &'a str,
+struct Content {
+    body: String,
 }
 
 #[derive(Serialize)]
@@ -81,7 +83,15 @@ fn issue<'a>(m: &'a Merged, seen: &mut BTreeSet<String>) -> Issue<'a> {
         kind: "issue",
         check_name: rule_id(f),
         description: &f.title,
-        content: Some(Content { body: &f.detail }).filter(|c| !c.body.trim().is_empty()),
+        content: Some(Content {
+            body: match &m.challenge {
+                Some(c) => format!("{}\n\nSkeptic: {}", f.detail, c.describe())
+                    .trim()
+                    .to_string(),
+                None => f.detail.clone(),
+            },
+        })
+        .filter(|c| !c.body.trim().is_empty()),
         categories: categories(m),
         location: Location {
             path: &f.path,

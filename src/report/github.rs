@@ -44,7 +44,30 @@ pub(crate) fn render(report: &Report) -> String {
         if let Some(note) = &m.note {
             let _ = write!(message, "\n({note})");
         }
+        if let Some(c) = &m.challenge {
+            let _ = write!(message, "\n(skeptic: {})", c.describe());
+        }
         line(&mut out, command, &properties, &message);
+    }
+
+    for m in &report.refuted {
+        let f = &m.finding;
+        line(
+            &mut out,
+            "notice",
+            &[
+                ("file", f.path.clone()),
+                ("line", f.line.to_string()),
+                (
+                    "title",
+                    format!("refuted by the skeptic: {} [{}]", f.title, rule_id(f)),
+                ),
+            ],
+            &m.challenge.as_ref().map_or_else(
+                || "refuted by the skeptic; not gated on".to_string(),
+                |c| format!("{}; not gated on", c.describe()),
+            ),
+        );
     }
 
     for x in report.suppressed.iter().filter(|x| x.suppression.by_change) {

@@ -110,6 +110,36 @@ pub(super) fn render(report: &Report) -> String {
                 m.finding.line,
                 m.note.as_deref().unwrap_or("unverified")
             );
+            skeptic_line(&mut out, m);
+        }
+        out.push('\n');
+    }
+
+    if !report.refuted.is_empty() {
+        let _ = writeln!(
+            out,
+            "## Refuted by the skeptic ({}): not gated on
+
+Verified findings the skeptic agent argued are not reachable by untrusted input, constant or made safe. Check its reason before you dismiss one.
+",
+            report.refuted.len()
+        );
+        for m in &report.refuted {
+            let f = &m.finding;
+            let rule = f
+                .rule
+                .as_deref()
+                .map(|r| format!(" [{r}]"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "- **{}**{rule} ({}) `{}:{}`",
+                f.title,
+                f.severity.as_str(),
+                f.path,
+                f.line
+            );
+            skeptic_line(&mut out, m);
         }
         out.push('\n');
     }
@@ -543,6 +573,23 @@ fn finding(out: &mut String, m: &Merged) {
     }
     if let Some(note) = &f.cwe.note {
         let _ = writeln!(out, "  _{note}_");
+    }
+    skeptic_line(out, m);
+}
+
+/// What the skeptic said of a finding, with its confidence and flow.
+fn skeptic_line(out: &mut String, m: &Merged) {
+    if let Some(c) = &m.challenge {
+        let located = if m.located { "located, " } else { "" };
+        let flow = if c.flow.is_empty() {
+            String::new()
+        } else {
+            format!(" Flow: {}.", c.flow.join(" → "))
+        };
+        let _ = writeln!(out, "  _Skeptic ({located}{}){flow}_", c.describe());
+        for note in &c.notes {
+            let _ = writeln!(out, "  _{note}_");
+        }
     }
 }
 

@@ -264,6 +264,10 @@ pub struct Report {
     pub findings: Vec<Merged>,
     /// Findings that failed verification, with the reason; not gated on.
     pub unverified: Vec<Merged>,
+    /// Verified findings the skeptic refuted, with its reason: out of the
+    /// gate, never out of the report.
+    #[serde(default)]
+    pub refuted: Vec<Merged>,
     /// Claims of the agents that did not come as a readable finding (no
     /// block, bad JSON, an entry without a line...), with the reason: kept
     /// so nothing a model said disappears; never counted as findings.
@@ -465,7 +469,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
             "{max_rounds} agents reached max_rounds; their summaries were still taken"
         ));
     }
-    let doubtful = doubtful(&reports, &triage);
+    let doubtful = doubtful(&reports, &triage, &reduced.refuted);
     if !doubtful.is_empty() {
         let ids: Vec<&str> = doubtful.iter().map(|d| d.group.as_str()).collect();
         let what = format!(
@@ -515,6 +519,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         plan,
         findings: triage.findings,
         unverified: triage.unverified,
+        refuted: reduced.refuted,
         unparsed: reports
             .iter()
             .flat_map(|r| {
@@ -562,12 +567,16 @@ pub(crate) fn assemble(parts: Parts) -> Report {
 /// verified: findings of their agent only unverified, or claims that could
 /// not be read. The tool layer's findings (secrets) are no claim of the
 /// model; a group verified in another group's dedupe counts as verified.
-fn doubtful(reports: &[GroupReport], triage: &Triage) -> Vec<DoubtfulGroup> {
+/// A claim the skeptic refuted was verified, and a located one (its line
+/// exists in a file of the group) is no invention: neither is doubtful.
+fn doubtful(reports: &[GroupReport], triage: &Triage, refuted: &[Merged]) -> Vec<DoubtfulGroup> {
     let verified: BTreeSet<&str> = triage
         .findings
         .iter()
         .chain(triage.suppressed.iter().map(|s| &s.finding))
         .chain(triage.baselined.iter().map(|b| &b.finding))
+        .chain(refuted.iter())
+        .chain(triage.unverified.iter().filter(|m| m.located))
         .filter(|m| m.finding.origin == Origin::Agent)
         .flat_map(|m| m.groups.iter().map(String::as_str))
         .collect();
@@ -684,6 +693,8 @@ mod tests {
             groups: groups.iter().map(|g| g.to_string()).collect(),
             verified: note.is_none(),
             note: note.map(str::to_string),
+            located: false,
+            challenge: None,
         }
     }
 
@@ -761,7 +772,7 @@ mod tests {
             ],
             ..Triage::default()
         };
-        let found = doubtful(&reports, &triage);
+        let found = doubtful(&reports, &triage, &[]);
         let ids: Vec<&str> = found.iter().map(|d| d.group.as_str()).collect();
         assert_eq!(ids, ["a-invented", "b-unreadable"]);
         assert_eq!(
@@ -775,5 +786,25 @@ mod tests {
         );
         assert_eq!(found[1].claims.len(), 2);
         assert_eq!(found[1].claims[0].reason, "no findings block");
+
+        // A located claim (its line exists in a file of the group) and a
+        // claim the skeptic refuted (it was verified) are no invention.
+        let reports = vec![
+            group("f-located", AgentStatus::Complete, vec![agent("near")], 0),
+            group("g-refuted", AgentStatus::Complete, vec![agent("const")], 0),
+        ];
+        let mut located = merged("near", Origin::Agent, &["f-located"], Some("not code"));
+        located.located = true;
+        let triage = Triage {
+            unverified: vec![located],
+            ..Triage::default()
+        };
+        let refuted = [merged("const", Origin::Agent, &["g-refuted"], None)];
+        assert!(doubtful(&reports, &triage, &refuted).is_empty());
+        assert_eq!(
+            doubtful(&reports, &triage, &[]).len(),
+            1,
+            "without the refuted one"
+        );
     }
 }

@@ -98,6 +98,7 @@ fn log(report: &Report, category: Option<&str>) -> s::Sarif {
         .iter()
         .chain(report.suppressed.iter().map(|x| &x.finding))
         .chain(report.baselined.iter().map(|x| &x.finding))
+        .chain(report.refuted.iter())
         .cloned()
         .collect();
     let rules = rules(&every);
@@ -149,6 +150,21 @@ fn log(report: &Report, category: Option<&str>) -> s::Sarif {
             suppression.status = Some(json!("accepted"));
             suppression.justification =
                 Some(x.reason.clone().unwrap_or_else(|| "in the baseline".into()));
+            r.suppressions = Some(vec![suppression]);
+            r
+        }))
+        .chain(report.refuted.iter().map(|m| {
+            // Refuted by the skeptic: out of the gate, kept as a result
+            // suppressed outside the code, with the skeptic's reason.
+            let id = rule_id(&m.finding);
+            let position = index.get(id.as_str()).copied();
+            let mut r = result(m, id, position);
+            let mut suppression = s::Suppression::builder().kind(json!("external")).build();
+            suppression.status = Some(json!("accepted"));
+            suppression.justification = Some(match &m.challenge {
+                Some(c) => format!("refuted by the skeptic: {}", c.describe()),
+                None => "refuted by the skeptic".into(),
+            });
             r.suppressions = Some(vec![suppression]);
             r
         }))
@@ -419,6 +435,16 @@ fn result(m: &Merged, id: String, rule_index: Option<i64>) -> s::Result {
     if let Some(note) = &m.note {
         properties.push(("note", json!(note)));
     }
+    if m.located {
+        properties.push(("located", json!(true)));
+    }
+    if let Some(c) = &m.challenge {
+        properties.push((
+            "skeptic",
+            json!({"verdict": c.stance.as_str(), "confidence": c.confidence,
+                   "reason": c.reason, "flow": c.flow}),
+        ));
+    }
 
     let mut r = s::Result::builder().message(message_of(&message)).build();
     r.rule_id = Some(id);
@@ -663,6 +689,8 @@ pub(crate) mod tests {
             groups: vec!["g1".into()],
             verified: true,
             note: None,
+            located: false,
+            challenge: None,
         }
     }
 
@@ -701,6 +729,7 @@ pub(crate) mod tests {
             groups: Vec::new(),
             findings,
             unverified: Vec::new(),
+            refuted: Vec::new(),
             unparsed: vec![],
             doubtful: Vec::new(),
             coverage: Coverage::default(),

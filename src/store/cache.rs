@@ -22,6 +22,7 @@ use crate::agents::{AgentStatus, AgentTask, GroupReport};
 use crate::fanout::Journal;
 use crate::reduce::Reduced;
 use crate::report::Reused;
+use crate::verify::Checked;
 
 /// Bumped whenever a stored `GroupReport` would mean something else
 /// (fields, parsing of findings): old results are then never reused.
@@ -258,11 +259,27 @@ impl Session {
     /// The reducer's key: its definition and model, and every group
     /// report it reduces (which pins the verified findings, since
     /// verification is a function of the reports and the files they hash).
-    pub(crate) fn reducer_key(base: &KeyBase, reports: &[GroupReport]) -> Option<String> {
+    pub(crate) fn reducer_key(
+        base: &KeyBase,
+        reports: &[GroupReport],
+        checked: &[Checked],
+    ) -> Option<String> {
         let reports = serde_json::to_string(reports).ok()?;
+        // What the skeptic said changes what is reduced (refuted findings
+        // leave, located ones join): it is part of the key.
+        let challenged: Vec<_> = checked
+            .iter()
+            .map(|c| {
+                (
+                    c.verified,
+                    c.challenge.as_ref().map(|ch| (ch.stance, &ch.reason)),
+                )
+            })
+            .collect();
+        let challenged = serde_json::to_string(&challenged).ok()?;
         Some(crate::util::sha256_hex(
             format!(
-                "fanscan reduce v{GROUP_FORMAT_VERSION}\nagent {} {}\nprovider {}\nmodel {}\n{reports}",
+                "fanscan reduce v{GROUP_FORMAT_VERSION}\nagent {} {}\nprovider {}\nmodel {}\n{reports}\n{challenged}",
                 base.agent, base.agent_hash, base.provider, base.model
             )
             .as_bytes(),

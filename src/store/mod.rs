@@ -32,6 +32,7 @@ use crate::context::Context;
 use crate::fanout::Journal;
 use crate::reduce::Reduced;
 use crate::report::{Report, RunInfo};
+use crate::verify::Checked;
 use cache::{KeyBase, Session, Split};
 
 /// `PRAGMA application_id` of a fanscan store ("FSCN").
@@ -493,13 +494,34 @@ impl ScanStore {
     }
 
     /// A stored reduction of exactly these reports.
-    pub(crate) fn reduced(&self, reports: &[GroupReport]) -> Option<Reduced> {
-        Session::reducer_key(&self.reducer, reports).and_then(|k| self.session.reduced(&k))
+    pub(crate) fn reduced(&self, reports: &[GroupReport], checked: &[Checked]) -> Option<Reduced> {
+        Session::reducer_key(&self.reducer, reports, checked).and_then(|k| self.session.reduced(&k))
     }
 
-    /// Keeps the reduction of these reports.
-    pub(crate) fn keep_reduced(&self, reports: &[GroupReport], reduced: &Reduced) {
-        if let Some(key) = Session::reducer_key(&self.reducer, reports) {
+    /// What the keys of the skeptic `d`'s answers share.
+    pub(crate) fn skeptic_base(&self, ctx: &Context, d: &AgentDefinition) -> KeyBase {
+        Self::key_base(ctx, &self.auditor.provider, d)
+    }
+
+    /// A stored skeptic's answer of `key`.
+    pub(crate) fn challenge(&self, key: &str) -> Option<String> {
+        self.session.stored("skeptic", key)
+    }
+
+    /// Keeps a skeptic's answer.
+    pub(crate) fn keep_challenge(&self, key: &str, body: &str) {
+        self.session.keep("skeptic", key, body);
+    }
+
+    /// Keeps the reduction of these reports (and of what the skeptic said
+    /// of their findings).
+    pub(crate) fn keep_reduced(
+        &self,
+        reports: &[GroupReport],
+        checked: &[Checked],
+        reduced: &Reduced,
+    ) {
+        if let Some(key) = Session::reducer_key(&self.reducer, reports, checked) {
             self.session.keep_reduced(&key, reduced);
         }
     }

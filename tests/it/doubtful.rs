@@ -2,7 +2,7 @@
 //! was verified is marked `doubtful` in every format, with its claims; the
 //! run passes as before unless `--strict`, which makes it incomplete
 //! (exit 3). The model is a mock over real HTTP that invents a finding
-//! quoting code that is not in the file.
+//! at a line the file does not have.
 
 use std::path::Path;
 use std::process::Output;
@@ -18,9 +18,11 @@ use crate::formats::schema_errors;
 const APP: &str =
     "def handler(request):\n    name = request.args['name']\n    return greet(name)\n";
 
-/// A finding on a real line of app/views.py whose quote is not there.
+/// A finding on a line app/views.py does not have (a claim at a real
+/// line of the group's file whose quote is not there is located, not
+/// invented: the skeptic judges it).
 fn invented() -> Value {
-    json!({"path": "app/views.py", "line": 2, "severity": "critical", "title": "eval of request input",
+    json!({"path": "app/views.py", "line": 9, "severity": "critical", "title": "eval of request input",
            "detail": "d", "evidence": "eval(request.args['code'])"})
 }
 
@@ -79,12 +81,12 @@ async fn a_group_whose_only_claim_is_invented_is_doubtful_in_every_format() {
     assert_eq!(d.files, vec!["app/views.py"]);
     assert_eq!(d.claims.len(), 1);
     assert_eq!(d.claims[0].path.as_deref(), Some("app/views.py"));
-    assert_eq!(d.claims[0].line, Some(2));
+    assert_eq!(d.claims[0].line, Some(9));
     assert_eq!(d.claims[0].text, "eval of request input");
     assert!(
         d.claims[0]
             .reason
-            .contains("evidence is not at app/views.py:2"),
+            .contains("line 9 is outside app/views.py"),
         "{}",
         d.claims[0].reason
     );
@@ -116,7 +118,7 @@ async fn a_group_whose_only_claim_is_invented_is_doubtful_in_every_format() {
         "{md}"
     );
     assert!(
-        md.contains("  - `app/views.py:2` eval of request input: the quoted evidence is not at"),
+        md.contains("  - `app/views.py:9` eval of request input: line 9 is outside"),
         "{md}"
     );
 
@@ -133,7 +135,7 @@ async fn a_group_whose_only_claim_is_invented_is_doubtful_in_every_format() {
         .unwrap_or_else(|| panic!("{notes:#?}"));
     assert_eq!(note["level"], "warning");
     assert_eq!(note["properties"]["files"], json!(["app/views.py"]));
-    assert_eq!(note["properties"]["claims"][0]["line"], 2);
+    assert_eq!(note["properties"]["claims"][0]["line"], 9);
     assert_eq!(
         sarif["runs"][0]["invocations"][0]["executionSuccessful"],
         true
@@ -149,7 +151,7 @@ async fn a_group_whose_only_claim_is_invented_is_doubtful_in_every_format() {
         "{line}"
     );
     assert!(
-        line.contains("app/views.py:2 eval of request input"),
+        line.contains("app/views.py:9 eval of request input"),
         "{line}"
     );
 }
@@ -186,6 +188,17 @@ async fn a_group_with_one_verified_claim_or_none_at_all_is_not_doubtful() {
     assert_eq!(report.unverified.len(), 1);
     assert!(report.doubtful.is_empty(), "{:?}", report.doubtful);
     assert!(report.complete && !report.groups[0].doubtful);
+
+    // A claim at a real line whose quote is not there is located (the
+    // skeptic judges it), not invented: not a doubtful review either.
+    let located = json!({"path": "app/views.py", "line": 2, "severity": "critical",
+        "title": "eval of request input", "detail": "d", "evidence": "eval(request.args['code'])"});
+    let mock = model(json!([located])).await;
+    let report = scan(&mock, &repo, true).await;
+    assert_eq!(report.unverified.len(), 1);
+    assert!(report.unverified[0].located);
+    assert!(report.doubtful.is_empty(), "{:?}", report.doubtful);
+    assert!(report.complete);
 
     // Nothing claimed is a review that found nothing, not a doubtful one.
     let mock = model(json!([])).await;

@@ -84,7 +84,7 @@ pub fn schema_errors(log: &str) -> Vec<String> {
         .collect()
 }
 
-fn assert_valid(log: &str) {
+pub fn assert_valid(log: &str) {
     let errors = schema_errors(log);
     assert!(errors.is_empty(), "{errors:#?}\n{log}");
 }

@@ -22,6 +22,7 @@ mod module_graph;
 mod pipeline;
 mod resilience;
 mod shards;
+mod skeptic;
 mod snapshots;
 mod specialists;
 mod store;

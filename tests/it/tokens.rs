@@ -530,7 +530,10 @@ async fn the_report_schema_names_only_the_groups_files_and_its_reads_over_messag
     assert!(report.complete, "{:?}", report.incomplete_reasons);
     let mut enums = Vec::new();
     for seen in mock.requests() {
-        if seen.body["tool_choice"]["type"] != "tool" {
+        // The auditors' reports (the skeptic's verdicts have their own).
+        if seen.body["tool_choice"]["type"] != "tool"
+            || seen.body["tool_choice"]["name"] != "report_findings"
+        {
             continue;
         }
         let tools = seen.body["tools"].as_array().unwrap();
@@ -572,6 +575,7 @@ async fn a_server_that_rejects_the_path_enum_gets_the_schema_without_it_and_a_no
         .requests()
         .into_iter()
         .filter_map(|r| r.body.get("response_format").cloned())
+        .filter(|f| f["json_schema"]["name"] == "report_findings")
         .collect();
     let constrained = formats
         .iter()
@@ -602,7 +606,10 @@ async fn a_server_that_rejects_the_path_enum_gets_the_schema_without_it_and_a_no
     let forced: Vec<serde_json::Value> = mock
         .requests()
         .into_iter()
-        .filter(|r| r.body["tool_choice"]["type"] == "tool")
+        .filter(|r| {
+            r.body["tool_choice"]["type"] == "tool"
+                && r.body["tool_choice"]["name"] == "report_findings"
+        })
         .map(|r| r.body["tools"].as_array().unwrap().last().unwrap()["input_schema"].clone())
         .collect();
     assert_eq!(

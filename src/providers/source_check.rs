@@ -1,0 +1,1130 @@
+//! The offline skeptic's source check: a small heuristic, not a parser.
+//!
+//! Takes a finding's line and the numbered lines the engine was shown of
+//! its file; gives `confirmed`, `refuted` or `uncertain` with a reason and
+//! the lines of the data flow. Only findings of rules that need untrusted
+//! input are judged (`sink_rules` in `configs/sources.toml`); others are
+//! uncertain.
+//!
+//! How, per language family:
+//! - the enclosing function: for brace-delimited languages (C, C++, Java,
+//!   JavaScript/TypeScript, Go, Rust, C#, PHP, ...), the nearest unmatched
+//!   `{` above the line whose line reads as a function header (a `(`, no
+//!   control keyword); for Python, the nearest `def` above with less
+//!   indentation. Without one, everything shown above the line.
+//! - the value: the arguments of the first call on the flagged line, else
+//!   the right side of its assignment, else the line.
+//! - each variable in it is followed back to its assignments in the
+//!   function (and their variables in turn). A line matching a source of
+//!   `configs/sources.toml` (a request, argv, the environment, stdin, a
+//!   file) confirms; a parameter, a call the table does not know as pure,
+//!   or a variable set outside the function leaves it uncertain; only
+//!   literals and constants (`UPPER_CASE`, `Class.MEMBER`) refute.
+//!
+//! String literals are blanked before names are read (an f-string's or a
+//! template literal's `{…}` parts are kept as code); line comments are cut.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::language::language_of;
+
+/// The bundled table.
+const TABLE: &str = include_str!("../../configs/sources.toml");
+
+/// The table as the check uses it.
+pub(crate) struct SourceTable {
+    sources: Vec<(String, Vec<Regex>)>,
+    sink_rules: Vec<String>,
+    pure_calls: BTreeSet<String>,
+    sanitizer: Option<Regex>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTable {
+    sink_rules: Vec<String>,
+    pure_calls: Vec<String>,
+    sanitizers: Vec<String>,
+    source: Vec<RawSource>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSource {
+    kind: String,
+    patterns: Vec<String>,
+}
+
+impl SourceTable {
+    /// Parses a table; the error names the file and the pattern.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        let raw: RawTable = toml::from_str(text)
+            .map_err(|e| format!("configs/sources.toml does not parse: {e}"))?;
+        let mut sources = Vec::new();
+        for s in raw.source {
+            let patterns = s
+                .patterns
+                .iter()
+                .map(|p| {
+                    Regex::new(p).map_err(|e| {
+                        format!("configs/sources.toml: pattern {p:?} of {:?}: {e}", s.kind)
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            sources.push((s.kind, patterns));
+        }
+        let names: Vec<String> = raw.sanitizers.iter().map(|n| regex::escape(n)).collect();
+        let sanitizer = if names.is_empty() {
+            None
+        } else {
+            let pattern = format!(
+                r"(?:^|[^\w$.])(?:[A-Za-z_$][\w$]*\s*\.\s*)*(?:{})\s*\(",
+                names.join("|")
+            );
+            Some(
+                Regex::new(&pattern)
+                    .map_err(|e| format!("configs/sources.toml: sanitizers: {e}"))?,
+            )
+        };
+        Ok(Self {
+            sources,
+            sink_rules: raw.sink_rules,
+            pure_calls: raw.pure_calls.into_iter().collect(),
+            sanitizer,
+        })
+    }
+
+    /// The bundled table (checked by a test; an error is reported by the
+    /// engine as an uncertain answer, never a panic).
+    pub(crate) fn bundled() -> Result<&'static Self, &'static str> {
+        static BUNDLED: LazyLock<Result<SourceTable, String>> =
+            LazyLock::new(|| SourceTable::parse(TABLE));
+        BUNDLED.as_ref().map_err(String::as_str)
+    }
+
+    fn source_in(&self, text: &str) -> Option<&str> {
+        self.sources
+            .iter()
+            .find(|(_, patterns)| patterns.iter().any(|p| p.is_match(text)))
+            .map(|(kind, _)| kind.as_str())
+    }
+
+    /// The code with every sanitizer call (name and arguments) blanked:
+    /// what it returns is safe whatever it was given.
+    fn unsanitized(&self, code: &str) -> String {
+        let Some(re) = &self.sanitizer else {
+            return code.to_string();
+        };
+        let mut out = code.to_string();
+        while let Some(m) = re.find(&out) {
+            let open = m.end() - 1;
+            let mut depth = 0usize;
+            let mut close = out.len();
+            for (i, c) in out[open..].char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            close = open + i + 1;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let start = m.start()
+                + m.as_str()
+                    .find(|c: char| c.is_alphabetic() || c == '_' || c == '$')
+                    .unwrap_or(0);
+            out.replace_range(start..close, " 0 ");
+        }
+        out
+    }
+
+    fn is_sink_rule(&self, rule: Option<&str>) -> bool {
+        rule.is_some_and(|r| self.sink_rules.iter().any(|p| r.starts_with(p.as_str())))
+    }
+}
+
+/// What the check says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Judged {
+    /// `confirmed`, `refuted` or `uncertain`.
+    pub(crate) verdict: &'static str,
+    pub(crate) confidence: u8,
+    pub(crate) why: String,
+    /// Lines of the data flow, in order, ending at the flagged line.
+    pub(crate) flow: Vec<u32>,
+}
+
+impl Judged {
+    fn uncertain(why: String) -> Self {
+        Self {
+            verdict: "uncertain",
+            confidence: 3,
+            why,
+            flow: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Family {
+    Braces,
+    Indent,
+}
+
+fn family(path: &str) -> Option<Family> {
+    match language_of(path)? {
+        "python" => Some(Family::Indent),
+        "c" | "cpp" | "java" | "javascript" | "typescript" | "go" | "rust" | "csharp" | "php"
+        | "kotlin" | "scala" | "swift" | "dart" | "objective-c" => Some(Family::Braces),
+        _ => None,
+    }
+}
+
+/// Judges the finding at `line` of `path` (of rule `rule`) from the lines
+/// shown.
+pub(crate) fn judge(
+    table: &SourceTable,
+    path: &str,
+    lines: &BTreeMap<u32, String>,
+    line: u32,
+    rule: Option<&str>,
+) -> Judged {
+    if !table.is_sink_rule(rule) {
+        return Judged::uncertain(
+            "the rule engine judges only findings that need untrusted input to reach a sink".into(),
+        );
+    }
+    let Some(family) = family(path) else {
+        return Judged::uncertain("the rule engine has no source check for this language".into());
+    };
+    let Some(flagged) = lines.get(&line) else {
+        return Judged::uncertain(format!("line {line} was not shown"));
+    };
+    let (start, params) = enclosing(family, lines, line);
+    let mut trace = Trace {
+        table,
+        family,
+        lines,
+        start,
+        end: line,
+        params,
+        visited: BTreeSet::new(),
+        source: None,
+        unknown: None,
+        flow: BTreeSet::new(),
+    };
+    let (mut code, mut interps) = code_of(flagged, family);
+    if family == Family::Indent {
+        match in_multiline_string(lines, start, line) {
+            // A line of an f-string: only its `{…}` parts are values.
+            Some(true) => {
+                code = String::new();
+                interps = braced(flagged);
+            }
+            Some(false) => {
+                return Judged::uncertain(format!(
+                    "line {line} is inside a multi-line string: its value is used elsewhere"
+                ));
+            }
+            None => {}
+        }
+    }
+    if let Some(kind) = table.source_in(&table.unsanitized(flagged)) {
+        trace.source = Some((line, kind.to_string()));
+    } else {
+        let value = value_of(&code);
+        trace.expr(&value, &interps, 0);
+    }
+    let region = format!("lines {start}-{line}");
+    match (&trace.source, &trace.unknown) {
+        (Some((at, kind)), _) => {
+            let mut flow: Vec<u32> = trace.flow.iter().copied().filter(|l| *l >= *at).collect();
+            flow.insert(0, *at);
+            flow.push(line);
+            flow.dedup();
+            Judged {
+                verdict: "confirmed",
+                confidence: 7,
+                why: format!("input from {kind} at line {at} reaches line {line}"),
+                flow,
+            }
+        }
+        (None, Some(unknown)) => Judged::uncertain(format!(
+            "the value at line {line} depends on {unknown}; the rule engine does not follow values into other functions"
+        )),
+        (None, None) => Judged {
+            verdict: "refuted",
+            confidence: 6,
+            why: format!(
+                "within the enclosing function ({region}), the value at line {line} is built only from literals, constants and sanitized values"
+            ),
+            flow: Vec::new(),
+        },
+    }
+}
+
+/// Whether `line` is inside a Python triple-quoted string opened above it
+/// (in the function): `Some(true)` when that string is an f-string.
+fn in_multiline_string(lines: &BTreeMap<u32, String>, start: u32, line: u32) -> Option<bool> {
+    let mut open: Option<bool> = None;
+    for (_, text) in lines.range(start..line) {
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("\"\"\"").or_else(|| rest.find("'''")) {
+            open = match open {
+                Some(_) => None,
+                None => Some(rest[..at].ends_with(['f', 'F'])),
+            };
+            rest = &rest[at + 3..];
+        }
+    }
+    open
+}
+
+/// The `{…}` parts of a line (an f-string's values).
+fn braced(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(a) = rest.find('{') {
+        let Some(b) = rest[a..].find('}') else { break };
+        out.push(rest[a + 1..a + b].to_string());
+        rest = &rest[a + b + 1..];
+    }
+    out
+}
+
+/// The first line of the function around `line` and its parameters' names.
+fn enclosing(family: Family, lines: &BTreeMap<u32, String>, line: u32) -> (u32, BTreeSet<String>) {
+    let first = lines.keys().next().copied().unwrap_or(1);
+    let above = lines.range(..line).rev();
+    match family {
+        Family::Indent => {
+            let indent = |t: &str| t.len() - t.trim_start().len();
+            let own = lines.get(&line).map_or(0, |t| indent(t));
+            for (&n, text) in above {
+                let t = text.trim_start();
+                if (t.starts_with("def ") || t.starts_with("async def ")) && indent(text) < own {
+                    return (n, params(lines, n));
+                }
+            }
+            (first, BTreeSet::new())
+        }
+        Family::Braces => {
+            let mut pending = 0i64;
+            for (&n, text) in above {
+                let (code, _) = code_of(text, family);
+                // Going up: a `}` closes a block below; a `{` beyond those
+                // opens one around the line.
+                for c in code.chars().rev() {
+                    match c {
+                        '}' => pending += 1,
+                        '{' if pending > 0 => pending -= 1,
+                        '{' => {
+                            let header = if code.trim() == "{" {
+                                lines
+                                    .range(..n)
+                                    .next_back()
+                                    .map(|(_, t)| code_of(t, family).0)
+                                    .unwrap_or_default()
+                            } else {
+                                code.clone()
+                            };
+                            if is_function_header(&header) {
+                                let start = if code.trim() == "{" {
+                                    lines.range(..n).next_back().map_or(n, |(k, _)| *k)
+                                } else {
+                                    n
+                                };
+                                return (start, params(lines, start));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            (first, BTreeSet::new())
+        }
+    }
+}
+
+const CONTROL: &[&str] = &[
+    "if",
+    "else",
+    "for",
+    "while",
+    "switch",
+    "do",
+    "try",
+    "catch",
+    "finally",
+    "synchronized",
+    "using",
+    "lock",
+    "foreach",
+    "with",
+    "return",
+    "match",
+    "loop",
+    "unsafe",
+    "select",
+    "defer",
+];
+
+fn is_function_header(code: &str) -> bool {
+    let t = code.trim_start().trim_start_matches('}').trim_start();
+    let first = t
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("");
+    if CONTROL.contains(&first) {
+        return false;
+    }
+    if t.starts_with("func ") || t.contains("fn ") || t.contains("function") || t.contains("=>") {
+        return true;
+    }
+    match t.find('(') {
+        // `x = foo(...) {` is a call with a block (a lambda), not a header.
+        Some(open) => !t[..open].contains('='),
+        None => false,
+    }
+}
+
+/// The names in the parentheses of the header at line `n` (and the lines
+/// after it, up to its `)`).
+fn params(lines: &BTreeMap<u32, String>, n: u32) -> BTreeSet<String> {
+    let mut header = String::new();
+    for (_, text) in lines.range(n..).take(6) {
+        header.push_str(text);
+        header.push(' ');
+        if text.contains(')') {
+            break;
+        }
+    }
+    let inner = match (header.find('('), header.rfind(')')) {
+        (Some(a), Some(b)) if b > a => &header[a + 1..b],
+        _ => "",
+    };
+    names(inner).map(str::to_string).collect()
+}
+
+static NAME: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"[A-Za-z_$][\w$]*").ok());
+
+fn names(text: &str) -> impl Iterator<Item = &str> {
+    NAME.iter()
+        .flat_map(move |re| re.find_iter(text).map(|m| m.as_str()))
+}
+
+/// A line's code with string literals blanked (`""`) and its line comment
+/// cut, and the code inside its f-strings' and template literals' `{…}`.
+fn code_of(line: &str, family: Family) -> (String, Vec<String>) {
+    let chars: Vec<char> = line.chars().collect();
+    let mut code = String::new();
+    let mut interps = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let comment = match family {
+            Family::Indent => c == '#',
+            Family::Braces => c == '/' && chars.get(i + 1) == Some(&'/'),
+        };
+        if comment {
+            break;
+        }
+        if matches!(c, '"' | '\'' | '`') {
+            let formatted = c == '`'
+                || (i > 0
+                    && matches!(chars[i - 1], 'f' | 'F')
+                    && (i < 2 || !(chars[i - 2].is_alphanumeric() || chars[i - 2] == '_')));
+            let mut j = i + 1;
+            let mut body = String::new();
+            while j < chars.len() && chars[j] != c {
+                if chars[j] == '\\' {
+                    j += 1;
+                }
+                if let Some(&ch) = chars.get(j) {
+                    body.push(ch);
+                }
+                j += 1;
+            }
+            if j >= chars.len() {
+                // No closing quote on the line (a Rust lifetime, a
+                // multi-line string): the quote is kept as code.
+                code.push(c);
+                i += 1;
+                continue;
+            }
+            // A string's prefix (`f`, `b`, `r`, `rb`...) is not a name.
+            let prefix: String = code
+                .chars()
+                .rev()
+                .take_while(|ch| ch.is_ascii_alphabetic())
+                .collect();
+            if !prefix.is_empty()
+                && prefix.len() <= 2
+                && prefix.chars().all(|ch| "fFbBrRuU".contains(ch))
+            {
+                code.truncate(code.len() - prefix.len());
+            }
+            if formatted {
+                let mut depth = 0;
+                let mut part = String::new();
+                for ch in body.chars() {
+                    match ch {
+                        '{' => {
+                            if depth > 0 {
+                                part.push(ch);
+                            }
+                            depth += 1;
+                        }
+                        '}' if depth > 0 => {
+                            depth -= 1;
+                            if depth == 0 {
+                                interps.push(std::mem::take(&mut part));
+                            } else {
+                                part.push(ch);
+                            }
+                        }
+                        _ if depth > 0 => part.push(ch),
+                        _ => {}
+                    }
+                }
+            }
+            code.push_str("\"\"");
+            i = j + 1;
+            continue;
+        }
+        code.push(c);
+        i += 1;
+    }
+    (code, interps)
+}
+
+/// The value a line hands on: the arguments of its first call that has
+/// any, else the right side of its assignment, else the line.
+fn value_of(code: &str) -> String {
+    // `x = a + f(b)`: the whole right side; `run(x)`: the call's arguments.
+    let head = code.split('(').next().unwrap_or(code);
+    if let Some(cut) = assignment_end(head) {
+        let rhs = code[cut..].trim().trim_end_matches(';').trim();
+        // `p = rt.exec(cmd)`: the sink is the call, its value the
+        // arguments; `el.innerHTML = x`: the sink is the assignment.
+        let lhs = &head[..cut.saturating_sub(1)];
+        if !lhs.contains('.')
+            && !lhs.contains("->")
+            && let Some(args) = chain_args(rhs)
+        {
+            return args;
+        }
+        return rhs.to_string();
+    }
+    let chars: Vec<(usize, char)> = code.char_indices().collect();
+    for (k, &(at, c)) in chars.iter().enumerate() {
+        if c != '(' {
+            continue;
+        }
+        let before = code[..at].trim_end();
+        let name = before
+            .rsplit(|ch: char| !(ch.is_alphanumeric() || ch == '_' || ch == '!'))
+            .next()
+            .unwrap_or("");
+        if name.is_empty() || CONTROL.contains(&name) {
+            continue;
+        }
+        let mut depth = 0;
+        for &(end, ch) in &chars[k..] {
+            match ch {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let args = code[at + 1..end].trim();
+                        if !args.is_empty() {
+                            return args.to_string();
+                        }
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    code.to_string()
+}
+
+/// When `text` is one call chain (`a.b().c(x).d()`), the arguments of its
+/// last call that has any.
+fn chain_args(text: &str) -> Option<String> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut last: Option<String> = None;
+    let mut k = 0;
+    let mut calls = 0;
+    while k < chars.len() {
+        let (at, c) = chars[k];
+        if c.is_alphanumeric() || "_$.:! ".contains(c) {
+            k += 1;
+            continue;
+        }
+        if c != '(' {
+            return None;
+        }
+        let mut depth = 0;
+        let mut end = None;
+        for &(i, ch) in &chars[k..] {
+            match ch {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let end = end?;
+        let args = text[at + 1..end].trim();
+        if !args.is_empty() {
+            last = Some(args.to_string());
+        }
+        calls += 1;
+        k = chars
+            .iter()
+            .position(|&(i, _)| i > end)
+            .unwrap_or(chars.len());
+    }
+    if calls == 0 { None } else { last }
+}
+
+static ASSIGN: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?:\+=|:=|\.=|[^=!<>+\-*/%&|^:.]=)(?:[^=]|$)").ok());
+
+/// Where the right side of the line's first assignment starts.
+fn assignment_end(code: &str) -> Option<usize> {
+    let m = ASSIGN.as_ref()?.find(code)?;
+    Some(m.start() + m.as_str().find('=')? + 1)
+}
+
+const WORDS: &[&str] = &[
+    "new",
+    "this",
+    "self",
+    "None",
+    "True",
+    "False",
+    "null",
+    "true",
+    "false",
+    "nil",
+    "var",
+    "let",
+    "const",
+    "int",
+    "char",
+    "void",
+    "static",
+    "final",
+    "public",
+    "private",
+    "protected",
+    "def",
+    "async",
+    "await",
+    "in",
+    "not",
+    "and",
+    "or",
+    "is",
+    "lambda",
+    "fn",
+    "mut",
+    "ref",
+    "func",
+    "range",
+    "sizeof",
+    "unsigned",
+    "long",
+    "short",
+    "double",
+    "float",
+    "bool",
+    "auto",
+    "typeof",
+    "instanceof",
+    "return",
+    "undefined",
+    "as",
+    "str",
+    "size_t",
+    "byte",
+    "boolean",
+    "string",
+    "String",
+    "Some",
+    "Ok",
+    "Err",
+    "if",
+    "else",
+    "for",
+    "while",
+    "u8",
+    "usize",
+    "i32",
+    "i64",
+    "u32",
+    "u64",
+    "struct",
+    "std",
+];
+
+struct Trace<'a> {
+    table: &'a SourceTable,
+    family: Family,
+    lines: &'a BTreeMap<u32, String>,
+    start: u32,
+    end: u32,
+    params: BTreeSet<String>,
+    visited: BTreeSet<String>,
+    source: Option<(u32, String)>,
+    unknown: Option<String>,
+    flow: BTreeSet<u32>,
+}
+
+static TOKEN: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"([A-Za-z_$][\w$]*(?:\s*(?:\.|::|->)\s*[A-Za-z_$][\w$]*)*)(\s*!?\s*\()?").ok()
+});
+static KWARG: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(^|[(,])\s*[A-Za-z_]\w*\s*=([^=]|$)").ok());
+
+impl Trace<'_> {
+    /// Follows the names of an expression.
+    fn expr(&mut self, code: &str, interps: &[String], depth: u32) {
+        if self.source.is_some() {
+            return;
+        }
+        // Keyword arguments' names are not values; what a sanitizer
+        // returns is safe.
+        let code = match KWARG.as_ref() {
+            Some(re) => re.replace_all(code, "$1 $2").into_owned(),
+            None => code.to_string(),
+        };
+        let code = self.table.unsanitized(&code);
+        let mut text = code;
+        for part in interps {
+            text.push(' ');
+            text.push_str(part);
+        }
+        let Some(token) = TOKEN.as_ref() else { return };
+        let tokens: Vec<(String, bool)> = token
+            .captures_iter(&text)
+            .map(|c| (c[1].to_string(), c.get(2).is_some()))
+            .collect();
+        for (name, call) in tokens {
+            let segments: Vec<&str> = name
+                .split(['.', ':', '-', '>'])
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
+            let (Some(&head), Some(&last)) = (segments.first(), segments.last()) else {
+                continue;
+            };
+            if WORDS.contains(&head) && segments.len() == 1 {
+                continue;
+            }
+            if call {
+                if !self.table.pure_calls.contains(last.trim_end_matches('!')) {
+                    self.unknown(format!("a call to `{name}`"));
+                }
+                // A method's result depends on its receiver: a source there
+                // still confirms. A name the function never sets is a
+                // module or package (`fmt.Sprintf`, `strings.Join`).
+                if segments.len() > 1
+                    && !starts_upper(head)
+                    && !WORDS.contains(&head)
+                    && (self.params.contains(head) || self.sets(head))
+                {
+                    self.variable(head, depth);
+                }
+            } else if is_constant(head) || (segments.len() > 1 && starts_upper(head)) {
+                // A constant, or a class's member.
+            } else if matches!(head, "self" | "this") {
+                self.unknown(format!("the field `{name}`"));
+            } else {
+                self.variable(head, depth);
+            }
+        }
+    }
+
+    /// Whether `name` is a constant set above the function: a top-level
+    /// assignment in Python, a `const`, `final`, `static` or `#define` in
+    /// the others, made only of literals.
+    fn constant_above(&mut self, name: &str, depth: u32) -> bool {
+        let Ok(re) = Regex::new(&format!(
+            r"(?:^|[^\w$.]){}\s*(?:\[[^\]]*\])?\s*(?::?=|\s)",
+            regex::escape(name)
+        )) else {
+            return false;
+        };
+        let lines: Vec<(u32, String)> = self
+            .lines
+            .range(..self.start)
+            .map(|(n, t)| (*n, t.clone()))
+            .collect();
+        for (n, raw) in lines.into_iter().rev() {
+            let (code, interps) = code_of(&raw, self.family);
+            let t = code.trim_start();
+            let top = match self.family {
+                Family::Indent => !raw.starts_with([' ', '\t']),
+                Family::Braces => {
+                    t.starts_with("#define")
+                        || [" const ", "const ", "final ", "static "]
+                            .iter()
+                            .any(|k| t.starts_with(k) || code.contains(k))
+                }
+            };
+            let Some(m) = re.find(&code) else { continue };
+            if !top {
+                continue;
+            }
+            let rest = &code[m.end()..];
+            let rhs = match rest.split_once('=') {
+                Some((_, r)) if !t.starts_with("#define") => r.to_string(),
+                _ => rest.to_string(),
+            };
+            if let Some(kind) = self.table.source_in(&self.table.unsanitized(&raw)) {
+                self.source.get_or_insert((n, kind.to_string()));
+                return true;
+            }
+            let before = (self.source.is_some(), self.unknown.is_some());
+            self.expr(&rhs, &interps, depth + 1);
+            if (self.source.is_some(), self.unknown.is_some()) == before {
+                self.flow.insert(n);
+                return true;
+            }
+            return false;
+        }
+        false
+    }
+
+    /// Whether the function assigns `name` somewhere.
+    fn sets(&self, name: &str) -> bool {
+        let Ok(re) = Regex::new(&format!(
+            r"(?:^|[^\w$.]){}\s*(?:\[[^\]]*\])?\s*(?:=|\+=|:=)(?:[^=]|$)",
+            regex::escape(name)
+        )) else {
+            return false;
+        };
+        self.lines
+            .range(self.start + 1..self.end)
+            .any(|(_, t)| re.is_match(&code_of(t, self.family).0))
+    }
+
+    fn unknown(&mut self, what: String) {
+        self.unknown.get_or_insert(what);
+    }
+
+    /// Follows a variable back to where the function sets it.
+    fn variable(&mut self, name: &str, depth: u32) {
+        if self.source.is_some() || !self.visited.insert(name.to_string()) {
+            return;
+        }
+        if depth > 8 {
+            self.unknown(format!("`{name}` (followed too far)"));
+            return;
+        }
+        let word = match Regex::new(&format!(r"(?:^|[^\w$.]){}\b", regex::escape(name))) {
+            Ok(re) => re,
+            Err(_) => return,
+        };
+        let mut set = false;
+        let mut declared = false;
+        // A value written into it by a call: `strcat(v, x)`, `v.append(x)`.
+        let filled = Regex::new(&format!(
+            r"(?:\b[A-Za-z_]\w*\s*\(\s*&?\s*{0}\s*,(.*)\)|(?:^|[^\w$.]){0}\s*\.\s*(?:append|push|extend|add|insert|concat|write|put|update|push_str)\s*\((.*)\))",
+            regex::escape(name)
+        ))
+        .ok();
+        // The header (its parameters) is not where the body sets values.
+        let lines: Vec<(u32, String)> = self
+            .lines
+            .range(self.start + 1..self.end)
+            .map(|(n, t)| (*n, t.clone()))
+            .collect();
+        for (n, raw) in lines {
+            let (code, interps) = code_of(&raw, self.family);
+            let Some(at) = word.find(&code) else { continue };
+            let after = code[at.end()..].trim_start();
+            let after = after
+                .strip_prefix('[')
+                .and_then(|r| r.split_once(']').map(|(_, rest)| rest.trim_start()))
+                .unwrap_or(after);
+            let assigned = ["=", "+=", ":=", ".="]
+                .iter()
+                .any(|op| after.starts_with(op) && !after[op.len()..].starts_with('='));
+            let looped = code.trim_start().starts_with("for ")
+                && (code.contains(" in ") || code.contains("range"));
+            if assigned || looped {
+                set = true;
+                self.flow.insert(n);
+                if let Some(kind) = self.table.source_in(&self.table.unsanitized(&raw)) {
+                    self.source.get_or_insert((n, kind.to_string()));
+                    return;
+                }
+                let rhs = if looped {
+                    code.split_once(" in ")
+                        .map(|(_, r)| r)
+                        .or_else(|| code.split_once("range").map(|(_, r)| r))
+                        .unwrap_or("")
+                        .to_string()
+                } else {
+                    let op = ["+=", ":=", ".=", "="]
+                        .iter()
+                        .find(|op| after.starts_with(**op))
+                        .map_or(1, |op| op.len());
+                    after[op..].to_string()
+                };
+                self.expr(&rhs, &interps, depth + 1);
+            } else if let Some(args) = filled
+                .as_ref()
+                .and_then(|re| re.captures(&code))
+                .and_then(|c| c.get(1).or_else(|| c.get(2)))
+            {
+                set = true;
+                self.flow.insert(n);
+                if let Some(kind) = self.table.source_in(&raw) {
+                    self.source.get_or_insert((n, kind.to_string()));
+                    return;
+                }
+                let args = args.as_str().to_string();
+                self.expr(&args, &interps, depth + 1);
+            } else if code.contains('(') && self.table.source_in(&raw).is_some() {
+                // Filled by a source call: `fgets(buf, n, stdin)`.
+                self.flow.insert(n);
+                let kind = self.table.source_in(&raw).unwrap_or_default().to_string();
+                self.source.get_or_insert((n, kind));
+                return;
+            } else if after.starts_with(';') && is_declaration(&code[..at.end() - name.len()]) {
+                declared = true;
+            }
+        }
+        if set || declared {
+            return;
+        }
+        if !self.params.contains(name) && self.constant_above(name, depth) {
+            return;
+        }
+        if self.params.contains(name) {
+            self.unknown(format!("the parameter `{name}`"));
+        } else {
+            self.unknown(format!("`{name}`, which the function does not set"));
+        }
+    }
+}
+
+/// Whether the code before a name reads as its type in a declaration
+/// without a value (`char buf[64];`, `int n;`), not a use (`return n;`,
+/// `x = a + n;`).
+fn is_declaration(before: &str) -> bool {
+    let t = before.trim();
+    let last = t
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("");
+    !t.is_empty()
+        && !t.contains(['=', '(', '+', ','])
+        && t.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '*' || c == '>')
+        && !matches!(
+            last,
+            "return" | "delete" | "throw" | "yield" | "case" | "goto"
+        )
+}
+
+fn starts_upper(name: &str) -> bool {
+    name.chars().next().is_some_and(char::is_uppercase)
+}
+
+fn is_constant(name: &str) -> bool {
+    name.chars().any(char::is_alphabetic)
+        && name
+            .chars()
+            .all(|c| c.is_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judge_text(path: &str, text: &str, rule: &str) -> Judged {
+        let table = SourceTable::bundled().unwrap();
+        let lines: BTreeMap<u32, String> = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| ((i + 1) as u32, l.to_string()))
+            .collect();
+        let line = text
+            .lines()
+            .position(|l| l.contains("SINK"))
+            .map(|i| (i + 1) as u32)
+            .unwrap();
+        judge(table, path, &lines, line, Some(rule))
+    }
+
+    #[test]
+    fn the_bundled_table_parses() {
+        assert!(SourceTable::bundled().is_ok());
+        assert!(
+            SourceTable::parse(
+                "sink_rules = []\npure_calls = []\n[[source]]\nkind = \"x\"\npatterns = [\"(\"]\n"
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn python_argv_confirms() {
+        let j = judge_text(
+            "app.py",
+            "import sys, os\n\ndef run():\n    name = sys.argv[1]\n    cmd = \"ls \" + name\n    os.system(cmd)  # SINK\n",
+            "exec/python-os-system",
+        );
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        assert_eq!(j.flow, vec![4, 5, 6]);
+    }
+
+    #[test]
+    fn python_constants_refute_and_fstrings_are_read() {
+        let j = judge_text(
+            "app.py",
+            "TABLE = 'users'\n\ndef count(cursor):\n    limit = 10\n    q = f\"SELECT * FROM {TABLE} LIMIT {limit}\"\n    cursor.execute(q)  # SINK\n",
+            "sql/python-format",
+        );
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+        let j = judge_text(
+            "app.py",
+            "def find(cursor):\n    name = input('who? ')\n    q = f\"SELECT * FROM t WHERE n = '{name}'\"\n    cursor.execute(q)  # SINK\n",
+            "sql/python-format",
+        );
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+    }
+
+    #[test]
+    fn python_parameters_and_the_enclosing_function_bound_the_search() {
+        let j = judge_text(
+            "app.py",
+            "def find(cursor, name):\n    q = \"SELECT * FROM t WHERE n = '\" + name + \"'\"\n    cursor.execute(q)  # SINK\n",
+            "sql/concat",
+        );
+        assert_eq!(j.verdict, "uncertain");
+        assert!(j.why.contains("parameter `name`"), "{j:?}");
+        // An argv read in another function does not reach this one.
+        let j = judge_text(
+            "app.py",
+            "def other():\n    q = sys.argv[1]\n\ndef run(cursor):\n    q = 'SELECT 1'\n    cursor.execute(q)  # SINK\n",
+            "sql/concat",
+        );
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+    }
+
+    #[test]
+    fn c_like_request_confirms_and_literals_refute() {
+        let java = "class A {\n  void doGet(HttpServletRequest request, Statement st) throws Exception {\n    String id = request.getParameter(\"id\");\n    if (id != null) {\n      String sql = \"SELECT * FROM t WHERE id = '\" + id + \"'\";\n      st.executeQuery(sql); // SINK\n    }\n  }\n}\n";
+        let j = judge_text("A.java", java, "sql/concat");
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        assert_eq!(j.flow, vec![3, 5, 6]);
+        let safe = "class A {\n  void run(Statement st) throws Exception {\n    String id = \"42\";\n    String sql = \"SELECT * FROM t WHERE id = '\" + id + \"'\";\n    st.executeQuery(sql); // SINK\n  }\n}\n";
+        assert_eq!(judge_text("A.java", safe, "sql/concat").verdict, "refuted");
+    }
+
+    #[test]
+    fn c_sources_fill_buffers_and_other_functions_do_not_count() {
+        let c = "#include <stdio.h>\nvoid f(void) {\n  char buf[64];\n  char dst[16];\n  fgets(buf, sizeof buf, stdin);\n  strcpy(dst, buf); // SINK\n}\n";
+        assert_eq!(
+            judge_text("a.c", c, "c/unbounded-copy").verdict,
+            "confirmed"
+        );
+        let c = "int g(void) {\n  char *s = getenv(\"X\");\n  return 0;\n}\nvoid f(void) {\n  char dst[16];\n  strcpy(dst, \"hello\"); // SINK\n}\n";
+        let j = judge_text("a.c", c, "c/unbounded-copy");
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+    }
+
+    #[test]
+    fn go_and_js_unknown_calls_stay_uncertain() {
+        let go = "func h(w http.ResponseWriter, r *http.Request) {\n\tid := lookup()\n\tdb.Query(\"SELECT \" + id) // SINK\n}\n";
+        let j = judge_text("a.go", go, "sql/concat");
+        assert_eq!(j.verdict, "uncertain");
+        assert!(j.why.contains("lookup"), "{j:?}");
+        let js = "function h(req, res) {\n  const q = `SELECT * FROM t WHERE id = ${req.query.id}`;\n  db.query(q); // SINK\n}\n";
+        assert_eq!(
+            judge_text("a.js", js, "sql/js-template").verdict,
+            "confirmed"
+        );
+    }
+
+    #[test]
+    fn a_sink_calls_receiver_is_not_its_value_and_constants_above_the_function_count() {
+        let java = "class A {\n  String run(String host) throws Exception {\n    Process p = Runtime.getRuntime().exec(\"ping \" + host); // SINK\n    return \"\";\n  }\n}\n";
+        let j = judge_text("A.java", java, "java/runtime-exec");
+        assert!(j.why.contains("parameter `host`"), "{j:?}");
+        let java = "class A {\n  String run() throws Exception {\n    Process p = Runtime.getRuntime().exec(\"uptime\"); // SINK\n    return \"\";\n  }\n}\n";
+        assert_eq!(
+            judge_text("A.java", java, "java/runtime-exec").verdict,
+            "refuted"
+        );
+        // A property written is the sink: its whole right side is the value.
+        let js = "function show() {\n  const params = new URLSearchParams(window.location.search);\n  box.innerHTML = params.get('msg'); // SINK\n}\n";
+        assert_eq!(
+            judge_text("a.js", js, "web/inner-html").verdict,
+            "confirmed"
+        );
+        let c = "static const char *cmd = \"sync\";\n\nint f(void)\n{\n    return system(cmd); // SINK\n}\n";
+        assert_eq!(judge_text("a.c", c, "exec/c-system").verdict, "refuted");
+        let c = "static char *cmd;\n\nint f(void)\n{\n    return system(cmd); // SINK\n}\n";
+        assert_eq!(judge_text("a.c", c, "exec/c-system").verdict, "uncertain");
+        let py = "import os\nCMD = os.environ['CMD']\n\ndef f():\n    os.system(CMD)  # SINK\n";
+        // An UPPER_CASE name is taken for a constant without looking: a
+        // documented limit of the heuristic.
+        assert_eq!(
+            judge_text("a.py", py, "exec/python-os-system").verdict,
+            "refuted"
+        );
+        let py = "import os\ncmd = os.environ['CMD']\n\ndef f():\n    os.system(cmd)  # SINK\n";
+        assert_eq!(
+            judge_text("a.py", py, "exec/python-os-system").verdict,
+            "confirmed"
+        );
+    }
+
+    #[test]
+    fn sanitizers_make_a_value_safe() {
+        let py = "def f(request):\n    q = html.escape(request.args['q'])\n    return '<b>' + q  # SINK\n";
+        assert_eq!(
+            judge_text("a.py", py, "xss/python-html-response").verdict,
+            "refuted"
+        );
+        let py =
+            "def f(request):\n    q = request.args['q'].strip()\n    return '<b>' + q  # SINK\n";
+        assert_eq!(
+            judge_text("a.py", py, "xss/python-html-response").verdict,
+            "confirmed"
+        );
+    }
+
+    #[test]
+    fn findings_that_are_not_about_input_are_not_judged() {
+        let j = judge_text(
+            "a.py",
+            "import hashlib\nhashlib.md5(b'x')  # SINK\n",
+            "crypto/weak-hash-python",
+        );
+        assert_eq!(j.verdict, "uncertain");
+        let j = judge_text("a.rb", "x = 1 # SINK\n", "sql/concat");
+        assert!(j.why.contains("language"));
+    }
+}

@@ -1,0 +1,493 @@
+//! The skeptic stage against scripted models over real HTTP (confirmed,
+//! refuted, uncertain, broken answers, a refutation with an invented flow
+//! step, located claims), its cache in the run store, and the offline
+//! engine's answers through the binary.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use wiremock::ResponseTemplate;
+
+use fanscan::{Context, FailOn, Format, Report, RunControl, Stance, Ui, exit};
+
+use crate::common::{MockModel, Repo, fanscan, findings_turn, task_files, text_turn, tool_turn};
+
+const DB: &str = "import sys\n\ndef find(cur):\n    name = sys.argv[1]\n    cur.execute(\"SELECT * FROM users WHERE name = '\" + name + \"'\")\n    return cur.fetchall()\n";
+const SINK: &str = "cur.execute(\"SELECT * FROM users WHERE name = '\" + name + \"'\")";
+
+fn repo() -> Repo {
+    Repo::new(&[("app/db.py", DB)])
+}
+
+/// Whether a request is the skeptic's.
+fn is_skeptic(body: &Value) -> bool {
+    body.to_string().contains("TASK: challenge")
+}
+
+/// A model that audits like a careful auditor (reads its files, then
+/// reports `finding`) and answers the skeptic's final turn with `verdict`.
+fn model(finding: Value, verdict: &'static str) -> crate::common::Behaviour {
+    Box::new(move |body, _| {
+        ResponseTemplate::new(200).set_body_json(reply(&finding, verdict, body))
+    })
+}
+
+/// What [`model`] answers to `body`.
+fn reply(finding: &Value, verdict: &str, body: &Value) -> Value {
+    if is_skeptic(body) {
+        return if body.get("response_format").is_some() {
+            text_turn(verdict)
+        } else {
+            text_turn("I traced the value.")
+        };
+    }
+    let read = body["messages"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+    if read || body.get("response_format").is_some() {
+        return findings_turn(json!([finding.clone()]));
+    }
+    let calls: Vec<(String, String)> = task_files(body)
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (format!("c{i}"), json!({"path": f}).to_string()))
+        .collect();
+    let refs: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, a)| (id.as_str(), "read_file", a.as_str()))
+        .collect();
+    tool_turn(&refs)
+}
+
+fn sink_finding() -> Value {
+    json!({"path": "app/db.py", "line": 5, "severity": "high", "title": "SQL injection",
+           "detail": "the name is concatenated into the query", "evidence": SINK})
+}
+
+/// A claim whose quote is not code: it fails verification, but its line
+/// exists in a file of the group.
+fn located_claim() -> Value {
+    json!({"path": "app/db.py", "line": 5, "severity": "high", "title": "SQL injection",
+           "detail": "d", "evidence": "db.py (5): the query is built from the argument"})
+}
+
+async fn run(mock: &MockModel, repo: &Path) -> Report {
+    let mut settings = mock.settings(repo, &fanscan::ScanArgs::default());
+    settings.challenge = FailOn::High;
+    let ctx = Context::new(settings).unwrap();
+    let ui = Ui {
+        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
+        transcripts: None,
+        control: RunControl::default(),
+    };
+    fanscan::scan(&ctx, &ui).await.unwrap()
+}
+
+fn skeptic_requests(mock: &MockModel) -> usize {
+    mock.requests()
+        .iter()
+        .filter(|r| is_skeptic(&r.body))
+        .count()
+}
+
+#[tokio::test]
+async fn a_confirmed_finding_stays_in_the_gate_with_its_confidence_and_flow() {
+    let repo = repo();
+    let mock = MockModel::openai(model(
+        sink_finding(),
+        r#"{"verdicts": [{"id": "f1", "verdict": "confirmed", "confidence": 8, "why": "argv reaches the query", "flow": ["app/db.py:4", "app/db.py:5"]}]}"#,
+    ))
+    .await;
+    let report = run(&mock, repo.path()).await;
+    assert_eq!(report.findings.len(), 1, "{:?}", report.refuted);
+    let c = report.findings[0].challenge.as_ref().unwrap();
+    assert_eq!((c.stance, c.confidence), (Stance::Confirmed, Some(8)));
+    assert_eq!(c.flow, vec!["app/db.py:4", "app/db.py:5"]);
+    assert_eq!(report.exit_code(), exit::GATE_FAILED);
+    // One fresh context: its task shows the code around the finding.
+    let skeptic: Vec<_> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| is_skeptic(&r.body))
+        .collect();
+    assert_eq!(skeptic.len(), 2, "a turn, then the verdicts");
+    let task = skeptic[0].body["messages"][1]["content"].as_str().unwrap();
+    assert!(task.contains("<file path=\"app/db.py\">"), "{task}");
+    assert!(task.contains("sys.argv[1]"), "{task}");
+    let schema = &skeptic[1].body["response_format"]["json_schema"];
+    assert_eq!(schema["name"], "report_verdicts");
+    assert!(report.stats.agents.contains_key("skeptic"));
+    let md = report.render(Format::Md).unwrap();
+    assert!(md.contains("confirmed (confidence 8/10)"), "{md}");
+}
+
+#[tokio::test]
+async fn a_refuted_finding_leaves_the_gate_and_is_listed_with_its_reason_in_every_format() {
+    let repo = repo();
+    let mock = MockModel::openai(model(
+        sink_finding(),
+        r#"{"verdicts": [{"id": "f1", "verdict": "refuted", "confidence": 9, "why": "the name is checked against a fixed list first", "flow": ["app/db.py:4"]}]}"#,
+    ))
+    .await;
+    let report = run(&mock, repo.path()).await;
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert_eq!(report.refuted.len(), 1);
+    assert_eq!(report.exit_code(), exit::OK, "{:?}", report.gate);
+    let reason = "the name is checked against a fixed list first";
+    let json = report.render(Format::Json).unwrap();
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["refuted"][0]["challenge"]["reason"], reason);
+    assert_eq!(v["refuted"][0]["challenge"]["confidence"], 9);
+    let md = report.render(Format::Md).unwrap();
+    assert!(md.contains("## Refuted by the skeptic (1)"), "{md}");
+    assert!(md.contains(reason));
+    let sarif_text = report.render(Format::Sarif).unwrap();
+    crate::formats::assert_valid(&sarif_text);
+    let sarif: Value = serde_json::from_str(&sarif_text).unwrap();
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(result["suppressions"][0]["kind"], "external");
+    let justification = result["suppressions"][0]["justification"].as_str().unwrap();
+    assert!(justification.contains(reason), "{justification}");
+    assert_eq!(result["properties"]["skeptic"]["verdict"], "refuted");
+    let github = report.render(Format::Github).unwrap();
+    assert!(
+        github.contains("::notice file=app/db.py,line=5,title=refuted by the skeptic"),
+        "{github}"
+    );
+    // Code Quality lists what gates, like the gate itself.
+    let cc: Value = serde_json::from_str(&report.render(Format::Codeclimate).unwrap()).unwrap();
+    assert_eq!(cc.as_array().unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn an_uncertain_finding_stays() {
+    let repo = repo();
+    let mock = MockModel::openai(model(
+        sink_finding(),
+        r#"{"verdicts": [{"id": "f1", "verdict": "uncertain", "confidence": 4, "why": "cannot tell", "flow": []}]}"#,
+    ))
+    .await;
+    let report = run(&mock, repo.path()).await;
+    assert_eq!(report.findings.len(), 1);
+    let c = report.findings[0].challenge.as_ref().unwrap();
+    assert_eq!((c.stance, c.confidence), (Stance::Uncertain, Some(4)));
+    assert_eq!(report.exit_code(), exit::GATE_FAILED);
+}
+
+#[tokio::test]
+async fn broken_answers_are_uncertain_never_refuted_never_lost() {
+    for (verdict, says, requests) in [
+        // Not JSON: the one repair turn, then uncertain.
+        (
+            "no json at all",
+            "not a JSON object with a list of verdicts",
+            3,
+        ),
+        // JSON, but no entry for the finding.
+        (r#"{"verdicts": []}"#, "no verdict for this finding", 2),
+        // An entry that is not a verdict.
+        (
+            r#"{"verdicts": [{"id": "f1", "verdict": "refuted", "confidence": 42, "why": "x", "flow": []}]}"#,
+            "confidence is not a whole number from 1 to 10",
+            2,
+        ),
+    ] {
+        let repo = repo();
+        let mock = MockModel::openai(model(sink_finding(), verdict)).await;
+        let report = run(&mock, repo.path()).await;
+        assert_eq!(report.findings.len(), 1, "{verdict}: {:?}", report.refuted);
+        let c = report.findings[0].challenge.as_ref().unwrap();
+        assert_eq!(
+            (c.stance, c.confidence),
+            (Stance::Uncertain, None),
+            "{verdict}"
+        );
+        assert!(c.reason.contains(says), "{verdict}: {}", c.reason);
+        assert_eq!(skeptic_requests(&mock), requests, "{verdict}");
+        assert_eq!(report.exit_code(), exit::GATE_FAILED);
+    }
+}
+
+#[tokio::test]
+async fn a_refutation_citing_an_invented_flow_step_is_not_trusted() {
+    let repo = repo();
+    let mock = MockModel::openai(model(
+        sink_finding(),
+        r#"{"verdicts": [{"id": "f1", "verdict": "refuted", "confidence": 9, "why": "sanitized", "flow": ["app/db.py:4", "app/db.py:99", "app/other.py:1"]}]}"#,
+    ))
+    .await;
+    let report = run(&mock, repo.path()).await;
+    assert!(report.refuted.is_empty());
+    let c = report.findings[0].challenge.as_ref().unwrap();
+    assert_eq!(c.stance, Stance::Uncertain);
+    assert_eq!(c.flow, vec!["app/db.py:4"], "the real step is kept");
+    assert!(c.notes.iter().any(|n| n.contains("app/db.py:99")), "{c:?}");
+    assert!(
+        c.notes.iter().any(|n| n.contains("app/other.py:1")),
+        "{c:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_located_claim_the_skeptic_confirms_reports_with_the_files_text() {
+    let repo = repo();
+    let mock = MockModel::openai(model(
+        located_claim(),
+        r#"{"verdicts": [{"id": "f1", "verdict": "confirmed", "confidence": 7, "why": "argv reaches it", "flow": []}]}"#,
+    ))
+    .await;
+    let report = run(&mock, repo.path()).await;
+    assert_eq!(report.findings.len(), 1, "{:?}", report.unverified);
+    let m = &report.findings[0];
+    assert!(m.located && m.verified);
+    assert_eq!(m.finding.evidence.as_deref().map(str::trim), Some(SINK));
+    assert!(
+        m.note.as_deref().unwrap().starts_with("located:"),
+        "{:?}",
+        m.note
+    );
+    assert_eq!(report.exit_code(), exit::GATE_FAILED);
+    let md = report.render(Format::Md).unwrap();
+    assert!(md.contains("Skeptic (located, confirmed"), "{md}");
+}
+
+#[tokio::test]
+async fn a_located_claim_refuted_or_uncertain_stays_unverified() {
+    for verdict in [
+        r#"{"verdicts": [{"id": "f1", "verdict": "refuted", "confidence": 7, "why": "constant", "flow": []}]}"#,
+        r#"{"verdicts": [{"id": "f1", "verdict": "uncertain", "confidence": 3, "why": "unclear", "flow": []}]}"#,
+    ] {
+        let repo = repo();
+        let mock = MockModel::openai(model(located_claim(), verdict)).await;
+        let report = run(&mock, repo.path()).await;
+        assert!(report.findings.is_empty() && report.refuted.is_empty());
+        assert_eq!(report.unverified.len(), 1);
+        assert!(report.unverified[0].located);
+        assert!(report.unverified[0].challenge.is_some());
+        assert_eq!(report.exit_code(), exit::OK);
+    }
+}
+
+#[tokio::test]
+async fn a_claim_in_no_file_of_the_scan_or_past_the_end_is_not_located() {
+    for claim in [
+        json!({"path": "app/nope.py", "line": 2, "severity": "high", "title": "t", "detail": "d", "evidence": "x"}),
+        json!({"path": "app/db.py", "line": 60, "severity": "high", "title": "t", "detail": "d", "evidence": "x"}),
+    ] {
+        let repo = repo();
+        let mock = MockModel::openai(model(claim, r#"{"verdicts": []}"#)).await;
+        let report = run(&mock, repo.path()).await;
+        assert_eq!(report.unverified.len(), 1);
+        assert!(!report.unverified[0].located);
+        assert_eq!(skeptic_requests(&mock), 0, "nothing to challenge");
+    }
+}
+
+#[tokio::test]
+async fn an_unchanged_rescan_asks_the_skeptic_nothing() {
+    let repo = repo();
+    let mock = MockModel::openai(model(
+        sink_finding(),
+        r#"{"verdicts": [{"id": "f1", "verdict": "refuted", "confidence": 8, "why": "constant", "flow": []}]}"#,
+    ))
+    .await;
+    let first = run(&mock, repo.path()).await;
+    assert_eq!(first.refuted.len(), 1);
+    let asked = skeptic_requests(&mock);
+    assert_eq!(asked, 2);
+    let second = run(&mock, repo.path()).await;
+    assert_eq!(skeptic_requests(&mock), asked, "no new skeptic call");
+    assert_eq!(second.refuted.len(), 1);
+    assert!(
+        second
+            .notes
+            .iter()
+            .any(|n| n.contains("1 answers from the run store")
+                || n.contains("1 answer from the run store")),
+        "{:?}",
+        second.notes
+    );
+    // A changed file is asked again.
+    repo.write("app/db.py", &format!("{DB}# changed\n"));
+    let _ = run(&mock, repo.path()).await;
+    assert_eq!(skeptic_requests(&mock), asked + 2);
+}
+
+#[tokio::test]
+async fn challenge_never_skips_the_stage() {
+    let repo = repo();
+    let mock = MockModel::openai(model(sink_finding(), r#"{"verdicts": []}"#)).await;
+    let mut settings = mock.settings(repo.path(), &fanscan::ScanArgs::default());
+    settings.challenge = FailOn::Never;
+    let ctx = Context::new(settings).unwrap();
+    let ui = Ui {
+        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
+        transcripts: None,
+        control: RunControl::default(),
+    };
+    let report = fanscan::scan(&ctx, &ui).await.unwrap();
+    assert_eq!(skeptic_requests(&mock), 0);
+    assert!(report.findings[0].challenge.is_none());
+}
+
+/// The offline engine, through the binary: a query built from a constant
+/// is refuted and leaves the gate; one built from argv is confirmed.
+#[test]
+fn the_offline_skeptic_refutes_constants_and_confirms_argv() {
+    let repo = Repo::new(&[
+        (
+            "app/report.py",
+            "def totals(cur):\n    table = \"orders\"\n    cur.execute(\"SELECT sum(total) FROM \" + table)\n",
+        ),
+        ("app/db.py", DB),
+    ]);
+    let root = repo.path().to_str().unwrap();
+    let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    let stance = |list: &[fanscan::Merged], path: &str| {
+        list.iter()
+            .find(|m| m.finding.path == path)
+            .and_then(|m| m.challenge.as_ref())
+            .map(|c| c.stance)
+    };
+    assert_eq!(
+        stance(&report.refuted, "app/report.py"),
+        Some(Stance::Refuted)
+    );
+    assert_eq!(
+        stance(&report.findings, "app/db.py"),
+        Some(Stance::Confirmed)
+    );
+    let flow = &report
+        .findings
+        .iter()
+        .find(|m| m.finding.path == "app/db.py")
+        .unwrap()
+        .challenge
+        .as_ref()
+        .unwrap()
+        .flow;
+    assert_eq!(flow.first().map(String::as_str), Some("app/db.py:4"));
+    assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
+    // Without the stage both fail the gate; the constant one alone passes.
+    repo.write("app/db.py", "x = 1\n");
+    let out = fanscan(&["scan", root, "--quiet", "--no-store"]);
+    assert_eq!(
+        out.status.code(),
+        Some(exit::OK),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = fanscan(&[
+        "scan",
+        root,
+        "--quiet",
+        "--no-store",
+        "--challenge",
+        "never",
+    ]);
+    assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
+}
+
+#[tokio::test]
+async fn a_budget_stop_leaves_unchallenged_findings_as_they_are_and_says_so() {
+    let repo = repo();
+    // The audit spends nearly all of the budget: the skeptic's call does
+    // not fit.
+    let finding = sink_finding();
+    let mock = MockModel::openai(Box::new(move |body, _| {
+        let mut reply = reply(&finding, r#"{"verdicts": []}"#, body);
+        reply["usage"] =
+            json!({"prompt_tokens": 2100, "completion_tokens": 0, "total_tokens": 2100});
+        ResponseTemplate::new(200).set_body_json(reply)
+    }))
+    .await;
+    let mut settings = mock.settings(repo.path(), &fanscan::ScanArgs::default());
+    settings.challenge = FailOn::High;
+    settings.max_tokens = Some(4400);
+    let ctx = Context::new(settings).unwrap();
+    let ui = Ui {
+        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
+        transcripts: None,
+        control: RunControl::default(),
+    };
+    let report = fanscan::scan(&ctx, &ui).await.unwrap();
+    assert_eq!(skeptic_requests(&mock), 0);
+    assert_eq!(report.findings.len(), 1, "kept as verified");
+    assert!(report.findings[0].challenge.is_none());
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("1 finding was not challenged")),
+        "{:?}",
+        report.notes
+    );
+    assert!(!report.complete, "the budget stopped the run");
+}
+
+/// Shards leave the challenge to `fanscan merge`, which puts every shard's
+/// findings to the skeptic once.
+#[test]
+fn shards_do_not_challenge_and_merge_does() {
+    let repo = Repo::new(&[
+        (
+            "a/report.py",
+            "def totals(cur):\n    table = \"orders\"\n    cur.execute(\"SELECT sum(total) FROM \" + table)\n",
+        ),
+        ("b/db.py", DB),
+    ]);
+    let root = repo.path().to_str().unwrap();
+    let parts = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for k in 1..=2 {
+        let part = parts.path().join(format!("part{k}.json"));
+        let shard = format!("{k}/2");
+        let out = fanscan(&[
+            "scan",
+            root,
+            "--shard",
+            &shard,
+            "--format",
+            "json",
+            "--quiet",
+            "--no-store",
+            "--group-tokens",
+            "100",
+            "-o",
+            part.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(exit::OK),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Report =
+            serde_json::from_str(&std::fs::read_to_string(&part).unwrap()).unwrap();
+        assert!(report.findings.iter().all(|m| m.challenge.is_none()));
+        assert!(report.refuted.is_empty());
+        paths.push(part);
+    }
+    let out = fanscan(&[
+        "merge",
+        paths[0].to_str().unwrap(),
+        paths[1].to_str().unwrap(),
+        "--path",
+        root,
+        "--format",
+        "json",
+        "--quiet",
+        "--no-store",
+        "--group-tokens",
+        "100",
+    ]);
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report.refuted.len(), 1, "{:?}", report.notes);
+    assert_eq!(report.refuted[0].finding.path, "a/report.py");
+    assert_eq!(
+        report.findings[0].challenge.as_ref().map(|c| c.stance),
+        Some(Stance::Confirmed)
+    );
+    assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
+}
