@@ -143,7 +143,16 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let (checked, lines, reports) =
         verify_off_thread(reports, inventory, Arc::clone(&tools)).await?;
     let run = store.run;
-    let challenged = skeptic::challenge(ctx, ui, &spend, run.as_ref(), &tools, checked).await;
+    let challenged = skeptic::challenge(
+        ctx,
+        ui,
+        &spend,
+        run.as_ref(),
+        &tools,
+        checked,
+        briefed.written.brief.as_ref(),
+    )
+    .await;
     let checked = challenged.checked;
 
     let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
@@ -424,7 +433,9 @@ pub async fn merge(
         verify_off_thread(reports, inventory, Arc::clone(&tools)).await?;
     // The shards planned; the merge pays only its skeptic and reducer.
     let spend = ctx.spend(ui.control.clone(), None);
-    let challenged = skeptic::challenge(ctx, ui, &spend, run.as_ref(), &tools, checked).await;
+    // The shards' briefs are not carried in their parts: the merge's
+    // skeptic runs without one.
+    let challenged = skeptic::challenge(ctx, ui, &spend, run.as_ref(), &tools, checked, None).await;
     let checked = challenged.checked;
     let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
     spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));

@@ -84,6 +84,7 @@ pub(crate) async fn challenge(
     run: Option<&ScanStore>,
     tools: &Arc<ToolContext>,
     checked: Vec<Checked>,
+    brief: Option<&crate::brief::Brief>,
 ) -> Challenged {
     let settings = &ctx.settings;
     let (Some(threshold), None) = (settings.challenge.threshold(), settings.shard) else {
@@ -93,8 +94,13 @@ pub(crate) async fn challenge(
             notes: Vec::new(),
         };
     };
+    // The brief goes into its prefix as into the auditors' (and into its
+    // hash, so stored verdicts of another brief are not reused).
     let definition = match ctx.agent(SKEPTIC) {
-        Ok(d) => d,
+        Ok(d) => match brief {
+            Some(brief) => std::borrow::Cow::Owned(crate::brief::with_brief(d, brief)),
+            None => std::borrow::Cow::Borrowed(d),
+        },
         Err(e) => {
             return Challenged {
                 checked,
@@ -103,7 +109,7 @@ pub(crate) async fn challenge(
         }
     };
     let stage = Stage {
-        definition,
+        definition: &definition,
         model: ctx.model_of(SKEPTIC),
         ctx,
         ui,

@@ -111,6 +111,9 @@ async fn a_confirmed_finding_stays_in_the_gate_with_its_confidence_and_flow() {
         .filter(|r| is_skeptic(&r.body))
         .collect();
     assert_eq!(skeptic.len(), 2, "a turn, then the verdicts");
+    // The repository brief is in its prefix, as in the auditors'.
+    let system = skeptic[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains(crate::common::BRIEF_TEXT), "{system}");
     let task = skeptic[0].body["messages"][1]["content"].as_str().unwrap();
     assert!(task.contains("<file path=\"app/db.py\">"), "{task}");
     assert!(task.contains("sys.argv[1]"), "{task}");
