@@ -17,6 +17,76 @@ use crate::control::RunControl;
 use crate::conversation::Usage;
 use crate::prices::Price;
 
+/// A `--max-tokens` or `--max-cost` that cannot pay for even the cheapest
+/// group: such a run would start nothing and call itself stopped by its
+/// budget.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{budget} is less than the cheapest group's estimate ({need} for group {group}), so no group could start. \
+     Raise it to at least {need}, or make groups smaller with --group-tokens (now {group_tokens}); `fanscan plan --estimate` shows the whole range"
+)]
+pub struct BudgetTooSmall {
+    budget: String,
+    need: String,
+    group: String,
+    group_tokens: u64,
+}
+
+/// The run's budget: `--max-tokens` and `--max-cost` (none: unbounded).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Limits {
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) max_cost: Option<f64>,
+}
+
+/// The plan's cheapest group as the budget reserves it.
+#[derive(Clone, Debug)]
+pub(crate) struct Cheapest {
+    pub(crate) group: String,
+    /// The plan's budget per group, for the advice.
+    pub(crate) group_tokens: u64,
+    /// Tokens reserved while it runs.
+    pub(crate) reserve: u64,
+    /// Its low estimate, priced against `--max-cost`.
+    pub(crate) low: Usage,
+}
+
+/// Refuses limits that cannot pay for even the cheapest group (`price`:
+/// of the model that audits it, when known). A plan with no group passes.
+pub(crate) fn check(
+    cheapest: Option<Cheapest>,
+    limits: Limits,
+    price: Option<Price>,
+) -> Result<(), BudgetTooSmall> {
+    let Some(cheapest) = cheapest else {
+        return Ok(());
+    };
+    let too_small = |budget: String, need: String| BudgetTooSmall {
+        budget,
+        need,
+        group: cheapest.group.clone(),
+        group_tokens: cheapest.group_tokens,
+    };
+    if let Some(max) = limits.max_tokens
+        && max < cheapest.reserve
+    {
+        return Err(too_small(
+            format!("--max-tokens {max}"),
+            format!("{} tokens", cheapest.reserve),
+        ));
+    }
+    if let (Some(max), Some(price)) = (limits.max_cost, price) {
+        let need = price.cost(&cheapest.low);
+        if max < need {
+            return Err(too_small(
+                format!("--max-cost {max}"),
+                format!("${need:.4}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Prices a call by the model that answered it.
 pub(crate) type Pricer = Box<dyn Fn(&str) -> Option<Price> + Send + Sync>;
 

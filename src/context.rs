@@ -18,16 +18,15 @@ use crate::agents::{
     UnknownAgent, run_subagent,
 };
 use crate::baseline::{Baseline, BaselineError};
-use crate::budget::Spend;
+use crate::budget::{BudgetTooSmall, Limits, Spend};
 use crate::config::{ConfigError, DiffSource, PlannerKind, ProviderKind, Settings};
 use crate::control::RunControl;
 use crate::conversation::Usage;
 use crate::events::EventSink;
 use crate::fanout::{FanOut, FanOutResult};
-use crate::findings::{Finding, FindingCwe, Origin, Severity};
 use crate::git::{ChangeSet, ConfigOrigin, GitError};
 use crate::inventory::{Inventory, InventoryError, InventoryOptions};
-use crate::plan::{Plan, PlanError, Routing};
+use crate::plan::{Plan, PlanError, Planner, PlannerAgent, Routing};
 use crate::prices::{Price, PriceError, Prices};
 use crate::providers::http::{CallStats, HttpLayer, RetryPolicy};
 use crate::providers::limits::{Concurrency, RateLimits};
@@ -35,6 +34,7 @@ use crate::providers::remote::Remote;
 use crate::providers::{EngineKind, ProviderError, SharedProvider};
 use crate::report::{CallCounts, Manifest, RunInfo, Sources};
 use crate::rules::{RuleError, RuleSet};
+use crate::store::Keys;
 use crate::tools::paths::PathError;
 use crate::tools::secrets::Redactor;
 use crate::tools::{ToolContext, ToolLimits};
@@ -68,16 +68,8 @@ pub enum SetupError {
     Git(#[from] GitError),
     #[error(transparent)]
     Baseline(#[from] BaselineError),
-    #[error(
-        "{budget} is less than the cheapest group's estimate ({need} for group {group}), so no group could start. \
-         Raise it to at least {need}, or make groups smaller with --group-tokens (now {group_tokens}); `fanscan plan --estimate` shows the whole range"
-    )]
-    BudgetTooSmall {
-        budget: String,
-        need: String,
-        group: String,
-        group_tokens: u64,
-    },
+    #[error(transparent)]
+    Budget(#[from] BudgetTooSmall),
 }
 
 /// What a run is built from: settings resolved, files loaded, provider made.
@@ -185,67 +177,9 @@ impl Context {
     }
 
     /// What a scan plans: the whole inventory, or for a diff scan only its
-    /// changed files (a changed file the inventory skipped stays listed
-    /// as skipped). The agents' tools still reach the whole inventory.
+    /// changed files (see [`crate::plan::in_scope`]).
     pub fn in_scope(&self, inventory: &Inventory) -> Inventory {
-        match &self.changes {
-            None => inventory.clone(),
-            Some(changes) => Inventory {
-                root: inventory.root.clone(),
-                files: inventory
-                    .files
-                    .iter()
-                    .filter(|f| changes.contains(&f.path))
-                    .cloned()
-                    .collect(),
-                skipped: inventory
-                    .skipped
-                    .iter()
-                    .filter(|f| changes.contains(&f.path))
-                    .cloned()
-                    .collect(),
-            },
-        }
-    }
-
-    /// One finding per configuration file a `--since` change touches
-    /// (fanscan.toml, the rules, `.fanscan/agents/*.md`): the change does
-    /// not take effect in its own review, and reviewers should know it
-    /// tried. Nothing when the working tree's configuration is trusted.
-    pub(crate) fn config_change_findings(&self) -> Vec<Finding> {
-        let (Some(changes), ConfigOrigin::BaseRef(base)) =
-            (&self.changes, &self.settings.config_origin)
-        else {
-            return Vec::new();
-        };
-        let mut touched: Vec<&str> = changes
-            .touched()
-            .filter(|p| {
-                *p == "fanscan.toml"
-                    || *p == ".fanscan/baseline.json"
-                    || (p.starts_with(".fanscan/agents/") && p.ends_with(".md"))
-                    || self.settings.base_rules.as_deref() == Some(*p)
-            })
-            .collect();
-        touched.sort_unstable();
-        touched.dedup();
-        touched
-            .into_iter()
-            .map(|path| Finding {
-                path: path.to_string(),
-                line: 1,
-                end_line: None,
-                severity: Severity::Medium,
-                title: "this change edits fanscan's configuration".into(),
-                detail: format!(
-                    "{path} is part of fanscan's configuration. A diff scan reads its configuration from the base ref ({base}), so this edit does not take effect in the review of the change that makes it; review it by hand. Pipelines that trust their changes pass --trust-worktree-config."
-                ),
-                evidence: None,
-                rule: Some("fanscan/config-change".into()),
-                cwe: FindingCwe::default(),
-                origin: Origin::ToolLayer,
-            })
-            .collect()
+        crate::plan::in_scope(inventory, self.changes.as_ref())
     }
 
     /// The definition of agent `name`.
@@ -268,7 +202,7 @@ impl Context {
 
     /// The run's budget over `control`, every call priced by its model.
     ///
-    /// `planner` is what the LLM planner already spent, counted first.
+    /// `planner` is what the planner agent already spent, counted first.
     pub(crate) fn spend(&self, control: RunControl, planner: Option<Usage>) -> Spend {
         let pricer = self.pricer();
         let price = pricer(self.provider.model());
@@ -279,17 +213,10 @@ impl Context {
             control,
         )
         .with_pricer(Box::new(pricer));
-        if let Some(usage) = planner.filter(|_| self.settings.planner == PlannerKind::Llm) {
+        if let Some(usage) = planner {
             spend.add("planner", usage, &self.model_of("planner"));
         }
         spend
-    }
-
-    /// The tools, reading only what the inventory covers: excluded or
-    /// ignored files stay out of every prompt.
-    pub(crate) fn scoped_tools(&self, inventory: &Inventory) -> ToolContext {
-        self.tools
-            .scoped(inventory.files.iter().map(|f| f.path.clone()))
     }
 
     /// The model agent `name` runs on: its own, else the run's.
@@ -304,16 +231,7 @@ impl Context {
     /// The inventory of the settings' root.
     pub fn inventory(&self) -> Result<Inventory, SetupError> {
         let s = &self.settings;
-        Ok(crate::inventory::walk(
-            &s.root,
-            &InventoryOptions {
-                hidden: s.hidden,
-                max_file_bytes: s.max_file_bytes,
-                include: s.include.clone(),
-                exclude: s.exclude.clone(),
-                include_vendored: s.include_vendored,
-            },
-        )?)
+        Ok(crate::inventory::walk(&s.root, &InventoryOptions::from(s))?)
     }
 
     /// Who audits each file: `--agent` alone when forced, else the
@@ -329,64 +247,51 @@ impl Context {
             .map_err(|e| ConfigError(e.to_string()).into())
     }
 
-    /// Plans the scan with the configured planner, within `--max-groups`;
-    /// every group has one agent (see [`Context::routing`]).
-    /// Returns the plan and the tokens the planner used.
-    pub async fn plan(&self, inventory: &Inventory) -> Result<(Plan, Usage), SetupError> {
-        let (plan, usage) = self.plan_uncapped(inventory).await?;
-        plan.check_cap(self.settings.max_groups)?;
-        Ok((plan, usage))
-    }
-
-    /// The plan without the `--max-groups` cap, for `fanscan plan`: the cap
-    /// keeps a scan from starting too many agents, and showing a plan
-    /// starts none. [`Plan::check_cap`] says whether a scan would refuse it.
-    pub async fn plan_uncapped(&self, inventory: &Inventory) -> Result<(Plan, Usage), SetupError> {
+    /// The planner as the settings configure it: `--group-tokens`,
+    /// `--max-groups`, the [`Context::routing`], and the planner agent
+    /// (offered the delegable agents unless `--agent` is forced) for
+    /// `--planner llm`.
+    pub(crate) fn planner(&self) -> Result<Planner<'_>, SetupError> {
         let s = &self.settings;
-        let routing = self.routing()?;
-        let (mut plan, usage) = match s.planner {
-            PlannerKind::Pack => (
-                crate::plan::pack_plan(inventory, s.group_tokens, &routing),
-                Usage::default(),
-            ),
-            PlannerKind::Llm => {
-                let planner = self.agent("planner")?;
-                // With --agent forced, the planner is not offered a choice.
-                let choices: Vec<(String, String)> = if s.agent_forced {
+        let agent = match s.planner {
+            PlannerKind::Pack => None,
+            PlannerKind::Llm => Some(PlannerAgent {
+                definition: self.agent("planner")?,
+                provider: self.provider.as_ref(),
+                max_output_tokens: s.max_output_tokens,
+                choices: if s.agent_forced {
                     Vec::new()
                 } else {
                     self.agents
                         .delegable()
                         .map(|a| (a.name.clone(), a.description.clone()))
                         .collect()
-                };
-                crate::plan::llm::plan(
-                    inventory,
-                    s.group_tokens,
-                    planner,
-                    self.provider.as_ref(),
-                    s.max_output_tokens,
-                    &choices,
-                    &routing,
-                )
-                .await
-            }
+                },
+            }),
         };
-        if let Some(c) = &self.changes {
-            plan.notes.push(format!(
-                "diff scan ({}): {} changed files, {} in the scan, {} deleted{}",
-                c.source,
-                c.changed.len(),
-                inventory.files.len(),
-                c.deleted.len(),
-                if c.renamed.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {} renamed", c.renamed.len())
-                }
-            ));
-        }
-        Ok((plan, usage))
+        Ok(Planner {
+            group_tokens: s.group_tokens,
+            max_groups: s.max_groups,
+            routing: self.routing()?,
+            agent,
+            changes: self.changes.as_ref(),
+        })
+    }
+
+    /// Plans the scan with the configured planner, within `--max-groups`;
+    /// every group has one agent (see [`Context::routing`]).
+    /// Returns the plan and the tokens the planner used.
+    pub async fn plan(&self, inventory: &Inventory) -> Result<(Plan, Usage), SetupError> {
+        let (plan, usage) = self.planner()?.plan(inventory).await?;
+        Ok((plan, usage.unwrap_or_default()))
+    }
+
+    /// The plan without the `--max-groups` cap, for `fanscan plan`: the cap
+    /// keeps a scan from starting too many agents, and showing a plan
+    /// starts none. [`Plan::check_cap`] says whether a scan would refuse it.
+    pub async fn plan_uncapped(&self, inventory: &Inventory) -> Result<(Plan, Usage), SetupError> {
+        let (plan, usage) = self.planner()?.plan_uncapped(inventory).await;
+        Ok((plan, usage.unwrap_or_default()))
     }
 
     /// A token and cost range for a scan of `plan` by the run's agent;
@@ -403,51 +308,17 @@ impl Context {
         ))
     }
 
-    /// Refuses a budget that cannot pay for even the cheapest group: such a
-    /// run would start nothing and call itself stopped by its budget.
-    pub(crate) fn check_budget(
-        &self,
-        plan: &Plan,
-        agent: &AgentDefinition,
-    ) -> Result<(), SetupError> {
-        let s = &self.settings;
-        let output = s.max_output_tokens;
-        let cheapest = plan
-            .groups
-            .iter()
-            .map(|g| {
-                let e = crate::plan::estimate::group(g.tokens, agent.preload, output);
-                (e.reserve(), e.low, g.id.as_str())
-            })
-            .min_by_key(|(reserve, _, _)| *reserve);
-        let Some((reserve, low, group)) = cheapest else {
-            return Ok(());
-        };
-        let too_small = |budget: String, need: String| SetupError::BudgetTooSmall {
-            budget,
-            need,
-            group: group.to_string(),
-            group_tokens: s.group_tokens,
-        };
-        if let Some(max) = s.max_tokens
-            && max < reserve
-        {
-            return Err(too_small(
-                format!("--max-tokens {max}"),
-                format!("{reserve} tokens"),
-            ));
+    /// The run's `--max-tokens` and `--max-cost`.
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            max_tokens: self.settings.max_tokens,
+            max_cost: self.settings.max_cost,
         }
-        let model = agent.model.as_deref().unwrap_or(self.provider.model());
-        if let (Some(max), Some(price)) = (s.max_cost, self.pricer()(model)) {
-            let need = price.cost(&low);
-            if max < need {
-                return Err(too_small(
-                    format!("--max-cost {max}"),
-                    format!("${need:.4}"),
-                ));
-            }
-        }
-        Ok(())
+    }
+
+    /// The price of the model `agent` runs on, when known.
+    pub(crate) fn price_of(&self, agent: &AgentDefinition) -> Option<Price> {
+        self.pricer()(agent.model.as_deref().unwrap_or(self.provider.model()))
     }
 
     /// A file of a `run-agent` task, confined to the root.
@@ -469,14 +340,6 @@ impl Context {
             language: crate::language::language_of(&resolved.rel).map(str::to_string),
             path: resolved.rel,
         })
-    }
-
-    /// The reducer's batch budget: its model's context, less its answer.
-    pub(crate) fn reducer_context(&self, reducer: &AgentDefinition) -> u64 {
-        reducer
-            .context_tokens
-            .unwrap_or(self.settings.context_tokens)
-            .saturating_sub(u64::from(self.settings.max_output_tokens))
     }
 
     /// Who ran, with what, for the report.
@@ -581,31 +444,14 @@ impl Context {
         Ok(fan.run(tasks).await)
     }
 
-    /// The definition of each group's agent, by group id.
-    pub(crate) fn specialists(
-        &self,
-        plan: &Plan,
-    ) -> Result<std::collections::HashMap<String, Arc<AgentDefinition>>, SetupError> {
-        let mut by_name: BTreeMap<&str, Arc<AgentDefinition>> = BTreeMap::new();
-        let mut out = std::collections::HashMap::new();
-        for group in &plan.groups {
-            let name = group.agent.as_str();
-            let definition = match by_name.get(name) {
-                Some(d) => Arc::clone(d),
-                None => {
-                    let d = Arc::new(self.agent(name)?.clone());
-                    by_name.insert(name, Arc::clone(&d));
-                    d
-                }
-            };
-            out.insert(group.id.clone(), definition);
+    /// What the run store's keys share: the provider, the run's model and
+    /// the rule set's hash (part of every cache key).
+    pub(crate) fn store_keys(&self) -> Keys {
+        Keys {
+            provider: self.provider.name().into(),
+            model: self.provider.model().into(),
+            rules_hash: self.rules.hash.clone(),
         }
-        Ok(out)
-    }
-
-    /// The SHA-256 of the rule set in effect (part of every cache key).
-    pub(crate) fn rules_hash(&self) -> &str {
-        &self.rules.hash
     }
 
     /// HTTP requests sent so far, retries included.
@@ -620,6 +466,19 @@ impl Context {
             retries: self.stats.retries.load(Ordering::Relaxed),
             rate_limited: self.stats.rate_limited.load(Ordering::Relaxed),
             lowest_concurrency: self.stats.lowest_concurrency.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl From<&Settings> for InventoryOptions {
+    /// The walk the settings ask for.
+    fn from(s: &Settings) -> Self {
+        Self {
+            hidden: s.hidden,
+            max_file_bytes: s.max_file_bytes,
+            include: s.include.clone(),
+            exclude: s.exclude.clone(),
+            include_vendored: s.include_vendored,
         }
     }
 }

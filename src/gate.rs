@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::baseline::{Baseline, BaselineEntry};
-use crate::findings::Severity;
+use crate::findings::{Finding, FindingCwe, Origin, Severity};
+use crate::git::{ChangeSet, ConfigOrigin};
 use crate::reduce::Merged;
 use crate::suppress::Suppression;
 
@@ -108,6 +109,49 @@ pub(crate) struct TriageInput<'a> {
     /// Whether the suppression comment `marker` in `path` was added by
     /// the change under review (a `--since` scan; always false otherwise).
     pub added_by_change: &'a dyn Fn(&str, &str) -> bool,
+}
+
+/// One finding per configuration file a `--since` change touches
+/// (fanscan.toml, the baseline, the rules at `base_rules`,
+/// `.fanscan/agents/*.md`): the change does not take effect in its own
+/// review, and reviewers should know it tried. Nothing when the working
+/// tree's configuration is trusted.
+pub(crate) fn config_changes(
+    changes: Option<&ChangeSet>,
+    origin: &ConfigOrigin,
+    base_rules: Option<&str>,
+) -> Vec<Finding> {
+    let (Some(changes), ConfigOrigin::BaseRef(base)) = (changes, origin) else {
+        return Vec::new();
+    };
+    let mut touched: Vec<&str> = changes
+        .touched()
+        .filter(|p| {
+            *p == "fanscan.toml"
+                || *p == ".fanscan/baseline.json"
+                || (p.starts_with(".fanscan/agents/") && p.ends_with(".md"))
+                || base_rules == Some(*p)
+        })
+        .collect();
+    touched.sort_unstable();
+    touched.dedup();
+    touched
+        .into_iter()
+        .map(|path| Finding {
+            path: path.to_string(),
+            line: 1,
+            end_line: None,
+            severity: Severity::Medium,
+            title: "this change edits fanscan's configuration".into(),
+            detail: format!(
+                "{path} is part of fanscan's configuration. A diff scan reads its configuration from the base ref ({base}), so this edit does not take effect in the review of the change that makes it; review it by hand. Pipelines that trust their changes pass --trust-worktree-config."
+            ),
+            evidence: None,
+            rule: Some("fanscan/config-change".into()),
+            cwe: FindingCwe::default(),
+            origin: Origin::ToolLayer,
+        })
+        .collect()
 }
 
 /// Sorts findings into open, suppressed and baselined, and accounts for

@@ -96,37 +96,57 @@ pub enum ScanError {
     Merge(#[from] MergeError),
 }
 
-/// The whole pipeline: inventory → plan → fan-out → verify → reduce →
-/// report. Only setup errors stop it; everything after is in the report.
+/// Errors of the stages before the fan-out are setup errors.
+macro_rules! setup_errors {
+    ($($error:ty),*) => {$(
+        impl From<$error> for ScanError {
+            fn from(error: $error) -> Self {
+                Self::Setup(error.into())
+            }
+        }
+    )*};
+}
+setup_errors!(
+    inventory::InventoryError,
+    plan::PlanError,
+    budget::BudgetTooSmall,
+    agents::UnknownAgent
+);
+
+/// The whole pipeline: inventory → plan → brief → fan-out, then the tail
+/// it shares with [`merge`] (verify → challenge → reduce → triage →
+/// report). Only setup errors stop it; everything after is in the report.
 pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let started = context::Started::now();
-    let settings = &ctx.settings;
-    let _time_limit = ui.control.time_limit(settings.max_duration);
-    let auditor = Arc::new(ctx.agent(&settings.agent)?.clone());
+    let s = &ctx.settings;
+    let _time_limit = ui.control.time_limit(s.max_duration);
+    let auditor = Arc::new(ctx.agent(&s.agent)?.clone());
     let reducer = ctx.agent("reducer")?;
 
-    let inventory = ctx.inventory()?;
+    let inventory = inventory::walk(&s.root, &InventoryOptions::from(s))?;
     // A diff scan plans only the changed files; the tools below still
     // reach the whole inventory, for context.
-    let scope = ctx.in_scope(&inventory);
-    let (plan, planner_usage) = ctx.plan(&scope).await?;
-    let tasks = shard_tasks(settings, &plan, &scope)?;
-    ctx.check_budget(&plan, &auditor)?;
-    let spend = Arc::new(ctx.spend(ui.control.clone(), Some(planner_usage)));
-    let tools = Arc::new(ctx.scoped_tools(&inventory));
-    let specialists = ctx.specialists(&plan)?;
+    let scope = plan::in_scope(&inventory, ctx.changes.as_ref());
+    let (plan, planner_usage) = ctx.planner()?.plan(&scope).await?;
+    let tasks = shard_tasks(s, &plan, &scope)?;
+    let cheapest = plan::estimate::cheapest(&plan, auditor.preload, s.max_output_tokens);
+    budget::check(cheapest, ctx.limits(), ctx.price_of(&auditor))?;
+    let spend = Arc::new(ctx.spend(ui.control.clone(), planner_usage));
+    let tools = Arc::new(scoped_tools(&ctx.tools, &inventory));
+    let specialists = plan::group_agents(&plan, &ctx.agents)?;
+    let run_info = ctx.run_info(&plan, &started);
     let (mut run, store_warnings) =
-        store::ScanStore::open(ctx, &auditor, reducer, &ctx.run_info(&plan, &started))?;
+        store::ScanStore::open(s, ctx.store_keys(), &auditor, reducer, &run_info).await?;
     let briefed = brief_stage(ctx, ui, &inventory, &tools, &spend, run.as_mut()).await?;
     let (auditor, specialists) = briefed.apply(auditor, specialists);
-    let store = store::prepare(ctx, run, store_warnings, &specialists, tasks).await?;
+    let store = store::prepare(ctx.tools.root(), run, store_warnings, &specialists, tasks).await?;
     let (events, progress) = ui.progress(store.split.fresh.len());
     let fanned = FanOut {
         definition: auditor,
         provider: Arc::clone(&ctx.provider),
         tools: Arc::clone(&tools),
-        jobs: settings.jobs,
-        max_output_tokens: settings.max_output_tokens,
+        jobs: s.jobs,
+        max_output_tokens: s.max_output_tokens,
         events: Some(events),
         transcripts: ui.transcripts.is_some(),
         control: ui.control.clone(),
@@ -140,53 +160,134 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let consumed = progress.finish().await;
     let (reports, reused) = store::cache::in_plan_order(&plan, store.split.reused, fanned.reports);
 
-    let (checked, lines, reports) =
-        verify_off_thread(reports, inventory, Arc::clone(&tools)).await?;
-    let run = store.run;
-    let challenged = skeptic::challenge(
+    finish_run(
         ctx,
         ui,
-        &spend,
-        run.as_ref(),
-        &tools,
+        Audited {
+            started,
+            plan,
+            inventory,
+            skipped: scope.skipped,
+            reports,
+            reused,
+            not_started: fanned.not_started,
+            stopped: Vec::new(),
+            notes: Notes {
+                setup: store.warnings,
+                stages: [briefed.written.notes, consumed.transcript_errors].concat(),
+            },
+            carried: None,
+            brief: briefed.written.brief,
+            run: store.run,
+            tools,
+            spend: &spend,
+            reducer,
+        },
+    )
+    .await
+}
+
+/// What `scan` and `merge` hand their shared tail: the audited groups and
+/// what the report says of how they came.
+struct Audited<'a> {
+    started: context::Started,
+    plan: Plan,
+    /// The whole inventory: verification reads its files.
+    inventory: Inventory,
+    /// What the plan's scope skipped.
+    skipped: Vec<inventory::Skipped>,
+    reports: Vec<GroupReport>,
+    reused: std::collections::BTreeMap<String, report::Reused>,
+    not_started: Vec<AgentTask>,
+    /// Why earlier processes (the shards) stopped; this one's are added.
+    stopped: Vec<String>,
+    notes: Notes,
+    /// What the shards counted and spent (`merge`).
+    carried: Option<report::shard::Carried>,
+    brief: Option<Brief>,
+    run: Option<store::ScanStore>,
+    tools: Arc<tools::ToolContext>,
+    spend: &'a budget::Spend,
+    reducer: &'a AgentDefinition,
+}
+
+/// The run's notes, in the report's order: `setup`'s, the provider's
+/// (read at the end), `stages`', then the skeptic's.
+struct Notes {
+    setup: Vec<String>,
+    stages: Vec<String>,
+}
+
+/// The tail of a run: verify → challenge → reduce → triage → report,
+/// and the run store's record of it.
+async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, ScanError> {
+    let s = &ctx.settings;
+    let (checked, lines, reports) =
+        verify_off_thread(a.reports, a.inventory, Arc::clone(&a.tools)).await?;
+    let skeptic = skeptic::Skeptic {
+        definition: ctx.agents.get(skeptic::SKEPTIC),
+        provider: ctx.provider.as_ref(),
+        // A shard's findings are challenged in `fanscan merge`.
+        threshold: s.challenge.threshold().filter(|_| s.shard.is_none()),
+        jobs: s.jobs,
+        max_output_tokens: s.max_output_tokens,
+    };
+    let run = a.run.as_ref();
+    let challenged = skeptic::challenge(
+        skeptic,
+        ui,
+        a.spend,
+        run,
+        &a.tools,
         checked,
-        briefed.written.brief.as_ref(),
+        a.brief.as_ref(),
     )
     .await;
     let checked = challenged.checked;
 
-    let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
-    spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
+    let mut reduced = reduce_or_reuse(ctx, ui, a.reducer, run, &checked, &reports).await;
+    a.spend
+        .account("reducer", reduced.usage, &ctx.model_of("reducer"));
     let triage = triage(ctx, &mut reduced, &reports, &lines);
-    let part = settings.shard.map(|s| shard_part(s, &plan, &reports, ui));
-
+    let part = s
+        .shard
+        .map(|shard| shard_part(shard, &a.plan, &reports, ui));
+    let (calls, spent) = match a.carried {
+        Some(carried) => carried.with_merge(a.spend.ledger(), ctx.call_counts()),
+        None => (ctx.call_counts(), a.spend.ledger()),
+    };
     let mut report = report::assemble(report::Parts {
-        run: ctx.run_info(&plan, &started),
-        plan,
-        skipped: scope.skipped,
+        run: ctx.run_info(&a.plan, &a.started),
+        plan: a.plan,
+        skipped: a.skipped,
         reports,
-        reused,
-        not_started: fanned.not_started,
+        reused: a.reused,
+        not_started: a.not_started,
         reduced,
-        stopped: ui.control.reasons(),
+        stopped: [a.stopped, ui.control.reasons()].concat(),
         run_notes: [
-            store.warnings,
+            a.notes.setup,
             ctx.provider.notes(),
-            briefed.written.notes,
-            consumed.transcript_errors,
+            a.notes.stages,
             challenged.notes,
         ]
         .concat(),
-        calls: ctx.call_counts(),
-        spent: spend.ledger(),
+        calls,
+        spent,
         triage,
-        policy: settings.gate,
+        policy: s.gate,
         diff: ctx.changes.clone(),
     });
     report.shard = part;
-    report.brief = briefed.written.brief;
+    report.brief = a.brief;
     run.iter().for_each(|run| run.finish(&mut report));
     Ok(report)
+}
+
+/// The tools, reading only what the inventory covers: excluded or
+/// ignored files stay out of every prompt.
+fn scoped_tools(tools: &tools::ToolContext, inventory: &Inventory) -> tools::ToolContext {
+    tools.scoped(inventory.files.iter().map(|f| f.path.clone()))
 }
 
 /// The repository brief, and the auditors with it in their prompts.
@@ -249,8 +350,7 @@ async fn brief_stage(
     .run(inventory)
     .await;
     if let (Some(brief), Some(run)) = (&written.brief, run) {
-        let auditor = brief::with_brief(ctx.agent(&settings.agent)?, brief);
-        run.rekey_auditor(ctx, &auditor);
+        run.rekey_auditor(&brief::with_brief(ctx.agent(&settings.agent)?, brief));
     }
     Ok(Briefed { written })
 }
@@ -280,21 +380,23 @@ fn triage(
     reports: &[GroupReport],
     lines: &verify::FileLines,
 ) -> gate::Triage {
+    let s = &ctx.settings;
     let mut findings = std::mem::take(&mut reduced.findings);
-    findings.extend(
-        ctx.config_change_findings()
-            .into_iter()
-            .map(|finding| reduce::Merged {
-                fingerprint: reduce::fingerprint(&finding, 0),
-                finding,
-                agents: vec!["fanscan".into()],
-                groups: Vec::new(),
-                verified: true,
-                note: None,
-                located: false,
-                challenge: None,
-            }),
+    let config_changes = gate::config_changes(
+        ctx.changes.as_ref(),
+        &s.config_origin,
+        s.base_rules.as_deref(),
     );
+    findings.extend(config_changes.into_iter().map(|finding| reduce::Merged {
+        fingerprint: reduce::fingerprint(&finding, 0),
+        finding,
+        agents: vec!["fanscan".into()],
+        groups: Vec::new(),
+        verified: true,
+        note: None,
+        located: false,
+        challenge: None,
+    }));
     let reviewed: std::collections::BTreeSet<String> = reports
         .iter()
         .filter(|r| r.status.reviewed())
@@ -305,7 +407,7 @@ fn triage(
         // Added by the change when the file at the base has no such comment
         // (or no such file). An unreadable base counts as added: listing
         // a suppression apart is the safe side.
-        Some(base) => !git::show(&ctx.settings.root, base, path)
+        Some(base) => !git::show(&s.root, base, path)
             .ok()
             .flatten()
             .is_some_and(|text| {
@@ -336,7 +438,8 @@ async fn reduce_or_reuse(
     checked: &[verify::Checked],
     reports: &[GroupReport],
 ) -> reduce::Reduced {
-    if let Some(shard) = ctx.settings.shard {
+    let s = &ctx.settings;
+    if let Some(shard) = s.shard {
         // The reducer runs once, in `fanscan merge`.
         return reduce::partial(checked, &shard.to_string());
     }
@@ -346,8 +449,8 @@ async fn reduce_or_reuse(
     let reduced = reduce::Reducer {
         definition: reducer,
         provider: ctx.provider.as_ref(),
-        context_tokens: ctx.reducer_context(reducer),
-        max_output_tokens: ctx.settings.max_output_tokens,
+        context_tokens: reduce::batch_tokens(reducer, s.context_tokens, s.max_output_tokens),
+        max_output_tokens: s.max_output_tokens,
         // A run stopped early (budget, Ctrl-C) spends nothing more.
         stopped_early: ui.control.stop.is_cancelled(),
     }
@@ -395,71 +498,72 @@ fn shard_part(shard: Shard, plan: &Plan, reports: &[GroupReport], ui: &Ui) -> Sh
 /// `fanscan merge`: checks that the partial reports at `parts` come from
 /// one plan and cover each of its groups exactly once, that the checkout
 /// (the context's root) holds the files they audited, then verifies,
-/// reduces and reports them as one run.
+/// challenges, reduces and reports them as one run (the tail of
+/// [`scan`]).
 pub async fn merge(
     ctx: &Context,
     ui: &Ui,
     parts: &[std::path::PathBuf],
 ) -> Result<Report, ScanError> {
     let started = context::Started::now();
-    let settings = &ctx.settings;
-    if settings.planner == PlannerKind::Llm {
+    let s = &ctx.settings;
+    if s.planner == PlannerKind::Llm {
         return Err(MergeError::LlmPlanner.into());
     }
-    let auditor = ctx.agent(&settings.agent)?;
+    let auditor = ctx.agent(&s.agent)?;
     let reducer = ctx.agent("reducer")?;
     let loaded = parts
         .iter()
         .map(|p| report::shard::load(p).map(|r| (p.clone(), r)))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut joined = report::shard::join(loaded)?;
-    let inventory = ctx.inventory()?;
-    let scope = ctx.in_scope(&inventory);
-    let (local, _) = ctx.plan(&scope).await?;
+    let joined = report::shard::join(loaded)?;
+    let inventory = inventory::walk(&s.root, &InventoryOptions::from(s))?;
+    let scope = plan::in_scope(&inventory, ctx.changes.as_ref());
+    let (local, _) = ctx.planner()?.plan(&scope).await?;
     if local.hash() != joined.plan.hash() {
         return Err(MergeError::CheckoutPlan {
-            root: settings.root.display().to_string(),
+            root: s.root.display().to_string(),
             ours: local.hash(),
             theirs: joined.plan.hash(),
         }
         .into());
     }
     report::shard::check_checkout(ctx.tools.root(), &joined)?;
-    let tools = Arc::new(ctx.scoped_tools(&inventory));
+    let tools = Arc::new(scoped_tools(&ctx.tools, &inventory));
+    let run_info = ctx.run_info(&joined.plan, &started);
     let (run, warned) =
-        store::ScanStore::open(ctx, auditor, reducer, &ctx.run_info(&joined.plan, &started))?;
-    let reports = std::mem::take(&mut joined.reports);
-    let (checked, lines, reports) =
-        verify_off_thread(reports, inventory, Arc::clone(&tools)).await?;
+        store::ScanStore::open(s, ctx.store_keys(), auditor, reducer, &run_info).await?;
     // The shards planned; the merge pays only its skeptic and reducer.
     let spend = ctx.spend(ui.control.clone(), None);
-    // The shards' briefs are not carried in their parts: the merge's
-    // skeptic runs without one.
-    let challenged = skeptic::challenge(ctx, ui, &spend, run.as_ref(), &tools, checked, None).await;
-    let checked = challenged.checked;
-    let mut reduced = reduce_or_reuse(ctx, ui, reducer, run.as_ref(), &checked, &reports).await;
-    spend.account("reducer", reduced.usage, &ctx.model_of("reducer"));
-    let triage = triage(ctx, &mut reduced, &reports, &lines);
-    let (calls, spent) = joined.with_merge(spend.ledger(), ctx.call_counts());
+    let carried = joined.carried();
     let not_started = plan_tasks_named(&joined.plan, &scope, &joined.not_started);
-    let mut report = report::assemble(report::Parts {
-        run: ctx.run_info(&joined.plan, &started),
-        plan: joined.plan,
-        skipped: scope.skipped,
-        reports,
-        reused: joined.reused,
-        not_started,
-        reduced,
-        stopped: [joined.stopped, ui.control.reasons()].concat(),
-        run_notes: [warned, joined.notes, ctx.provider.notes(), challenged.notes].concat(),
-        calls,
-        spent,
-        triage,
-        policy: settings.gate,
-        diff: ctx.changes.clone(),
-    });
-    run.iter().for_each(|run| run.finish(&mut report));
-    Ok(report)
+    finish_run(
+        ctx,
+        ui,
+        Audited {
+            started,
+            plan: joined.plan,
+            inventory,
+            skipped: scope.skipped,
+            reports: joined.reports,
+            reused: joined.reused,
+            not_started,
+            stopped: joined.stopped,
+            notes: Notes {
+                setup: [warned, joined.notes].concat(),
+                stages: Vec::new(),
+            },
+            carried: Some(carried),
+            // The shards' briefs are not carried in their parts: the
+            // merge's skeptic runs without one.
+            brief: None,
+            run,
+            tools,
+            spend: &spend,
+            reducer,
+        },
+    )
+    .await
 }
 
 /// The tasks of the groups named `ids`, in plan order.

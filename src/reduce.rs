@@ -279,6 +279,19 @@ pub(crate) struct Reducer<'a> {
     pub stopped_early: bool,
 }
 
+/// The reducer's batch budget: its model's context (its own, else the
+/// run's `context_tokens`), less its answer.
+pub(crate) fn batch_tokens(
+    definition: &AgentDefinition,
+    context_tokens: u64,
+    max_output_tokens: u32,
+) -> u64 {
+    definition
+        .context_tokens
+        .unwrap_or(context_tokens)
+        .saturating_sub(u64::from(max_output_tokens))
+}
+
 impl Reducer<'_> {
     /// Whether (and why) the summary is counted instead of asked for.
     fn counted(&self) -> Option<Counted> {

@@ -22,15 +22,16 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::agents::AgentDefinition;
 use crate::agents::router::{ReadOnlyTools, ToolRouter};
 use crate::agents::turns::{Finish, Loop, Reader, Start};
+use crate::agents::{AgentDefinition, UnknownAgent};
 use crate::budget::Spend;
 use crate::challenge::{Answer, Challenge, Stance, check, read_answer, verdicts_output};
-use crate::context::{Context, Ui};
+use crate::context::Ui;
 use crate::conversation::{ChallengeFact, FileRead};
 use crate::events::EventSink;
 use crate::findings::{Finding, Origin, Severity};
+use crate::providers::Provider;
 use crate::store::ScanStore;
 use crate::tools::ToolContext;
 use crate::verify::Checked;
@@ -74,11 +75,24 @@ pub(crate) struct Challenged {
     pub(crate) notes: Vec<String>,
 }
 
+/// The skeptic as the run sets it up.
+pub(crate) struct Skeptic<'a> {
+    /// The agent, or why there is none (the stage notes it and skips).
+    pub(crate) definition: Result<&'a AgentDefinition, UnknownAgent>,
+    pub(crate) provider: &'a dyn Provider,
+    /// `--challenge`'s level; none for `never` and for a shard (`fanscan
+    /// merge` challenges the whole run).
+    pub(crate) threshold: Option<Severity>,
+    /// `--jobs`: calls in flight.
+    pub(crate) jobs: usize,
+    pub(crate) max_output_tokens: u32,
+}
+
 /// Puts the findings at or above `--challenge` to the skeptic (see the
 /// module's header). Never fails: a finding the skeptic could not judge
 /// is `uncertain`, one it was never asked about stays as it was.
 pub(crate) async fn challenge(
-    ctx: &Context,
+    skeptic: Skeptic<'_>,
     ui: &Ui,
     spend: &Spend,
     run: Option<&ScanStore>,
@@ -86,9 +100,7 @@ pub(crate) async fn challenge(
     checked: Vec<Checked>,
     brief: Option<&crate::brief::Brief>,
 ) -> Challenged {
-    let settings = &ctx.settings;
-    let (Some(threshold), None) = (settings.challenge.threshold(), settings.shard) else {
-        // `never`, or a shard: `fanscan merge` challenges the whole run.
+    let Some(threshold) = skeptic.threshold else {
         return Challenged {
             checked,
             notes: Vec::new(),
@@ -96,7 +108,7 @@ pub(crate) async fn challenge(
     };
     // The brief goes into its prefix as into the auditors' (and into its
     // hash, so stored verdicts of another brief are not reused).
-    let definition = match ctx.agent(SKEPTIC) {
+    let definition = match skeptic.definition {
         Ok(d) => match brief {
             Some(brief) => std::borrow::Cow::Owned(crate::brief::with_brief(d, brief)),
             None => std::borrow::Cow::Borrowed(d),
@@ -110,8 +122,13 @@ pub(crate) async fn challenge(
     };
     let stage = Stage {
         definition: &definition,
-        model: ctx.model_of(SKEPTIC),
-        ctx,
+        model: definition
+            .model
+            .clone()
+            .unwrap_or_else(|| skeptic.provider.model().to_string()),
+        provider: skeptic.provider,
+        jobs: skeptic.jobs,
+        max_output_tokens: skeptic.max_output_tokens,
         ui,
         spend,
         run,
@@ -123,7 +140,9 @@ pub(crate) async fn challenge(
 struct Stage<'a> {
     definition: &'a AgentDefinition,
     model: String,
-    ctx: &'a Context,
+    provider: &'a dyn Provider,
+    jobs: usize,
+    max_output_tokens: u32,
     ui: &'a Ui,
     spend: &'a Spend,
     run: Option<&'a ScanStore>,
@@ -189,7 +208,7 @@ impl Stage<'_> {
                     (batch, called)
                 }
             }))
-            .buffer_unordered(self.ctx.settings.jobs.max(1))
+            .buffer_unordered(self.jobs.max(1))
             .collect()
             .await;
         drop(events);
@@ -269,7 +288,7 @@ impl Stage<'_> {
     /// agent and the model.
     fn key(&self, target: &Target, hashes: &mut BTreeMap<String, String>) -> Option<String> {
         let run = self.run?;
-        let base = run.skeptic_base(self.ctx, self.definition);
+        let base = run.skeptic_base(self.definition);
         let hash = self.hash(&target.finding.path, hashes)?;
         Some(crate::util::sha256_hex(
             format!(
@@ -323,14 +342,14 @@ impl Stage<'_> {
         let outcome = Loop {
             agent: self.definition,
             model: &self.model,
-            provider: self.ctx.provider.as_ref(),
+            provider: self.provider,
             router: &router,
             events,
             wrap_up: &control.wrap_up,
             cancel: &control.cancel,
             spend: self.spend,
             group: None,
-            max_output_tokens: self.ctx.settings.max_output_tokens,
+            max_output_tokens: self.max_output_tokens,
             cache_key: None,
             on_text: None,
             finish: Finish::Summary {

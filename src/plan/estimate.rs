@@ -15,6 +15,7 @@
 use serde::Serialize;
 
 use super::Plan;
+use crate::budget::Cheapest;
 use crate::conversation::Usage;
 use crate::prices::Price;
 
@@ -41,6 +42,24 @@ impl GroupEstimate {
     pub(crate) fn reserve(&self) -> u64 {
         self.low.total()
     }
+}
+
+/// The plan's group that reserves the least (the first of equals), as
+/// [`crate::budget::check`] weighs it; none for an empty plan.
+pub(crate) fn cheapest(plan: &Plan, preload: bool, max_output_tokens: u32) -> Option<Cheapest> {
+    plan.groups
+        .iter()
+        .map(|g| {
+            let e = group(g.tokens, preload, max_output_tokens);
+            (e.reserve(), e.low, g.id.as_str())
+        })
+        .min_by_key(|(reserve, _, _)| *reserve)
+        .map(|(reserve, low, group)| Cheapest {
+            group: group.to_string(),
+            group_tokens: plan.group_tokens,
+            reserve,
+            low,
+        })
 }
 
 /// The estimate for a group of `content_tokens` (estimated from bytes).

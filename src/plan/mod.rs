@@ -15,14 +15,18 @@ pub(crate) mod render;
 pub(crate) mod shard;
 pub(crate) mod specialists;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 pub use specialists::Routing;
 
-use crate::agents::{AgentTask, TaskFile};
+use crate::agents::{AgentDefinition, AgentSet, AgentTask, TaskFile, UnknownAgent};
+use crate::conversation::Usage;
+use crate::git::ChangeSet;
 use crate::inventory::{FileEntry, Inventory};
+use crate::providers::Provider;
 
 /// One group of files for one sub-agent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -298,6 +302,123 @@ pub(crate) fn make_group(
         focus,
         agent: agent.to_string(),
     }
+}
+
+/// What a scan plans: the whole inventory, or for a diff scan only its
+/// changed files (a changed file the inventory skipped stays listed as
+/// skipped). The agents' tools still reach the whole inventory.
+pub(crate) fn in_scope(inventory: &Inventory, changes: Option<&ChangeSet>) -> Inventory {
+    match changes {
+        None => inventory.clone(),
+        Some(changes) => Inventory {
+            root: inventory.root.clone(),
+            files: inventory
+                .files
+                .iter()
+                .filter(|f| changes.contains(&f.path))
+                .cloned()
+                .collect(),
+            skipped: inventory
+                .skipped
+                .iter()
+                .filter(|f| changes.contains(&f.path))
+                .cloned()
+                .collect(),
+        },
+    }
+}
+
+/// How a run plans: the budget per group, the cap on groups, who audits
+/// each file, and the planner agent when `--planner llm` asks one.
+pub(crate) struct Planner<'a> {
+    pub(crate) group_tokens: u64,
+    /// `--max-groups` (0: no cap).
+    pub(crate) max_groups: usize,
+    pub(crate) routing: Routing,
+    /// The planner agent; none packs deterministically.
+    pub(crate) agent: Option<PlannerAgent<'a>>,
+    /// A diff scan's changed files, noted in the plan.
+    pub(crate) changes: Option<&'a ChangeSet>,
+}
+
+/// The planner agent of `--planner llm` and what it is offered.
+pub(crate) struct PlannerAgent<'a> {
+    pub(crate) definition: &'a AgentDefinition,
+    pub(crate) provider: &'a dyn Provider,
+    pub(crate) max_output_tokens: u32,
+    /// The delegable agents (name, description) it may pick per group;
+    /// empty when `--agent` forces one.
+    pub(crate) choices: Vec<(String, String)>,
+}
+
+impl Planner<'_> {
+    /// Plans `scope` within `--max-groups`; every group has one agent.
+    /// Returns the plan and the tokens the planner agent used (none when
+    /// packed).
+    pub(crate) async fn plan(&self, scope: &Inventory) -> Result<(Plan, Option<Usage>), PlanError> {
+        let (plan, usage) = self.plan_uncapped(scope).await;
+        plan.check_cap(self.max_groups)?;
+        Ok((plan, usage))
+    }
+
+    /// The plan without the `--max-groups` cap, for `fanscan plan`: the
+    /// cap keeps a scan from starting too many agents, and showing a plan
+    /// starts none. [`Plan::check_cap`] says whether a scan would refuse it.
+    pub(crate) async fn plan_uncapped(&self, scope: &Inventory) -> (Plan, Option<Usage>) {
+        let (mut plan, usage) = match &self.agent {
+            None => (pack_plan(scope, self.group_tokens, &self.routing), None),
+            Some(agent) => {
+                let (plan, usage) = llm::plan(
+                    scope,
+                    self.group_tokens,
+                    agent.definition,
+                    agent.provider,
+                    agent.max_output_tokens,
+                    &agent.choices,
+                    &self.routing,
+                )
+                .await;
+                (plan, Some(usage))
+            }
+        };
+        if let Some(c) = self.changes {
+            plan.notes.push(format!(
+                "diff scan ({}): {} changed files, {} in the scan, {} deleted{}",
+                c.source,
+                c.changed.len(),
+                scope.files.len(),
+                c.deleted.len(),
+                if c.renamed.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} renamed", c.renamed.len())
+                }
+            ));
+        }
+        (plan, usage)
+    }
+}
+
+/// The definition of each group's agent, by group id.
+pub(crate) fn group_agents(
+    plan: &Plan,
+    agents: &AgentSet,
+) -> Result<HashMap<String, Arc<AgentDefinition>>, UnknownAgent> {
+    let mut by_name: BTreeMap<&str, Arc<AgentDefinition>> = BTreeMap::new();
+    let mut out = HashMap::new();
+    for group in &plan.groups {
+        let name = group.agent.as_str();
+        let definition = match by_name.get(name) {
+            Some(d) => Arc::clone(d),
+            None => {
+                let d = Arc::new(agents.get(name)?.clone());
+                by_name.insert(name, Arc::clone(&d));
+                d
+            }
+        };
+        out.insert(group.id.clone(), definition);
+    }
+    Ok(out)
 }
 
 /// The default plan: [`pack`] with `routing`.

@@ -323,11 +323,27 @@ fn gather(plan: Plan, parts: Vec<(String, Report, ShardPart)>) -> Joined {
 /// What an agent spent, per agent, in total, and its cost.
 pub(crate) type Spent = (BTreeMap<String, AgentUsage>, Usage, Option<f64>);
 
+/// What the shards counted and spent, carried into the merged report.
+pub(crate) struct Carried {
+    pub(crate) calls: CallCounts,
+    pub(crate) spent: Spent,
+}
+
 impl Joined {
+    /// The shards' counters and spending.
+    pub(crate) fn carried(&self) -> Carried {
+        Carried {
+            calls: self.calls,
+            spent: self.spent.clone(),
+        }
+    }
+}
+
+impl Carried {
     /// The shards' counters and spending plus the merge's own (`own`,
-    /// `own_calls`: the reducer's call).
-    pub(crate) fn with_merge(&self, own: Spent, own_calls: CallCounts) -> (CallCounts, Spent) {
-        let (mut agents, mut usage, mut cost) = self.spent.clone();
+    /// `own_calls`: the skeptic's and the reducer's calls).
+    pub(crate) fn with_merge(self, own: Spent, own_calls: CallCounts) -> (CallCounts, Spent) {
+        let (mut agents, mut usage, mut cost) = self.spent;
         for (name, used) in own.0 {
             let entry = agents.entry(name).or_default();
             entry.usage.add(used.usage);

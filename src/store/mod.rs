@@ -2,11 +2,13 @@
 //! `.fanscan/store.db`) that is at once the cache, the journal and the
 //! history of scans.
 //!
-//! Takes the run's context and each finished [`GroupReport`]; gives the
-//! groups whose result is already known ([`cache`]), a journal that commits
-//! every reviewed group the moment it finishes, and the runs with their
-//! findings ([`runs`]) for "since the last complete run", `fanscan history`
-//! and `fanscan diff`.
+//! Takes the run's settings and cache keys and each finished
+//! [`GroupReport`]; gives the groups whose result is already known
+//! ([`cache`]), a journal that commits every reviewed group the moment it
+//! finishes, and the runs with their findings ([`runs`]) for "since the
+//! last complete run", `fanscan history` and `fanscan diff`. Opening (with
+//! its wait for another process) and the cache's lookups run off the async
+//! threads.
 //!
 //! SQLite through rusqlite with its bundled library, WAL, a busy timeout and
 //! short `BEGIN IMMEDIATE` transactions, so two processes (two CI jobs,
@@ -28,7 +30,6 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use crate::agents::{AgentDefinition, AgentTask, GroupReport};
 use crate::config::Settings;
-use crate::context::Context;
 use crate::fanout::Journal;
 use crate::reduce::Reduced;
 use crate::report::{Report, RunInfo};
@@ -123,6 +124,9 @@ pub enum StoreError {
     },
     #[error("{path}: the store's lock was poisoned by a panic (a fanscan bug, please report it)")]
     Poisoned { path: String },
+    /// Opening the store panicked: a fanscan bug (exit code 1).
+    #[error("{path}: opening the run store panicked ({detail}): a fanscan bug, please report it")]
+    OpenPanicked { path: String, detail: String },
     /// Looking up stored results panicked: a fanscan bug (exit code 1).
     #[error(
         "{path}: looking up stored results panicked ({detail}): a fanscan bug, please report it; nothing was sent to a model (--no-store runs without the store)"
@@ -382,16 +386,14 @@ impl Store {
     }
 }
 
-/// Opens the settings' store. A store that cannot be written (a
+/// Opens the store at `path`. A store that cannot be written (a
 /// read-only checkout) is one warning, returned for the report's notes,
 /// and a run without the store; a foreign or corrupted file is an error.
-pub(crate) fn open(
-    settings: &Settings,
+fn open_at(
+    path: &Path,
+    placement: Placement,
 ) -> Result<(Option<Arc<Store>>, Option<String>), StoreError> {
-    let Some(path) = &settings.store else {
-        return Ok((None, None));
-    };
-    match Store::open(path, Placement::of(settings, path)) {
+    match Store::open(path, placement) {
         Ok(store) => Ok((Some(Arc::new(store)), None)),
         Err(e @ StoreError::Unavailable { .. }) => {
             let warning = e.to_string();
@@ -402,10 +404,34 @@ pub(crate) fn open(
     }
 }
 
+/// What the cache keys of a run share beside the agent: the provider
+/// (by name), the model an agent without its own runs on, and the rule
+/// set's hash.
+#[derive(Clone, Debug)]
+pub(crate) struct Keys {
+    pub(crate) provider: String,
+    pub(crate) model: String,
+    pub(crate) rules_hash: String,
+}
+
+impl Keys {
+    /// What the cache keys of groups audited by `d` share.
+    fn base(&self, d: &AgentDefinition) -> KeyBase {
+        KeyBase {
+            agent: d.name.clone(),
+            agent_hash: d.hash.clone(),
+            provider: self.provider.clone(),
+            model: d.model.clone().unwrap_or_else(|| self.model.clone()),
+            rules_hash: self.rules_hash.clone(),
+        }
+    }
+}
+
 /// The run store as a scan uses it: its run row, the cache session and
 /// the keys' shared parts.
 pub(crate) struct ScanStore {
     session: Arc<Session>,
+    keys: Keys,
     auditor: KeyBase,
     reducer: KeyBase,
     max_bytes: u64,
@@ -413,78 +439,70 @@ pub(crate) struct ScanStore {
 
 impl ScanStore {
     /// Opens the settings' store and starts the run's row (after
-    /// planning: the manifest names the plan). Without a store: none, and
-    /// the warning why, when it could not be written.
-    pub(crate) fn open(
-        ctx: &Context,
+    /// planning: the manifest names the plan), off the async threads (a
+    /// store another process is creating is waited for). Without a store:
+    /// none, and the warning why, when it could not be written.
+    pub(crate) async fn open(
+        s: &Settings,
+        keys: Keys,
         auditor: &AgentDefinition,
         reducer: &AgentDefinition,
         run: &RunInfo,
     ) -> Result<(Option<Self>, Vec<String>), StoreError> {
-        let (store, warning) = open(&ctx.settings)?;
-        let started = Self::start(store, ctx, auditor, reducer, run)?;
-        Ok((started, warning.into_iter().collect()))
-    }
-
-    fn start(
-        store: Option<Arc<Store>>,
-        ctx: &Context,
-        auditor: &AgentDefinition,
-        reducer: &AgentDefinition,
-        run: &RunInfo,
-    ) -> Result<Option<Self>, StoreError> {
-        let Some(store) = store else {
-            return Ok(None);
+        let Some(path) = s.store.clone() else {
+            return Ok((None, Vec::new()));
         };
-        let s = &ctx.settings;
+        let placement = Placement::of(s, &path);
         let settings = serde_json::json!({
             "agent": s.agent, "group_tokens": s.group_tokens, "planner": format!("{:?}", s.planner),
             "include": s.include, "exclude": s.exclude, "hidden": s.hidden,
             "max_file_bytes": s.max_file_bytes, "include_vendored": s.include_vendored,
             "cache": s.cache,
         });
-        let run_id = runs::begin(
-            &store,
-            &run.started_at,
-            &run.provider,
-            &run.model,
-            &run.manifest,
-            &settings,
-        )?;
-        let base = |d: &AgentDefinition| Self::key_base(ctx, &run.provider, d);
-        Ok(Some(Self {
+        let run = run.clone();
+        let shown = path.display().to_string();
+        let opened = tokio::task::spawn_blocking(move || {
+            let (store, warning) = open_at(&path, placement)?;
+            let started = match store {
+                Some(store) => {
+                    let run_id = runs::begin(
+                        &store,
+                        &run.started_at,
+                        &run.provider,
+                        &run.model,
+                        &run.manifest,
+                        &settings,
+                    )?;
+                    Some((store, run_id))
+                }
+                None => None,
+            };
+            Ok::<_, StoreError>((started, warning))
+        })
+        .await
+        .map_err(|e| StoreError::OpenPanicked {
+            path: shown,
+            detail: e.to_string(),
+        })?;
+        let (started, warning) = opened?;
+        let started = started.map(|(store, run_id)| Self {
             session: Arc::new(Session::new(store, run_id, s.cache)),
-            auditor: base(auditor),
-            reducer: base(reducer),
+            auditor: keys.base(auditor),
+            reducer: keys.base(reducer),
+            keys,
             max_bytes: s.store_max_bytes,
-        }))
-    }
-
-    /// What the cache keys of groups audited by `d` share.
-    fn key_base(ctx: &Context, provider: &str, d: &AgentDefinition) -> KeyBase {
-        KeyBase {
-            agent: d.name.clone(),
-            agent_hash: d.hash.clone(),
-            provider: provider.to_string(),
-            model: ctx.model_of(&d.name),
-            rules_hash: ctx.rules_hash().to_string(),
-        }
+        });
+        Ok((started, warning.into_iter().collect()))
     }
 
     /// The key bases of the groups a plan gives their own agent, by group.
-    pub(crate) fn key_bases(
+    fn key_bases(
         &self,
-        ctx: &Context,
         specialists: &HashMap<String, Arc<AgentDefinition>>,
     ) -> HashMap<String, KeyBase> {
         specialists
             .iter()
-            .map(|(group, d)| {
-                (
-                    group.clone(),
-                    Self::key_base(ctx, &self.auditor.provider, d),
-                )
-            })
+            .map(|(group, d)| (group.clone(), self.keys.base(d)))
             .collect()
     }
 
@@ -499,8 +517,8 @@ impl ScanStore {
     }
 
     /// What the keys of the skeptic `d`'s answers share.
-    pub(crate) fn skeptic_base(&self, ctx: &Context, d: &AgentDefinition) -> KeyBase {
-        Self::key_base(ctx, &self.auditor.provider, d)
+    pub(crate) fn skeptic_base(&self, d: &AgentDefinition) -> KeyBase {
+        self.keys.base(d)
     }
 
     /// A stored skeptic's answer of `key`.
@@ -527,9 +545,8 @@ impl ScanStore {
     }
 
     /// The auditors' keys after the brief went into their prompt.
-    pub(crate) fn rekey_auditor(&mut self, ctx: &Context, auditor: &AgentDefinition) {
-        let provider = self.auditor.provider.clone();
-        self.auditor = Self::key_base(ctx, &provider, auditor);
+    pub(crate) fn rekey_auditor(&mut self, auditor: &AgentDefinition) {
+        self.auditor = self.keys.base(auditor);
     }
 
     /// Ends the run's row, sets the report's run id and "since the last
@@ -570,7 +587,10 @@ impl StoreError {
     /// Whether it is a fanscan bug (a panic), not the store's or the
     /// user's: exit code 1.
     pub fn is_bug(&self) -> bool {
-        matches!(self, Self::Poisoned { .. } | Self::Panicked { .. })
+        matches!(
+            self,
+            Self::Poisoned { .. } | Self::Panicked { .. } | Self::OpenPanicked { .. }
+        )
     }
 }
 
@@ -583,10 +603,11 @@ pub(crate) struct Prepared {
     pub(crate) split: Split,
 }
 
-/// Opens the store, starts the run's row and splits `tasks`; a group the
-/// plan gives its own agent (`specialists`) is cached under that agent.
+/// Splits `tasks` (files under `root`) into stored results and tasks to
+/// run; a group the plan gives its own agent (`specialists`) is cached
+/// under that agent.
 pub(crate) async fn prepare(
-    ctx: &Context,
+    root: &Path,
     run: Option<ScanStore>,
     warnings: Vec<String>,
     specialists: &HashMap<String, Arc<AgentDefinition>>,
@@ -594,9 +615,9 @@ pub(crate) async fn prepare(
 ) -> Result<Prepared, StoreError> {
     let keys = run
         .as_ref()
-        .map(|r| r.key_bases(ctx, specialists))
+        .map(|r| r.key_bases(specialists))
         .unwrap_or_default();
-    let split = split(run.as_ref(), ctx.tools.root(), tasks, keys).await?;
+    let split = split(run.as_ref(), root, tasks, keys).await?;
     Ok(Prepared {
         run,
         warnings,
