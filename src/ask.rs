@@ -49,15 +49,15 @@ pub enum AskError {
 /// What `fanscan ask` gives.
 #[derive(Clone, Debug, Serialize)]
 pub struct Answer {
-    pub question: String,
+    pub(crate) question: String,
     /// The lead's answer (with the offline engine, a counted summary).
     pub answer: String,
-    pub engine: EngineKind,
-    pub provider: String,
-    pub model: String,
+    pub(crate) engine: EngineKind,
+    pub(crate) provider: String,
+    pub(crate) model: String,
     /// How the lead ended.
     pub status: AgentStatus,
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// The lead ended on its own, nothing stopped the run and every task
     /// was reviewed.
     pub complete: bool,
@@ -69,7 +69,7 @@ pub struct Answer {
     pub citations: Vec<Citation>,
     pub totals: Totals,
     /// Tokens and cost by agent name.
-    pub by_agent: BTreeMap<String, AgentUsage>,
+    pub(crate) by_agent: BTreeMap<String, AgentUsage>,
     /// The lead's text was already shown on stdout as it arrived.
     #[serde(skip)]
     pub streamed: bool,
@@ -137,12 +137,12 @@ pub struct Citation {
 /// The run's totals: the lead and every task.
 #[derive(Clone, Debug, Serialize)]
 pub struct Totals {
-    pub tasks: usize,
+    pub(crate) tasks: usize,
     /// Model calls of the lead and its tasks.
-    pub rounds: u32,
+    pub(crate) rounds: u32,
     pub usage: Usage,
     /// `None` when a model of the run is not in the price table.
-    pub cost_usd: Option<f64>,
+    pub(crate) cost_usd: Option<f64>,
     /// HTTP requests sent, retries included (0 offline).
     pub requests: u64,
 }

@@ -111,7 +111,7 @@ pub enum CweError {
 
 /// One entry of the table.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CweEntry {
+pub(crate) struct CweEntry {
     pub id: CweId,
     /// MITRE's name.
     pub name: String,
@@ -141,7 +141,7 @@ struct RawEntry {
 
 /// The table of known CWE ids.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CweTable {
+pub(crate) struct CweTable {
     entries: BTreeMap<CweId, CweEntry>,
 }
 
@@ -151,7 +151,7 @@ static BUILTIN: LazyLock<Result<CweTable, CweError>> =
 impl CweTable {
     /// The table compiled into the binary (parsed once; a unit test keeps
     /// it valid, so an error here is a fanscan bug).
-    pub fn builtin() -> Result<&'static CweTable, CweError> {
+    pub(crate) fn builtin() -> Result<&'static CweTable, CweError> {
         BUILTIN.as_ref().map_err(Clone::clone)
     }
 
@@ -225,33 +225,34 @@ impl CweTable {
     }
 
     /// The entry for `id`, when the table knows it.
-    pub fn get(&self, id: CweId) -> Option<&CweEntry> {
+    pub(crate) fn get(&self, id: CweId) -> Option<&CweEntry> {
         self.entries.get(&id)
     }
 
     /// Whether the table knows `id`.
-    pub fn is_known(&self, id: CweId) -> bool {
+    pub(crate) fn is_known(&self, id: CweId) -> bool {
         self.entries.contains_key(&id)
     }
 
     /// MITRE's name for `id`, when the table knows it.
-    pub fn name(&self, id: CweId) -> Option<&str> {
+    pub(crate) fn name(&self, id: CweId) -> Option<&str> {
         self.get(id).map(|e| e.name.as_str())
     }
 
     /// The documented relatives of `id` (none for an unknown id).
-    pub fn related(&self, id: CweId) -> &[CweId] {
+    pub(crate) fn related(&self, id: CweId) -> &[CweId] {
         self.get(id).map_or(&[], |e| e.related.as_slice())
     }
 
     /// Whether `a` and `b` name the same weakness for matching: equal, or
     /// documented relatives.
-    pub fn same_or_related(&self, a: CweId, b: CweId) -> bool {
+    pub(crate) fn same_or_related(&self, a: CweId, b: CweId) -> bool {
         a == b || self.related(a).contains(&b)
     }
 
     /// Every entry, by id.
-    pub fn entries(&self) -> impl Iterator<Item = &CweEntry> {
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &CweEntry> {
         self.entries.values()
     }
 }

@@ -208,9 +208,9 @@ pub struct Skipped {
 #[derive(Clone, Debug, Default)]
 pub struct Inventory {
     /// The canonical root.
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     pub files: Vec<FileEntry>,
-    pub skipped: Vec<Skipped>,
+    pub(crate) skipped: Vec<Skipped>,
 }
 
 impl Inventory {

@@ -43,40 +43,36 @@ mod verify;
 
 use std::sync::Arc;
 
+use agents::AgentDefinition;
+use brief::Brief;
 use fanout::FanOut;
+use report::shard::{MergeError, ShardPart};
 
 pub use agents::AgentSet;
-pub use agents::definition::{AgentDefinition, DefinitionError};
-pub use agents::subagent::{AgentStatus, AgentTask, FileHash, GroupReport, TaskFile};
-pub use ask::{Answer, AskError, Citation, CitationStatus, LeadSummary, TaskSummary, Totals, ask};
-pub use baseline::{Baseline, BaselineEntry, BaselineError};
-pub use brief::{Brief, BriefSource};
-pub use budget::AgentUsage;
-pub use challenge::{Challenge, Stance};
+pub use agents::subagent::{AgentStatus, AgentTask, GroupReport, TaskFile};
+pub use ask::{Answer, AskError, CitationStatus, Totals, ask};
+pub use baseline::Baseline;
+pub use brief::BriefSource;
+pub use challenge::Stance;
 pub use config::{
     GateArgs, PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings, ShardArgs,
 };
 pub use context::{Context, SetupError, Ui};
 pub use control::RunControl;
-pub use cwe::{CweEntry, CweError, CweId, CweTable};
-pub use eval::{Count, EvalArgs, EvalError, EvalFormat, MatchBy, evaluate};
+pub use eval::{Count, EvalArgs, evaluate};
 pub use events::{Event, EventSink};
-pub use fanout::FanOutResult;
-pub use findings::{Finding, FindingCwe, HowParsed, Origin, Repair, Severity, Unparsed};
-pub use gate::{Baselined, FailOn, GatePolicy, Outcome, Suppressed, Verdict};
-pub use git::{ChangeSet, ConfigOrigin};
+pub use findings::Severity;
+pub use gate::{Baselined, FailOn, Outcome, Suppressed};
 pub use inventory::{Inventory, InventoryOptions, walk};
 pub use plan::render::{json as plan_json, text as plan_text};
-pub use plan::shard::{Shard, ShardError};
+pub use plan::shard::Shard;
 pub use plan::{Plan, Routing, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
 pub use reduce::Merged;
-pub use report::shard::{MergeError, ShardPart};
-pub use report::since::{FindingRef, SinceLastRun};
+pub use report::since::FindingRef;
 pub use report::{Format, Report, exit};
 pub use store::{StoreError, diff_text, history_text};
-pub use suppress::Suppression;
 
 /// A scan that could not produce a report.
 #[derive(Debug, thiserror::Error)]

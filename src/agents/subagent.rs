@@ -131,7 +131,7 @@ pub(crate) fn summary_request() -> String {
 
 /// A file of a group and the hash of the content that was audited.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileHash {
+pub(crate) struct FileHash {
     pub path: String,
     /// SHA-256 of the bytes; empty when the file could not be read.
     pub sha256: String,
@@ -141,11 +141,11 @@ pub struct FileHash {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GroupReport {
     pub group: String,
-    pub files: Vec<FileHash>,
-    pub agent: String,
+    pub(crate) files: Vec<FileHash>,
+    pub(crate) agent: String,
     /// SHA-256 of the agent's definition.
-    pub agent_hash: String,
-    pub provider: String,
+    pub(crate) agent_hash: String,
+    pub(crate) provider: String,
     pub model: String,
     pub status: AgentStatus,
     pub error: Option<String>,
@@ -154,13 +154,13 @@ pub struct GroupReport {
     pub tool_errors: u32,
     /// Files whose content the model was shown.
     pub files_read: Vec<String>,
-    pub usage: Usage,
+    pub(crate) usage: Usage,
     /// The final summary text (marker stripped).
-    pub summary: String,
+    pub(crate) summary: String,
     /// Whether the summary's findings block parsed.
     pub summary_parsed: bool,
     /// Entries of the findings block that were not findings.
-    pub rejected: Vec<String>,
+    pub(crate) rejected: Vec<String>,
     /// How the final report's findings block was read.
     pub parse: HowParsed,
     /// Whether the one repair turn was asked (the first final report did

@@ -16,7 +16,8 @@ use std::path::PathBuf;
 use crate::cwe::{CweError, CweTable};
 use crate::report::exit;
 
-pub use score::{Count, MatchBy};
+pub use score::Count;
+pub(crate) use score::MatchBy;
 
 /// The output format of `fanscan eval`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

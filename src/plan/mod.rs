@@ -37,10 +37,10 @@ pub struct Group {
     pub files: Vec<String>,
     pub focus: Option<String>,
     /// Estimated tokens of the files.
-    pub tokens: u64,
+    pub(crate) tokens: u64,
     /// The agent that audits this group: the agent of every one of its
     /// files (see [`Routing`]).
-    pub agent: String,
+    pub(crate) agent: String,
 }
 
 /// The plan of a scan.
@@ -49,7 +49,7 @@ pub struct Plan {
     /// `pack` or `llm`.
     pub planner: String,
     /// Token budget per group.
-    pub group_tokens: u64,
+    pub(crate) group_tokens: u64,
     pub groups: Vec<Group>,
     /// What the planner did that a reader should know (repairs, fallbacks).
     pub notes: Vec<String>,

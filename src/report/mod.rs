@@ -244,11 +244,11 @@ pub struct Stats {
 /// The report of one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    pub schema_version: u32,
+    pub(crate) schema_version: u32,
     pub tool: ToolInfo,
     pub provider: String,
     pub engine: EngineKind,
-    pub model: String,
+    pub(crate) model: String,
     pub root: String,
     pub started_at: String,
     pub duration_ms: u64,
