@@ -2,9 +2,11 @@
 //! and prices loaded, the provider built over the one HTTP layer.
 //!
 //! Takes [`Settings`]; gives a [`Context`] that every command runs with,
-//! or a [`SetupError`] (exit code 2) that names the thing and the fix. The
-//! stage helpers every command shares (the inventory, the plan) live here
-//! so that `scan` and `plan` walk and plan the same way.
+//! or a [`SetupError`] (exit code 2) that names the thing and the fix.
+//! The context is the resolved run; the stages' work lives in their
+//! modules. What it gives them are their inputs (the [`Planner`], the
+//! store's [`Keys`], the budget's [`Limits`] and prices), so that `scan`
+//! and `plan` walk and plan the same way.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -4,8 +4,9 @@
 //! and a policy (`--fail-on`, `--gate-unverified`); gives a [`Triage`]
 //! (findings still open, suppressed ones with their reason, baselined
 //! ones, baseline entries not checked or no longer found) and a
-//! [`Verdict`]. Pure: no file or process is touched here, so every rule
-//! of the gate is unit-tested below.
+//! [`Verdict`]; and fanscan's own findings on a diff that edits its
+//! configuration ([`config_changes`]). Pure: no file or process is touched
+//! here, so every rule of the gate is unit-tested below.
 
 use std::collections::{BTreeMap, BTreeSet};
 
