@@ -21,6 +21,7 @@ mod conversation;
 mod cwe;
 mod eval;
 mod events;
+pub mod exit;
 mod fanout;
 mod findings;
 mod gate;
@@ -54,7 +55,8 @@ pub use brief::{Brief, BriefSource};
 pub use budget::AgentUsage;
 pub use challenge::{Challenge, Stance};
 pub use config::{
-    GateArgs, PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings, ShardArgs,
+    GateArgs, OutputArgs, Outputs, PlannerKind, ProviderArgs, ProviderKind, RunArgs, ScanArgs,
+    Settings, ShardArgs,
 };
 pub use context::{Context, SetupError, Ui};
 pub use control::RunControl;
@@ -74,7 +76,7 @@ pub use providers::EngineKind;
 pub use reduce::Merged;
 pub use report::shard::{MergeError, ShardPart};
 pub use report::since::{FindingRef, SinceLastRun};
-pub use report::{Format, Report, exit};
+pub use report::{Format, Report};
 pub use store::{StoreError, diff_text, history_text};
 pub use suppress::Suppression;
 
