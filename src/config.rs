@@ -1298,6 +1298,14 @@ mod tests {
             ..remote.clone()
         };
         assert!(Settings::resolve(dir.path(), &local, &ScanArgs::default(), None, &no_env).is_ok());
+        // Work that calls no model (`fanscan plan`) needs no key.
+        let planning = RunArgs {
+            provider: remote.clone(),
+            no_key_needed: true,
+            ..RunArgs::default()
+        };
+        let s = Settings::from_args(dir.path(), &planning, &no_env).unwrap();
+        assert!(s.api_key.is_none());
         let env = |k: &str| (k == "OPENAI_API_KEY").then(|| "sk-test".to_string());
         let s = Settings::resolve(dir.path(), &remote, &ScanArgs::default(), None, &env).unwrap();
         assert_eq!(s.api_key.as_ref().map(Secret::expose), Some("sk-test"));
@@ -1317,6 +1325,114 @@ mod tests {
         assert!(s.include_vendored);
         std::fs::write(dir.path().join("fanscan.toml"), "include_vendored = true\n").unwrap();
         assert!(resolve_default(dir.path()).unwrap().include_vendored);
+    }
+
+    #[test]
+    fn outputs_split_plain_and_format_files_and_name_the_bad_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = |output: &[&str]| {
+            let args = RunArgs {
+                output: Some(OutputArgs {
+                    output: output.iter().map(|o| o.to_string()).collect(),
+                    ..OutputArgs::default()
+                }),
+                ..RunArgs::default()
+            };
+            Settings::from_args(dir.path(), &args, &no_env)
+        };
+        let s = with(&["report.txt", "sarif=out.sarif", "md=r.md"]).unwrap();
+        let outputs = s.outputs();
+        assert!(outputs.stdout());
+        assert_eq!(outputs.plain(), Some(Path::new("report.txt")));
+        assert_eq!(
+            outputs.extra(),
+            [
+                (Format::Sarif, PathBuf::from("out.sarif")),
+                (Format::Md, PathBuf::from("r.md"))
+            ]
+        );
+        let e = with(&["json="]).unwrap_err().to_string();
+        assert_eq!(e, "--output json=: no file after '='; write FORMAT=FILE");
+        let e = with(&["a.txt", "b.txt"]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--output b.txt: only one --output may omit its format"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_shard_writes_json_and_refuses_another_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let sharded = |format: Option<Format>| RunArgs {
+            shard: ShardArgs {
+                shard: Some(Shard::parse("1/2").unwrap()),
+                ..ShardArgs::default()
+            },
+            output: Some(OutputArgs {
+                format,
+                ..OutputArgs::default()
+            }),
+            ..RunArgs::default()
+        };
+        let s = Settings::from_args(dir.path(), &sharded(None), &no_env).unwrap();
+        assert_eq!((s.format(), s.shard.is_some()), (Format::Json, true));
+        let e = Settings::from_args(dir.path(), &sharded(Some(Format::Md)), &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--format md with --shard: a shard writes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_step_summary_comes_from_env_unless_turned_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = |k: &str| (k == "GITHUB_STEP_SUMMARY").then(|| "/tmp/summary.md".to_string());
+        let mut args = RunArgs {
+            output: Some(OutputArgs::default()),
+            ..RunArgs::default()
+        };
+        let s = Settings::from_args(dir.path(), &args, &env).unwrap();
+        assert_eq!(
+            s.outputs().step_summary(),
+            Some(Path::new("/tmp/summary.md"))
+        );
+        args.output = Some(OutputArgs {
+            no_step_summary: true,
+            ..OutputArgs::default()
+        });
+        let s = Settings::from_args(dir.path(), &args, &env).unwrap();
+        assert_eq!(s.outputs().step_summary(), None);
+        // A command that writes no report writes no job summary either.
+        args.output = None;
+        let s = Settings::from_args(dir.path(), &args, &env).unwrap();
+        assert!(!s.outputs().stdout());
+        assert_eq!(s.outputs().step_summary(), None);
+    }
+
+    #[test]
+    fn the_gate_is_resolved_with_the_rest_and_challenges_from_fail_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = RunArgs {
+            gate: GateArgs {
+                fail_on: Some(FailOn::Medium),
+                write_baseline: Some(PathBuf::from("b.json")),
+                baseline_reason: Some("accepted".into()),
+                ..GateArgs::default()
+            },
+            ..RunArgs::default()
+        };
+        let s = Settings::from_args(dir.path(), &args, &no_env).unwrap();
+        assert_eq!(
+            (s.gate.fail_on, s.challenge),
+            (FailOn::Medium, FailOn::Medium)
+        );
+        assert_eq!(s.write_baseline(), Some(Path::new("b.json")));
+        assert_eq!(s.baseline_reason(), Some("accepted"));
+        let default = resolve_default(dir.path()).unwrap();
+        assert_eq!(default.gate, GatePolicy::default());
+        assert_eq!(default.challenge, GatePolicy::default().fail_on);
     }
 
     #[test]
