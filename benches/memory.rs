@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use fanscan::{Context, ProviderArgs, ProviderKind, RunControl, ScanArgs, Settings, Ui};
+use fanscan::{Context, ProviderArgs, ProviderKind, ScanArgs, Settings, Ui};
 
 const CHILD: &str = "FANSCAN_MEMORY_BENCH_SCENARIO";
 const SCENARIOS: &[&str] = &["offline", "mock"];
@@ -189,11 +189,7 @@ fn child(scenario: &str, bench: bool) {
     let settings = Settings::resolve(dir.path(), &provider, &scan, None, &|_| None).unwrap();
     let ctx = Context::new(settings).unwrap();
     let baseline = status_field("VmHWM");
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = Ui::hidden();
     let stop = Arc::new(AtomicBool::new(false));
     let watcher = watch_threads(Arc::clone(&stop));
     let start = Instant::now();

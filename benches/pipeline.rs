@@ -45,8 +45,8 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use fanscan::{
-    Context, InventoryOptions, ProviderArgs, ProviderKind, Routing, RunControl, ScanArgs, Settings,
-    Ui, pack_plan, walk,
+    Context, InventoryOptions, ProviderArgs, ProviderKind, Routing, RunArgs, RunControl, ScanArgs,
+    Settings, Ui, pack_plan, walk,
 };
 
 /// Sizes: the real ones under `cargo bench`, small ones as a smoke test.
@@ -519,11 +519,16 @@ async fn mount(server: &MockServer, auditor: Auditor) {
 }
 
 fn settings(root: &Path, server: &MockServer, jobs: usize, rpm: u32) -> Settings {
+    Settings::from_args(root, &run_args(server, jobs, rpm), &|_| None).unwrap()
+}
+
+fn run_args(server: &MockServer, jobs: usize, rpm: u32) -> RunArgs {
     let provider = ProviderArgs {
         provider: Some(ProviderKind::Openai),
         model: Some("mock-model".into()),
         base_url: Some(format!("{}/v1", server.uri())),
         timeout: Some(60),
+        rpm: Some(rpm),
         ..ProviderArgs::default()
     };
     let scan = ScanArgs {
@@ -533,17 +538,15 @@ fn settings(root: &Path, server: &MockServer, jobs: usize, rpm: u32) -> Settings
         max_groups: Some(0),
         ..ScanArgs::default()
     };
-    let mut settings = Settings::resolve(root, &provider, &scan, None, &|_| None).unwrap();
-    settings.rpm = rpm;
-    settings
+    RunArgs {
+        provider,
+        scan,
+        ..RunArgs::default()
+    }
 }
 
 fn hidden_ui(control: RunControl) -> Ui {
-    Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control,
-    }
+    Ui::hidden().with_control(control)
 }
 
 // ---------------------------------------------------------------------------
@@ -573,7 +576,7 @@ fn fanout_efficiency(c: &mut Criterion, scale: &Scale) -> Vec<String> {
     let settings = settings(dir.path(), &server, JOBS, 0);
     let ctx = Context::new(settings.clone()).unwrap();
     let inventory = ctx.inventory().unwrap();
-    let plan = pack_plan(&inventory, settings.group_tokens, &ctx.routing().unwrap());
+    let plan = pack_plan(&inventory, settings.group_tokens(), &ctx.routing().unwrap());
     let tasks = plan.tasks(&inventory);
     assert_eq!(tasks.len(), groups, "one group per file");
     // One request first, so the server's thread is known before measuring.
@@ -888,10 +891,10 @@ fn tokens_per_group(scale: &Scale) -> Vec<String> {
             ),
         )
         .unwrap();
-        let mut settings = settings(dir.path(), &server, 8, 0);
-        settings.group_tokens = 24_000;
-        settings.exclude = vec![".fanscan/**".into()];
-        let ctx = Context::new(settings).unwrap();
+        let mut args = run_args(&server, 8, 0);
+        args.scan.group_tokens = Some(24_000);
+        args.scan.exclude = vec![".fanscan/**".into()];
+        let ctx = Context::new(Settings::from_args(dir.path(), &args, &|_| None).unwrap()).unwrap();
         let report = rt
             .block_on(fanscan::scan(&ctx, &hidden_ui(RunControl::default())))
             .unwrap();

@@ -30,7 +30,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use fanscan::{
-    Context, Format, ProviderArgs, ProviderKind, Report, RunControl, ScanArgs, Settings, Shard, Ui,
+    Context, Format, ProviderArgs, ProviderKind, Report, RunArgs, ScanArgs, Settings, Shard, Ui,
 };
 
 struct Scale {
@@ -166,6 +166,16 @@ async fn mock(delay: Duration) -> MockServer {
 }
 
 fn settings(root: &Path, server: &MockServer, store: Option<&Path>) -> Settings {
+    settings_with(root, server, store, |_| {})
+}
+
+/// [`settings`], with `tweak` applied to the arguments first.
+fn settings_with(
+    root: &Path,
+    server: &MockServer,
+    store: Option<&Path>,
+    tweak: impl FnOnce(&mut RunArgs),
+) -> Settings {
     let provider = ProviderArgs {
         provider: Some(ProviderKind::Openai),
         model: Some("mock-model".into()),
@@ -182,15 +192,17 @@ fn settings(root: &Path, server: &MockServer, store: Option<&Path>) -> Settings 
         no_store: store.is_none(),
         ..ScanArgs::default()
     };
-    Settings::resolve(root, &provider, &scan, None, &|_| None).unwrap()
+    let mut args = RunArgs {
+        provider,
+        scan,
+        ..RunArgs::default()
+    };
+    tweak(&mut args);
+    Settings::from_args(root, &args, &|_| None).unwrap()
 }
 
 fn ui() -> Ui {
-    Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    }
+    Ui::hidden()
 }
 
 /// One scan: its report, wall time (setup included, as the command) and
@@ -293,8 +305,7 @@ fn store_overhead(rt: &tokio::runtime::Runtime, scale: &Scale) -> Vec<String> {
     let mut groups = 0;
     // Alternate, so drift affects both alike.
     for _ in 0..scale.reps.max(3) {
-        let mut s = settings(&root, &server, Some(&store));
-        s.cache = false;
+        let s = settings_with(&root, &server, Some(&store), |a| a.scan.no_cache = true);
         let (report, wall, _) = rt.block_on(scan(s));
         groups = report.plan.groups.len();
         with.push(wall);
@@ -321,8 +332,9 @@ fn shards_vs_one(rt: &tokio::runtime::Runtime, scale: &Scale) -> Vec<String> {
     let mut shard_walls = Vec::new();
     let mut shard_calls = 0;
     for k in 1..=N {
-        let mut s = settings(&root, &server, None);
-        s.shard = Some(Shard::parse(&format!("{k}/{N}")).unwrap());
+        let s = settings_with(&root, &server, None, |a| {
+            a.shard.shard = Some(Shard::parse(&format!("{k}/{N}")).unwrap());
+        });
         let (part, wall, calls) = rt.block_on(scan(s));
         shard_walls.push(wall);
         shard_calls += calls;

@@ -148,15 +148,6 @@ pub struct Totals {
 }
 
 impl Answer {
-    /// Whether `ask` exits 0.
-    pub fn exit_code(&self) -> i32 {
-        if self.complete {
-            crate::report::exit::OK
-        } else {
-            crate::report::exit::INCOMPLETE
-        }
-    }
-
     /// What `fanscan ask` prints on stdout: the answer, then its citations
     /// as checked.
     pub fn render_text(&self) -> String {
@@ -251,10 +242,7 @@ fn cost_text(cost: Option<f64>) -> String {
 pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result<Answer, AskError> {
     let question = question.trim();
     if question.is_empty() {
-        return Err(SetupError::from(ConfigError(
-            "the question is empty: write it in quotes, e.g. fanscan ask \"where is user input parsed?\" .".into(),
-        ))
-        .into());
+        return Err(SetupError::from(ConfigError::EmptyQuestion).into());
     }
     let settings = &ctx.settings;
     let _time_limit = ui.control.time_limit(settings.max_duration);

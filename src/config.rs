@@ -15,9 +15,10 @@ use clap::{Args, ValueEnum};
 use serde::Deserialize;
 
 use crate::gate::{FailOn, GatePolicy};
-use crate::git::ConfigOrigin;
+use crate::git::{ConfigOrigin, GitError};
 use crate::plan::shard::{Shard, ShardError};
 use crate::report::Format;
+use crate::tools::paths::PathError;
 
 /// Which wire format answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
@@ -114,10 +115,7 @@ pub struct ShardArgs {
 
 impl ShardArgs {
     /// The shard to run, if any; `env` looks up `JOB_COMPLETION_INDEX`.
-    pub fn resolve(
-        &self,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Option<Shard>, ShardError> {
+    fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Shard>, ShardError> {
         if let Some(shard) = self.shard {
             return Ok(Some(shard));
         }
@@ -248,9 +246,46 @@ pub struct GateArgs {
     pub baseline_reason: Option<String>,
 }
 
+/// Where and in which formats a report goes (`scan` and `merge`).
+#[derive(Args, Clone, Debug, Default)]
+pub struct OutputArgs {
+    /// Report format (of stdout, or of a plain --output FILE).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Write the report to FILE instead of stdout, or (FORMAT=FILE, repeatable)
+    /// also write it in FORMAT: md, json, sarif, github, codeclimate.
+    /// E.g. --output sarif=fanscan.sarif --output md=report.md.
+    #[arg(long, short, value_name = "[FORMAT=]FILE")]
+    pub output: Vec<String>,
+    /// The SARIF `automationDetails.id`, so several scans of one
+    /// repository (nightly, pull request) keep separate alerts.
+    #[arg(long, value_name = "CATEGORY")]
+    pub category: Option<String>,
+    /// Do not append the Markdown report to $GITHUB_STEP_SUMMARY.
+    #[arg(long)]
+    pub no_step_summary: bool,
+}
+
+/// Everything the command line says about one run, every value optional:
+/// what [`Settings::from_args`] merges over the config file and the
+/// defaults, once.
+#[derive(Clone, Debug, Default)]
+pub struct RunArgs {
+    pub provider: ProviderArgs,
+    pub scan: ScanArgs,
+    pub gate: GateArgs,
+    pub shard: ShardArgs,
+    /// Where the report goes; `None` for a command that writes none
+    /// (`baseline` writes only its file, `ask` and `plan` their own text).
+    pub output: Option<OutputArgs>,
+    /// The work calls no model (`fanscan plan`): a remote provider needs
+    /// no API key.
+    pub no_key_needed: bool,
+}
+
 /// Where a diff scan's changed files come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DiffSource {
+pub(crate) enum DiffSource {
     /// `git diff --merge-base REF`.
     Since(String),
     /// A list of paths.
@@ -295,83 +330,160 @@ pub(crate) struct FileConfig {
     pub store_max_mb: Option<u64>,
 }
 
-/// Everything a run needs, validated.
+/// Everything a run needs, validated. Built once by
+/// [`Settings::from_args`]; nothing changes it afterwards.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    pub root: PathBuf,
-    pub provider: ProviderKind,
-    pub model: String,
-    pub base_url: String,
-    pub api_key_env: String,
+    pub(crate) root: PathBuf,
+    pub(crate) provider: ProviderKind,
+    pub(crate) model: String,
+    pub(crate) base_url: String,
+    pub(crate) api_key_env: String,
     /// The key, read once here; never printed.
-    pub api_key: Option<Secret>,
-    pub timeout: Duration,
-    pub max_output_tokens: u32,
+    pub(crate) api_key: Option<Secret>,
+    pub(crate) timeout: Duration,
+    pub(crate) max_output_tokens: u32,
     /// The model's context window, in tokens.
-    pub context_tokens: u64,
-    pub rules: Option<PathBuf>,
-    pub rpm: u32,
-    pub tpm: u64,
-    pub max_attempts: u32,
-    pub max_retry_wait: Duration,
-    pub anthropic_version: String,
-    pub retry_budget: u64,
-    pub prices: Option<PathBuf>,
-    pub include: Vec<String>,
-    pub exclude: Vec<String>,
-    pub hidden: bool,
-    pub max_file_bytes: u64,
+    pub(crate) context_tokens: u64,
+    pub(crate) rules: Option<PathBuf>,
+    pub(crate) rpm: u32,
+    pub(crate) tpm: u64,
+    pub(crate) max_attempts: u32,
+    pub(crate) max_retry_wait: Duration,
+    pub(crate) anthropic_version: String,
+    pub(crate) retry_budget: u64,
+    pub(crate) prices: Option<PathBuf>,
+    pub(crate) include: Vec<String>,
+    pub(crate) exclude: Vec<String>,
+    pub(crate) hidden: bool,
+    pub(crate) max_file_bytes: u64,
     /// Audit vendored and generated files (lock files excepted).
-    pub include_vendored: bool,
-    pub planner: PlannerKind,
-    pub group_tokens: u64,
-    pub max_groups: usize,
-    pub jobs: usize,
-    pub agent: String,
+    pub(crate) include_vendored: bool,
+    pub(crate) planner: PlannerKind,
+    pub(crate) group_tokens: u64,
+    pub(crate) max_groups: usize,
+    pub(crate) jobs: usize,
+    pub(crate) agent: String,
     /// `--agent` was given: it audits every group, whatever the plan says.
-    pub agent_forced: bool,
+    pub(crate) agent_forced: bool,
     /// The `[agents]` table: (glob, agent), sorted by glob; each glob
     /// compiles.
-    pub agent_globs: Vec<(String, String)>,
-    pub max_cost: Option<f64>,
-    pub max_tokens: Option<u64>,
-    pub max_duration: Option<Duration>,
-    pub format: Format,
+    pub(crate) agent_globs: Vec<(String, String)>,
+    pub(crate) max_cost: Option<f64>,
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) max_duration: Option<Duration>,
+    pub(crate) format: Format,
+    /// Where the report goes.
+    pub(crate) outputs: Outputs,
     /// A diff scan, and over what.
-    pub diff: Option<DiffSource>,
+    pub(crate) diff: Option<DiffSource>,
     /// Where the repository's fanscan.toml, rules and agents are read from.
-    pub config_origin: ConfigOrigin,
+    pub(crate) config_origin: ConfigOrigin,
     /// Where the config file came from, for the manifest.
-    pub config_source: String,
+    pub(crate) config_source: String,
     /// A rules file named by the repository's fanscan.toml at the base ref
     /// (repository-relative), read from there.
-    pub base_rules: Option<String>,
+    pub(crate) base_rules: Option<String>,
     /// What fails the gate.
-    pub gate: GatePolicy,
+    pub(crate) gate: GatePolicy,
     /// The lowest severity the skeptic challenges (`--challenge`), or
     /// `never`.
-    pub challenge: FailOn,
-    pub baseline: Option<PathBuf>,
-    pub write_baseline: Option<PathBuf>,
-    pub baseline_reason: Option<String>,
+    pub(crate) challenge: FailOn,
+    pub(crate) baseline: Option<PathBuf>,
+    pub(crate) write_baseline: Option<PathBuf>,
+    pub(crate) baseline_reason: Option<String>,
     /// The run store's file; none with --no-store.
-    pub store: Option<PathBuf>,
+    pub(crate) store: Option<PathBuf>,
     /// Reuse stored results (false with --no-cache).
-    pub cache: bool,
+    pub(crate) cache: bool,
     /// Bound of the stored results in bytes (0: none).
-    pub store_max_bytes: u64,
-    /// Run only this shard of the plan (`--shard`); set by the caller
-    /// after resolving, from [`ShardArgs`].
-    pub shard: Option<Shard>,
+    pub(crate) store_max_bytes: u64,
+    /// Run only this shard of the plan (`--shard`).
+    pub(crate) shard: Option<Shard>,
+}
+
+impl Settings {
+    /// The format of stdout (or of a plain `--output FILE`).
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Where the report goes.
+    pub fn outputs(&self) -> &Outputs {
+        &self.outputs
+    }
+
+    /// Where to write this run's findings as a baseline, if asked.
+    pub fn write_baseline(&self) -> Option<&Path> {
+        self.write_baseline.as_deref()
+    }
+
+    /// The reason recorded for the baseline's new entries.
+    pub fn baseline_reason(&self) -> Option<&str> {
+        self.baseline_reason.as_deref()
+    }
+
+    /// The most groups a scan's plan may have (0: no cap).
+    pub fn max_groups(&self) -> usize {
+        self.max_groups
+    }
+
+    /// Estimated tokens of file content per group.
+    pub fn group_tokens(&self) -> u64 {
+        self.group_tokens
+    }
+}
+
+/// Where a report goes: stdout (or one file) in the run's format, and more
+/// files each in their own format.
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {
+    /// The report in the run's format goes to stdout (or `plain`).
+    stdout: bool,
+    /// A plain `--output FILE`.
+    plain: Option<PathBuf>,
+    /// `--output FORMAT=FILE`, in the order given.
+    extra: Vec<(Format, PathBuf)>,
+    category: Option<String>,
+    /// $GITHUB_STEP_SUMMARY, unless --no-step-summary.
+    step_summary: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Whether the report in the run's format is written (to stdout, or
+    /// to [`Outputs::plain`]).
+    pub fn stdout(&self) -> bool {
+        self.stdout
+    }
+
+    /// A plain `--output FILE`, written instead of stdout.
+    pub fn plain(&self) -> Option<&Path> {
+        self.plain.as_deref()
+    }
+
+    /// `--output FORMAT=FILE`, in the order given.
+    pub fn extra(&self) -> &[(Format, PathBuf)] {
+        &self.extra
+    }
+
+    /// The SARIF `automationDetails.id`.
+    pub fn category(&self) -> Option<&str> {
+        self.category.as_deref()
+    }
+
+    /// $GITHUB_STEP_SUMMARY, where the Markdown report is appended.
+    pub fn step_summary(&self) -> Option<&Path> {
+        self.step_summary.as_deref()
+    }
 }
 
 /// An API key. Its `Debug` never shows it, so no log or error can.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+pub(crate) struct Secret(String);
 
 impl Secret {
     /// The key itself, for the one header that carries it.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -384,13 +496,119 @@ impl std::fmt::Debug for Secret {
 
 /// A configuration error: names the thing and the fix. Exit code 2.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
+pub enum ConfigError {
+    #[error("--since and --changed-files both name the changed files; give one")]
+    SinceAndChangedFiles,
+    #[error("--since {0:?} is not a git ref; give e.g. origin/main")]
+    NotARef(String),
+    #[error("{}: cannot read the config file: {error}", .path.display())]
+    ReadFile {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error("fanscan.toml at {origin}: {error}")]
+    ReadAtOrigin {
+        origin: String,
+        #[source]
+        error: GitError,
+    },
+    /// The config file does not parse: `place` is `file:line` or `file`.
+    #[error("{place}: {message}")]
+    Parse { place: String, message: String },
+    #[error(
+        "{}: `{key}` is not honoured in the scanned repository's own fanscan.toml (a repository could send your API key elsewhere); pass --{} or use --config FILE",
+        .file.display(),
+        .key.replace('_', "-")
+    )]
+    NotHonoured { file: PathBuf, key: &'static str },
+    #[error("{}: {error}", .root.display())]
+    Root {
+        root: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error(
+        "{}: `{key}`: {error}; a repository's own fanscan.toml may only name files inside it",
+        .file.display()
+    )]
+    OutsideRepository {
+        file: PathBuf,
+        key: &'static str,
+        #[source]
+        error: PathError,
+    },
+    #[error(
+        "fanscan.toml at {origin}: `rules`: {rel:?} is outside the repository; a repository's own fanscan.toml may only name files inside it"
+    )]
+    BaseRulesOutside { origin: String, rel: String },
+    #[error("{0}: the rules file named by fanscan.toml is not there")]
+    RulesMissing(String),
+    #[error("--base-url {0:?} must start with http:// or https://")]
+    BaseUrl(String),
+    #[error(
+        "no API key for --provider {provider}: set ${env} (or name another variable with --api-key-env), or use --provider offline"
+    )]
+    NoApiKey { provider: &'static str, env: String },
+    #[error("--jobs must be at least 1")]
+    NoJobs,
+    #[error("--group-tokens {0} is too small to hold a file; use at least 100 (default 24000)")]
+    GroupTokens(u64),
+    #[error(
+        "--context-tokens {0} is not a model's context window; give the window in tokens, from 8000 (default 64000)"
+    )]
+    ContextTokens(u64),
+    #[error("--max-duration {0:?} is not a duration; write e.g. 90s, 20m or 2h")]
+    Duration(String),
+    #[error("--max-cost must be a positive number of US dollars")]
+    MaxCost,
+    #[error(
+        "--max-cost needs the price of model {0:?}, which is not in the price table; add it to a copy of configs/prices.toml and pass --prices FILE"
+    )]
+    Unpriced(String),
+    #[error(
+        "fanscan.toml [agents]: {glob:?} is not a valid glob ({error}); write e.g. \"src/auth/**\" = \"security\""
+    )]
+    AgentGlob {
+        glob: String,
+        #[source]
+        error: globset::Error,
+    },
+    #[error("fanscan.toml [agents]: {glob:?} names no agent; write e.g. \"{glob}\" = \"security\"")]
+    NoAgent { glob: String },
+    #[error(
+        "fanscan.toml [agents]: {glob:?} = {name:?} names no delegable agent; the agents a group can have are: {valid} (an agent file with `delegable: true` adds one)"
+    )]
+    NotDelegable {
+        glob: String,
+        name: String,
+        valid: String,
+    },
+    /// The `[agents]` table cannot route the plan's files.
+    #[error("{0}")]
+    Routing(String),
+    #[error(transparent)]
+    Shard(#[from] ShardError),
+    /// `--format` other than json with `--shard` (the format's name).
+    #[error(
+        "--format {0} with --shard: a shard writes its partial report as JSON for `fanscan merge`; drop --format (or add --output md=FILE for a readable copy)"
+    )]
+    ShardFormat(String),
+    #[error("--output {0}: no file after '='; write FORMAT=FILE")]
+    OutputNoFile(String),
+    #[error(
+        "--output {0}: only one --output may omit its format; write FORMAT=FILE (md, json, sarif, github, codeclimate)"
+    )]
+    OutputTwoPlain(String),
+    #[error(
+        "the question is empty: write it in quotes, e.g. fanscan ask \"where is user input parsed?\" ."
+    )]
+    EmptyQuestion,
+}
 
 impl Settings {
-    /// Merges the command line over the config file over the defaults.
-    /// `env` looks up environment variables (passed in: tests give their
-    /// own, nothing reads the process environment behind the caller's back).
+    /// A scan's settings with the default gate, no shard, and the report
+    /// to stdout in `format`: [`Settings::from_args`] with only these.
     pub fn resolve(
         root: &Path,
         provider: &ProviderArgs,
@@ -398,53 +616,137 @@ impl Settings {
         format: Option<Format>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        Self::resolve_with(root, provider, scan, format, env, true)
+        let args = RunArgs {
+            provider: provider.clone(),
+            scan: scan.clone(),
+            output: Some(OutputArgs {
+                format,
+                ..OutputArgs::default()
+            }),
+            ..RunArgs::default()
+        };
+        Self::from_args(root, &args, env)
     }
 
-    /// As [`Settings::resolve`], for work that calls no model (`fanscan plan
-    /// --estimate`): a remote provider needs no API key.
-    pub fn resolve_without_key(
+    /// Merges the command line over the config file over the defaults,
+    /// once and whole. `env` looks up environment variables (passed in:
+    /// tests give their own, nothing reads the process environment behind
+    /// the caller's back).
+    pub fn from_args(
         root: &Path,
-        provider: &ProviderArgs,
-        scan: &ScanArgs,
+        args: &RunArgs,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        Self::resolve_with(root, provider, scan, None, env, false)
+        let shard = args.shard.resolve(env)?;
+        let (format, outputs) = resolve_outputs(args.output.as_ref(), shard, env)?;
+        let source = Source::load(root, &args.provider, &args.scan)?;
+        let files = source.files(root, &args.provider)?;
+        let file = source.file;
+        let provider = resolve_provider(&args.provider, &file, env, !args.no_key_needed)?;
+        let limits = resolve_limits(&args.provider, &args.scan, &file)?;
+        let budget = resolve_budget(&args.scan, &file)?;
+        let agents = resolve_agents(&args.scan, &file)?;
+        let gate = resolve_gate(&args.gate);
+        let store = resolve_store(root, &args.scan, &file);
+        let scan = &args.scan;
+        Ok(Self {
+            root: root.to_path_buf(),
+            provider: provider.kind,
+            model: provider.model,
+            base_url: provider.base_url,
+            api_key_env: provider.api_key_env,
+            api_key: provider.api_key,
+            timeout: limits.timeout,
+            max_output_tokens: limits.max_output_tokens,
+            context_tokens: limits.context_tokens,
+            rules: files.rules,
+            rpm: limits.rpm,
+            tpm: limits.tpm,
+            max_attempts: limits.max_attempts,
+            max_retry_wait: limits.max_retry_wait,
+            anthropic_version: limits.anthropic_version,
+            retry_budget: limits.retry_budget,
+            prices: files.prices,
+            include: or_file(&scan.include, file.include),
+            exclude: or_file(&scan.exclude, file.exclude),
+            hidden: !scan.no_hidden && file.hidden.unwrap_or(true),
+            max_file_bytes: scan
+                .max_file_bytes
+                .or(file.max_file_bytes)
+                .unwrap_or(1024 * 1024),
+            include_vendored: scan.include_vendored || file.include_vendored.unwrap_or(false),
+            planner: scan.planner.or(file.planner).unwrap_or(PlannerKind::Pack),
+            group_tokens: limits.group_tokens,
+            max_groups: scan.max_groups.or(file.max_groups).unwrap_or(2000),
+            jobs: limits.jobs,
+            agent: agents.agent,
+            agent_forced: agents.forced,
+            agent_globs: agents.globs,
+            max_cost: budget.max_cost,
+            max_tokens: budget.max_tokens,
+            max_duration: budget.max_duration,
+            format: format.or(file.format).unwrap_or(Format::Md),
+            outputs,
+            diff: source.diff,
+            config_origin: source.origin,
+            config_source: source.described,
+            base_rules: files.base_rules,
+            gate: gate.policy,
+            challenge: gate.challenge,
+            baseline: gate.baseline,
+            write_baseline: gate.write_baseline,
+            baseline_reason: gate.baseline_reason,
+            store: store.path,
+            cache: store.cache,
+            store_max_bytes: store.max_bytes,
+            shard,
+        })
     }
+}
 
-    fn resolve_with(
-        root: &Path,
-        provider: &ProviderArgs,
-        scan: &ScanArgs,
-        format: Option<Format>,
-        env: &dyn Fn(&str) -> Option<String>,
-        need_key: bool,
-    ) -> Result<Self, ConfigError> {
+/// The command line's list if it has one, else the file's.
+fn or_file(args: &[String], file: Option<Vec<String>>) -> Vec<String> {
+    if args.is_empty() {
+        file.unwrap_or_default()
+    } else {
+        args.to_vec()
+    }
+}
+
+/// Where the configuration comes from: the diff scan that decides it, the
+/// file, and how the manifest names it.
+struct Source {
+    diff: Option<DiffSource>,
+    origin: ConfigOrigin,
+    file: FileConfig,
+    /// The file is the scanned repository's own (untrusted).
+    from_repo: bool,
+    described: String,
+}
+
+impl Source {
+    /// The diff scan, then the config file from where that says
+    /// (`--since`: the base ref), checked for keys a repository may not set.
+    fn load(root: &Path, provider: &ProviderArgs, scan: &ScanArgs) -> Result<Self, ConfigError> {
         let diff = match (&scan.since, &scan.changed_files) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError(
-                    "--since and --changed-files both name the changed files; give one".into(),
-                ));
-            }
+            (Some(_), Some(_)) => return Err(ConfigError::SinceAndChangedFiles),
             (Some(r), None) if r.trim().is_empty() || r.starts_with('-') => {
-                return Err(ConfigError(format!(
-                    "--since {r:?} is not a git ref; give e.g. origin/main"
-                )));
+                return Err(ConfigError::NotARef(r.clone()));
             }
             (Some(r), None) => Some(DiffSource::Since(r.trim().to_string())),
             (None, Some(p)) => Some(DiffSource::List(p.clone())),
             (None, None) => None,
         };
-        let config_origin = match &diff {
+        let origin = match &diff {
             Some(DiffSource::Since(r)) if !scan.trust_worktree_config => {
                 ConfigOrigin::BaseRef(r.clone())
             }
             Some(DiffSource::Since(_) | DiffSource::List(_)) | None => ConfigOrigin::Worktree,
         };
-        let (file, from_repo) = load_file(root, provider.config.as_deref(), &config_origin)?;
-        let config_source = match (&provider.config, from_repo) {
+        let (file, from_repo) = load_file(root, provider.config.as_deref(), &origin)?;
+        let described = match (&provider.config, from_repo) {
             (Some(p), _) => format!("--config {}", p.display()),
-            (None, true) => format!("{} (fanscan.toml)", config_origin.describe()),
+            (None, true) => format!("{} (fanscan.toml)", origin.describe()),
             (None, false) => "built-in defaults (no fanscan.toml)".to_string(),
         };
         if from_repo {
@@ -453,46 +755,36 @@ impl Settings {
                 ("api_key_env", file.api_key_env.is_some()),
             ] {
                 if set {
-                    return Err(ConfigError(format!(
-                        "{}: `{key}` is not honoured in the scanned repository's own fanscan.toml (a repository could send your API key elsewhere); pass --{} or use --config FILE",
-                        root.join("fanscan.toml").display(),
-                        key.replace('_', "-")
-                    )));
+                    return Err(ConfigError::NotHonoured {
+                        file: root.join("fanscan.toml"),
+                        key,
+                    });
                 }
             }
         }
-        // File paths in the repository's own config stay inside it: a
-        // repository must not make fanscan read (and echo in an error)
-        // files elsewhere on the machine.
-        let confine = |key: &str, path: Option<PathBuf>| -> Result<Option<PathBuf>, ConfigError> {
-            match path {
-                Some(p) if from_repo => {
-                    let root = root
-                        .canonicalize()
-                        .map_err(|e| ConfigError(format!("{}: {e}", root.display())))?;
-                    crate::tools::paths::resolve(&root, &p.to_string_lossy())
-                        .map(|r| Some(r.real))
-                        .map_err(|e| {
-                            ConfigError(format!(
-                                "{}: `{key}`: {e}; a repository's own fanscan.toml may only name files inside it",
-                                root.join("fanscan.toml").display()
-                            ))
-                        })
-                }
-                other => Ok(other),
-            }
-        };
+        Ok(Self {
+            diff,
+            origin,
+            file,
+            from_repo,
+            described,
+        })
+    }
+
+    /// The rules and price files: the command line's, else the file's,
+    /// which a repository's own config may name only inside it.
+    fn files(&self, root: &Path, provider: &ProviderArgs) -> Result<Files, ConfigError> {
         // At the base ref, the repository's rules file is read from there
         // too; only its name is checked here.
-        let base_rules = match (&config_origin, from_repo, &file.rules) {
+        let base_rules = match (&self.origin, self.from_repo, &self.file.rules) {
             (ConfigOrigin::BaseRef(_), true, Some(p)) => {
                 let rel = p.to_string_lossy().replace('\\', "/");
                 let rel = rel.trim_start_matches("./").to_string();
                 if p.is_absolute() || rel.split('/').any(|c| c == "..") {
-                    return Err(ConfigError(format!(
-                        "fanscan.toml at {}: `rules`: {rel:?} is outside the repository; a repository's own fanscan.toml may only name files inside it",
-                        config_origin.describe()
-                    )));
+                    return Err(ConfigError::BaseRulesOutside {
+                        origin: self.origin.describe(),
+                        rel,
+                    });
                 }
                 Some(rel)
             }
@@ -501,225 +793,353 @@ impl Settings {
         let file_rules = if base_rules.is_some() {
             None
         } else {
-            confine("rules", file.rules.clone())?
+            self.confine(root, "rules", self.file.rules.clone())?
         };
-        let file_prices = confine("prices", file.prices.clone())?;
-        let kind = provider
-            .provider
-            .or(file.provider)
-            .unwrap_or(ProviderKind::Offline);
-        let (default_model, default_url, default_key) = match kind {
-            ProviderKind::Offline => ("rules", "", ""),
-            ProviderKind::Openai => ("gpt-4o-mini", "https://api.openai.com/v1", "OPENAI_API_KEY"),
-            ProviderKind::Anthropic => (
-                "claude-sonnet-4-6",
-                "https://api.anthropic.com",
-                "ANTHROPIC_API_KEY",
-            ),
-        };
-        let model = provider
-            .model
-            .clone()
-            .or(file.model)
-            .unwrap_or_else(|| default_model.to_string());
-        let base_url = provider
-            .base_url
-            .clone()
-            .or(file.base_url)
-            .unwrap_or_else(|| default_url.to_string());
-        if kind != ProviderKind::Offline
-            && !(base_url.starts_with("http://") || base_url.starts_with("https://"))
-        {
-            return Err(ConfigError(format!(
-                "--base-url {base_url:?} must start with http:// or https://"
-            )));
-        }
-        let api_key_env = provider
-            .api_key_env
-            .clone()
-            .or(file.api_key_env)
-            .unwrap_or_else(|| default_key.to_string());
-        let api_key = if api_key_env.is_empty() {
-            None
-        } else {
-            env(&api_key_env)
-                .filter(|k| !k.trim().is_empty())
-                .map(|k| Secret(k.trim().to_string()))
-        };
-        // A local OpenAI-compatible server needs no key; the real APIs do.
-        let local = base_url.contains("://127.0.0.1")
-            || base_url.contains("://localhost")
-            || base_url.contains("://[::1]");
-        if need_key && kind != ProviderKind::Offline && api_key.is_none() && !local {
-            return Err(ConfigError(format!(
-                "no API key for --provider {}: set ${api_key_env} (or name another variable with --api-key-env), or use --provider offline",
-                match kind {
-                    ProviderKind::Openai => "openai",
-                    ProviderKind::Anthropic => "anthropic",
-                    ProviderKind::Offline => "offline",
-                }
-            )));
-        }
-        let jobs = scan.jobs.or(file.jobs).unwrap_or(8);
-        if jobs == 0 {
-            return Err(ConfigError("--jobs must be at least 1".into()));
-        }
-        let group_tokens = scan.group_tokens.or(file.group_tokens).unwrap_or(24_000);
-        if group_tokens < 100 {
-            return Err(ConfigError(format!(
-                "--group-tokens {group_tokens} is too small to hold a file; use at least 100 (default 24000)"
-            )));
-        }
-        let context_tokens = provider
-            .context_tokens
-            .or(file.context_tokens)
-            .unwrap_or(64_000);
-        if !(8_000..=100_000_000).contains(&context_tokens) {
-            return Err(ConfigError(format!(
-                "--context-tokens {context_tokens} is not a model's context window; give the window in tokens, from 8000 (default 64000)"
-            )));
-        }
-        let max_duration = match scan.max_duration.clone().or(file.max_duration) {
-            Some(text) => Some(parse_duration(&text).ok_or_else(|| {
-                ConfigError(format!(
-                    "--max-duration {text:?} is not a duration; write e.g. 90s, 20m or 2h"
-                ))
-            })?),
-            None => None,
-        };
-        let max_cost = scan.max_cost.or(file.max_cost);
-        if max_cost.is_some_and(|c| !c.is_finite() || c <= 0.0) {
-            return Err(ConfigError(
-                "--max-cost must be a positive number of US dollars".into(),
-            ));
-        }
-        let include = if scan.include.is_empty() {
-            file.include.unwrap_or_default()
-        } else {
-            scan.include.clone()
-        };
-        let exclude = if scan.exclude.is_empty() {
-            file.exclude.unwrap_or_default()
-        } else {
-            scan.exclude.clone()
-        };
-        let agent_globs: Vec<(String, String)> =
-            file.agents.unwrap_or_default().into_iter().collect();
-        for (glob, agent) in &agent_globs {
-            if let Err(e) = globset::Glob::new(glob) {
-                return Err(ConfigError(format!(
-                    "fanscan.toml [agents]: {glob:?} is not a valid glob ({e}); write e.g. \"src/auth/**\" = \"security\""
-                )));
-            }
-            if agent.trim().is_empty() {
-                return Err(ConfigError(format!(
-                    "fanscan.toml [agents]: {glob:?} names no agent; write e.g. \"{glob}\" = \"security\""
-                )));
-            }
-        }
-        Ok(Self {
-            root: root.to_path_buf(),
-            provider: kind,
-            model,
-            base_url,
-            api_key_env,
-            api_key,
-            timeout: Duration::from_secs(provider.timeout.or(file.timeout).unwrap_or(300).max(1)),
-            max_output_tokens: provider
-                .max_output_tokens
-                .or(file.max_output_tokens)
-                .unwrap_or(4096)
-                .max(256),
-            context_tokens,
+        let file_prices = self.confine(root, "prices", self.file.prices.clone())?;
+        Ok(Files {
             rules: provider.rules.clone().or(file_rules),
-            rpm: provider.rpm.or(file.rpm).unwrap_or(0),
-            tpm: provider.tpm.or(file.tpm).unwrap_or(0),
-            max_attempts: provider
-                .max_attempts
-                .or(file.max_attempts)
-                .unwrap_or(5)
-                .max(1),
-            max_retry_wait: Duration::from_secs(
-                provider
-                    .max_retry_wait
-                    .or(file.max_retry_wait)
-                    .unwrap_or(120),
-            ),
-            anthropic_version: provider
-                .anthropic_version
-                .clone()
-                .or(file.anthropic_version)
-                .unwrap_or_else(|| crate::providers::anthropic::DEFAULT_VERSION.to_string()),
-            retry_budget: provider.retry_budget.or(file.retry_budget).unwrap_or(1000),
             prices: provider.prices.clone().or(file_prices),
-            include,
-            exclude,
-            hidden: if scan.no_hidden {
-                false
-            } else {
-                file.hidden.unwrap_or(true)
-            },
-            max_file_bytes: scan
-                .max_file_bytes
-                .or(file.max_file_bytes)
-                .unwrap_or(1024 * 1024),
-            include_vendored: scan.include_vendored || file.include_vendored.unwrap_or(false),
-            planner: scan.planner.or(file.planner).unwrap_or(PlannerKind::Pack),
-            group_tokens,
-            max_groups: scan.max_groups.or(file.max_groups).unwrap_or(2000),
-            jobs,
-            agent: scan
-                .agent
-                .clone()
-                .or(file.agent)
-                .unwrap_or_else(|| "auditor".into()),
-            agent_forced: scan.agent.is_some(),
-            agent_globs,
-            max_cost,
-            max_tokens: scan.max_tokens.or(file.max_tokens),
-            max_duration,
-            format: format.or(file.format).unwrap_or(Format::Md),
-            diff,
-            config_origin,
-            config_source,
             base_rules,
-            gate: GatePolicy::default(),
-            challenge: GatePolicy::default().fail_on,
-            baseline: None,
-            write_baseline: None,
-            baseline_reason: None,
-            store: if scan.no_store {
-                None
-            } else {
-                Some(
-                    scan.store
-                        .clone()
-                        .unwrap_or_else(|| root.join(".fanscan").join("store.db")),
-                )
-            },
-            cache: !scan.no_cache,
-            store_max_bytes: scan
-                .store_max_mb
-                .or(file.store_max_mb)
-                .unwrap_or(1024)
-                .saturating_mul(1024 * 1024),
-            shard: None,
         })
     }
 
-    /// The gate's options over the resolved settings (`scan` only).
-    pub fn with_gate(mut self, gate: &GateArgs) -> Self {
-        self.gate = GatePolicy {
-            fail_on: gate.fail_on.unwrap_or_default(),
-            gate_unverified: gate.gate_unverified,
-            strict: gate.strict,
-        };
-        self.challenge = gate.challenge.unwrap_or(self.gate.fail_on);
-        self.baseline.clone_from(&gate.baseline);
-        self.write_baseline.clone_from(&gate.write_baseline);
-        self.baseline_reason.clone_from(&gate.baseline_reason);
-        self
+    /// File paths in the repository's own config stay inside it: a
+    /// repository must not make fanscan read (and echo in an error) files
+    /// elsewhere on the machine.
+    fn confine(
+        &self,
+        root: &Path,
+        key: &'static str,
+        path: Option<PathBuf>,
+    ) -> Result<Option<PathBuf>, ConfigError> {
+        match path {
+            Some(p) if self.from_repo => {
+                let root = root.canonicalize().map_err(|error| ConfigError::Root {
+                    root: root.to_path_buf(),
+                    error,
+                })?;
+                crate::tools::paths::resolve(&root, &p.to_string_lossy())
+                    .map(|r| Some(r.real))
+                    .map_err(|error| ConfigError::OutsideRepository {
+                        file: root.join("fanscan.toml"),
+                        key,
+                        error,
+                    })
+            }
+            other => Ok(other),
+        }
     }
+}
+
+/// The rule and price files.
+struct Files {
+    rules: Option<PathBuf>,
+    prices: Option<PathBuf>,
+    base_rules: Option<String>,
+}
+
+/// Who answers, and with which key.
+struct ProviderPart {
+    kind: ProviderKind,
+    model: String,
+    base_url: String,
+    api_key_env: String,
+    api_key: Option<Secret>,
+}
+
+/// The provider, its model, URL and key; the key is read here, once.
+fn resolve_provider(
+    provider: &ProviderArgs,
+    file: &FileConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+    need_key: bool,
+) -> Result<ProviderPart, ConfigError> {
+    let kind = provider
+        .provider
+        .or(file.provider)
+        .unwrap_or(ProviderKind::Offline);
+    let (name, default_model, default_url, default_key) = match kind {
+        ProviderKind::Offline => ("offline", "rules", "", ""),
+        ProviderKind::Openai => (
+            "openai",
+            "gpt-4o-mini",
+            "https://api.openai.com/v1",
+            "OPENAI_API_KEY",
+        ),
+        ProviderKind::Anthropic => (
+            "anthropic",
+            "claude-sonnet-4-6",
+            "https://api.anthropic.com",
+            "ANTHROPIC_API_KEY",
+        ),
+    };
+    let pick = |arg: &Option<String>, file: &Option<String>, default: &str| {
+        arg.clone()
+            .or_else(|| file.clone())
+            .unwrap_or_else(|| default.to_string())
+    };
+    let model = pick(&provider.model, &file.model, default_model);
+    let base_url = pick(&provider.base_url, &file.base_url, default_url);
+    if kind != ProviderKind::Offline
+        && !(base_url.starts_with("http://") || base_url.starts_with("https://"))
+    {
+        return Err(ConfigError::BaseUrl(base_url));
+    }
+    let api_key_env = pick(&provider.api_key_env, &file.api_key_env, default_key);
+    let api_key = if api_key_env.is_empty() {
+        None
+    } else {
+        env(&api_key_env)
+            .filter(|k| !k.trim().is_empty())
+            .map(|k| Secret(k.trim().to_string()))
+    };
+    // A local OpenAI-compatible server needs no key; the real APIs do.
+    let local = base_url.contains("://127.0.0.1")
+        || base_url.contains("://localhost")
+        || base_url.contains("://[::1]");
+    if need_key && kind != ProviderKind::Offline && api_key.is_none() && !local {
+        return Err(ConfigError::NoApiKey {
+            provider: name,
+            env: api_key_env,
+        });
+    }
+    Ok(ProviderPart {
+        kind,
+        model,
+        base_url,
+        api_key_env,
+        api_key,
+    })
+}
+
+/// How much a run may ask of the provider at once and per call.
+struct Limits {
+    timeout: Duration,
+    max_output_tokens: u32,
+    context_tokens: u64,
+    rpm: u32,
+    tpm: u64,
+    max_attempts: u32,
+    max_retry_wait: Duration,
+    anthropic_version: String,
+    retry_budget: u64,
+    jobs: usize,
+    group_tokens: u64,
+}
+
+/// Request limits, retries, concurrency and the size of a group.
+fn resolve_limits(
+    provider: &ProviderArgs,
+    scan: &ScanArgs,
+    file: &FileConfig,
+) -> Result<Limits, ConfigError> {
+    let jobs = scan.jobs.or(file.jobs).unwrap_or(8);
+    if jobs == 0 {
+        return Err(ConfigError::NoJobs);
+    }
+    let group_tokens = scan.group_tokens.or(file.group_tokens).unwrap_or(24_000);
+    if group_tokens < 100 {
+        return Err(ConfigError::GroupTokens(group_tokens));
+    }
+    let context_tokens = provider
+        .context_tokens
+        .or(file.context_tokens)
+        .unwrap_or(64_000);
+    if !(8_000..=100_000_000).contains(&context_tokens) {
+        return Err(ConfigError::ContextTokens(context_tokens));
+    }
+    let secs = |arg: Option<u64>, file: Option<u64>, default: u64| {
+        Duration::from_secs(arg.or(file).unwrap_or(default))
+    };
+    Ok(Limits {
+        timeout: secs(provider.timeout, file.timeout, 300).max(Duration::from_secs(1)),
+        max_output_tokens: provider
+            .max_output_tokens
+            .or(file.max_output_tokens)
+            .unwrap_or(4096)
+            .max(256),
+        context_tokens,
+        rpm: provider.rpm.or(file.rpm).unwrap_or(0),
+        tpm: provider.tpm.or(file.tpm).unwrap_or(0),
+        max_attempts: provider
+            .max_attempts
+            .or(file.max_attempts)
+            .unwrap_or(5)
+            .max(1),
+        max_retry_wait: secs(provider.max_retry_wait, file.max_retry_wait, 120),
+        anthropic_version: provider
+            .anthropic_version
+            .clone()
+            .or_else(|| file.anthropic_version.clone())
+            .unwrap_or_else(|| crate::providers::anthropic::DEFAULT_VERSION.to_string()),
+        retry_budget: provider.retry_budget.or(file.retry_budget).unwrap_or(1000),
+        jobs,
+        group_tokens,
+    })
+}
+
+/// When a run stops starting groups.
+struct Budget {
+    max_cost: Option<f64>,
+    max_tokens: Option<u64>,
+    max_duration: Option<Duration>,
+}
+
+/// `--max-cost`, `--max-tokens`, `--max-duration`.
+fn resolve_budget(scan: &ScanArgs, file: &FileConfig) -> Result<Budget, ConfigError> {
+    let max_duration = match scan.max_duration.clone().or(file.max_duration.clone()) {
+        Some(text) => Some(parse_duration(&text).ok_or(ConfigError::Duration(text))?),
+        None => None,
+    };
+    let max_cost = scan.max_cost.or(file.max_cost);
+    if max_cost.is_some_and(|c| !c.is_finite() || c <= 0.0) {
+        return Err(ConfigError::MaxCost);
+    }
+    Ok(Budget {
+        max_cost,
+        max_tokens: scan.max_tokens.or(file.max_tokens),
+        max_duration,
+    })
+}
+
+/// Which agents audit the groups.
+struct Agents {
+    agent: String,
+    forced: bool,
+    globs: Vec<(String, String)>,
+}
+
+/// The run's agent (`--agent` forces it on every group) and the
+/// `[agents]` table, each glob checked.
+fn resolve_agents(scan: &ScanArgs, file: &FileConfig) -> Result<Agents, ConfigError> {
+    let globs: Vec<(String, String)> = file
+        .agents
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    for (glob, agent) in &globs {
+        if let Err(error) = globset::Glob::new(glob) {
+            return Err(ConfigError::AgentGlob {
+                glob: glob.clone(),
+                error,
+            });
+        }
+        if agent.trim().is_empty() {
+            return Err(ConfigError::NoAgent { glob: glob.clone() });
+        }
+    }
+    Ok(Agents {
+        agent: scan
+            .agent
+            .clone()
+            .or_else(|| file.agent.clone())
+            .unwrap_or_else(|| "auditor".into()),
+        forced: scan.agent.is_some(),
+        globs,
+    })
+}
+
+/// What fails the run, what the skeptic challenges, and the baselines.
+struct Gate {
+    policy: GatePolicy,
+    challenge: FailOn,
+    baseline: Option<PathBuf>,
+    write_baseline: Option<PathBuf>,
+    baseline_reason: Option<String>,
+}
+
+/// The gate's options; the skeptic challenges from `--fail-on` unless
+/// told otherwise.
+fn resolve_gate(gate: &GateArgs) -> Gate {
+    let policy = GatePolicy {
+        fail_on: gate.fail_on.unwrap_or_default(),
+        gate_unverified: gate.gate_unverified,
+        strict: gate.strict,
+    };
+    Gate {
+        policy,
+        challenge: gate.challenge.unwrap_or(policy.fail_on),
+        baseline: gate.baseline.clone(),
+        write_baseline: gate.write_baseline.clone(),
+        baseline_reason: gate.baseline_reason.clone(),
+    }
+}
+
+/// The run store.
+struct Store {
+    path: Option<PathBuf>,
+    cache: bool,
+    max_bytes: u64,
+}
+
+/// The store's file (none with `--no-store`), the cache, and its bound.
+fn resolve_store(root: &Path, scan: &ScanArgs, file: &FileConfig) -> Store {
+    Store {
+        path: (!scan.no_store).then(|| {
+            scan.store
+                .clone()
+                .unwrap_or_else(|| root.join(".fanscan").join("store.db"))
+        }),
+        cache: !scan.no_cache,
+        max_bytes: scan
+            .store_max_mb
+            .or(file.store_max_mb)
+            .unwrap_or(1024)
+            .saturating_mul(1024 * 1024),
+    }
+}
+
+/// The report's format from the command line (a shard's is JSON: `fanscan
+/// merge` reads it) and its outputs: `--output` (plain or FORMAT=FILE), the
+/// SARIF category and $GITHUB_STEP_SUMMARY, the one variable read here.
+fn resolve_outputs(
+    output: Option<&OutputArgs>,
+    shard: Option<Shard>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Option<Format>, Outputs), ConfigError> {
+    let Some(output) = output else {
+        return Ok((None, Outputs::default()));
+    };
+    let format = match (shard, output.format) {
+        (Some(_), None | Some(Format::Json)) => Some(Format::Json),
+        (Some(_), Some(other)) => {
+            return Err(ConfigError::ShardFormat(
+                format!("{other:?}").to_lowercase(),
+            ));
+        }
+        (None, format) => format,
+    };
+    let step_summary = if output.no_step_summary {
+        None
+    } else {
+        env("GITHUB_STEP_SUMMARY")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let mut outputs = Outputs {
+        stdout: true,
+        category: output.category.clone(),
+        step_summary,
+        ..Outputs::default()
+    };
+    for o in &output.output {
+        use clap::ValueEnum as _;
+        // FORMAT=FILE when the part before the first `=` names a format,
+        // else a plain file for --format.
+        let split = o
+            .split_once('=')
+            .and_then(|(name, file)| Some((Format::from_str(name, true).ok()?, file)));
+        match split {
+            Some((_, "")) => return Err(ConfigError::OutputNoFile(o.clone())),
+            Some((format, file)) => outputs.extra.push((format, PathBuf::from(file))),
+            None if outputs.plain.is_some() => {
+                return Err(ConfigError::OutputTwoPlain(o.clone()));
+            }
+            None => outputs.plain = Some(PathBuf::from(o)),
+        }
+    }
+    Ok((format, outputs))
 }
 
 /// The config file: `--config FILE`, else the repository's `fanscan.toml`
@@ -732,15 +1152,20 @@ fn load_file(
 ) -> Result<(FileConfig, bool), ConfigError> {
     let (path, text, from_repo) = match explicit {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| {
-                ConfigError(format!("{}: cannot read the config file: {e}", p.display()))
+            let text = std::fs::read_to_string(p).map_err(|error| ConfigError::ReadFile {
+                path: p.to_path_buf(),
+                error,
             })?;
             (p.to_path_buf(), text, false)
         }
         None => {
-            let text = origin
-                .read(root, "fanscan.toml")
-                .map_err(|e| ConfigError(format!("fanscan.toml at {}: {e}", origin.describe())))?;
+            let text =
+                origin
+                    .read(root, "fanscan.toml")
+                    .map_err(|error| ConfigError::ReadAtOrigin {
+                        origin: origin.describe(),
+                        error,
+                    })?;
             let Some(text) = text else {
                 return Ok((FileConfig::default(), false));
             };
@@ -755,11 +1180,13 @@ fn load_file(
         let line = e
             .span()
             .map(|s| text.get(..s.start).unwrap_or(&text).matches('\n').count() + 1);
-        let message = e.message().to_string();
-        ConfigError(match line {
-            Some(l) => format!("{}:{l}: {message}", path.display()),
-            None => format!("{}: {message}", path.display()),
-        })
+        ConfigError::Parse {
+            place: match line {
+                Some(l) => format!("{}:{l}", path.display()),
+                None => path.display().to_string(),
+            },
+            message: e.message().to_string(),
+        }
     })?;
     Ok((file, from_repo))
 }
@@ -821,8 +1248,8 @@ mod tests {
         std::fs::write(dir.path().join("fanscan.toml"), "jobs = 3\njbos = 4\n").unwrap();
         let e = Settings::resolve(dir.path(), &ProviderArgs::default(), &scan, None, &no_env)
             .unwrap_err();
-        assert!(e.0.contains("fanscan.toml:2:"), "{e}");
-        assert!(e.0.contains("jbos"), "{e}");
+        assert!(e.to_string().contains("fanscan.toml:2:"), "{e}");
+        assert!(e.to_string().contains("jbos"), "{e}");
     }
 
     #[test]
@@ -834,7 +1261,7 @@ mod tests {
         )
         .unwrap();
         let e = resolve_default(dir.path()).unwrap_err();
-        assert!(e.0.contains("not honoured"), "{e}");
+        assert!(e.to_string().contains("not honoured"), "{e}");
     }
 
     #[test]
@@ -846,7 +1273,10 @@ mod tests {
         )
         .unwrap();
         let e = resolve_default(dir.path()).unwrap_err();
-        assert!(e.0.contains("may only name files inside it"), "{e}");
+        assert!(
+            e.to_string().contains("may only name files inside it"),
+            "{e}"
+        );
         std::fs::write(dir.path().join("rules.toml"), "").unwrap();
         std::fs::write(dir.path().join("fanscan.toml"), "rules = \"rules.toml\"\n").unwrap();
         let s = resolve_default(dir.path()).unwrap();
@@ -862,12 +1292,20 @@ mod tests {
         };
         let e = Settings::resolve(dir.path(), &remote, &ScanArgs::default(), None, &no_env)
             .unwrap_err();
-        assert!(e.0.contains("$OPENAI_API_KEY"), "{e}");
+        assert!(e.to_string().contains("$OPENAI_API_KEY"), "{e}");
         let local = ProviderArgs {
             base_url: Some("http://127.0.0.1:8080/v1".into()),
             ..remote.clone()
         };
         assert!(Settings::resolve(dir.path(), &local, &ScanArgs::default(), None, &no_env).is_ok());
+        // Work that calls no model (`fanscan plan`) needs no key.
+        let planning = RunArgs {
+            provider: remote.clone(),
+            no_key_needed: true,
+            ..RunArgs::default()
+        };
+        let s = Settings::from_args(dir.path(), &planning, &no_env).unwrap();
+        assert!(s.api_key.is_none());
         let env = |k: &str| (k == "OPENAI_API_KEY").then(|| "sk-test".to_string());
         let s = Settings::resolve(dir.path(), &remote, &ScanArgs::default(), None, &env).unwrap();
         assert_eq!(s.api_key.as_ref().map(Secret::expose), Some("sk-test"));
@@ -887,6 +1325,114 @@ mod tests {
         assert!(s.include_vendored);
         std::fs::write(dir.path().join("fanscan.toml"), "include_vendored = true\n").unwrap();
         assert!(resolve_default(dir.path()).unwrap().include_vendored);
+    }
+
+    #[test]
+    fn outputs_split_plain_and_format_files_and_name_the_bad_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = |output: &[&str]| {
+            let args = RunArgs {
+                output: Some(OutputArgs {
+                    output: output.iter().map(|o| o.to_string()).collect(),
+                    ..OutputArgs::default()
+                }),
+                ..RunArgs::default()
+            };
+            Settings::from_args(dir.path(), &args, &no_env)
+        };
+        let s = with(&["report.txt", "sarif=out.sarif", "md=r.md"]).unwrap();
+        let outputs = s.outputs();
+        assert!(outputs.stdout());
+        assert_eq!(outputs.plain(), Some(Path::new("report.txt")));
+        assert_eq!(
+            outputs.extra(),
+            [
+                (Format::Sarif, PathBuf::from("out.sarif")),
+                (Format::Md, PathBuf::from("r.md"))
+            ]
+        );
+        let e = with(&["json="]).unwrap_err().to_string();
+        assert_eq!(e, "--output json=: no file after '='; write FORMAT=FILE");
+        let e = with(&["a.txt", "b.txt"]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--output b.txt: only one --output may omit its format"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_shard_writes_json_and_refuses_another_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let sharded = |format: Option<Format>| RunArgs {
+            shard: ShardArgs {
+                shard: Some(Shard::parse("1/2").unwrap()),
+                ..ShardArgs::default()
+            },
+            output: Some(OutputArgs {
+                format,
+                ..OutputArgs::default()
+            }),
+            ..RunArgs::default()
+        };
+        let s = Settings::from_args(dir.path(), &sharded(None), &no_env).unwrap();
+        assert_eq!((s.format(), s.shard.is_some()), (Format::Json, true));
+        let e = Settings::from_args(dir.path(), &sharded(Some(Format::Md)), &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--format md with --shard: a shard writes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_step_summary_comes_from_env_unless_turned_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = |k: &str| (k == "GITHUB_STEP_SUMMARY").then(|| "/tmp/summary.md".to_string());
+        let mut args = RunArgs {
+            output: Some(OutputArgs::default()),
+            ..RunArgs::default()
+        };
+        let s = Settings::from_args(dir.path(), &args, &env).unwrap();
+        assert_eq!(
+            s.outputs().step_summary(),
+            Some(Path::new("/tmp/summary.md"))
+        );
+        args.output = Some(OutputArgs {
+            no_step_summary: true,
+            ..OutputArgs::default()
+        });
+        let s = Settings::from_args(dir.path(), &args, &env).unwrap();
+        assert_eq!(s.outputs().step_summary(), None);
+        // A command that writes no report writes no job summary either.
+        args.output = None;
+        let s = Settings::from_args(dir.path(), &args, &env).unwrap();
+        assert!(!s.outputs().stdout());
+        assert_eq!(s.outputs().step_summary(), None);
+    }
+
+    #[test]
+    fn the_gate_is_resolved_with_the_rest_and_challenges_from_fail_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = RunArgs {
+            gate: GateArgs {
+                fail_on: Some(FailOn::Medium),
+                write_baseline: Some(PathBuf::from("b.json")),
+                baseline_reason: Some("accepted".into()),
+                ..GateArgs::default()
+            },
+            ..RunArgs::default()
+        };
+        let s = Settings::from_args(dir.path(), &args, &no_env).unwrap();
+        assert_eq!(
+            (s.gate.fail_on, s.challenge),
+            (FailOn::Medium, FailOn::Medium)
+        );
+        assert_eq!(s.write_baseline(), Some(Path::new("b.json")));
+        assert_eq!(s.baseline_reason(), Some("accepted"));
+        let default = resolve_default(dir.path()).unwrap();
+        assert_eq!(default.gate, GatePolicy::default());
+        assert_eq!(default.challenge, GatePolicy::default().fail_on);
     }
 
     #[test]

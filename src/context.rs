@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use indicatif::MultiProgress;
+use indicatif::{MultiProgress, ProgressDrawTarget};
 
 use crate::agents::{
     AgentDefinition, AgentRun, AgentSet, AgentTask, DefinitionError, GroupReport, TaskFile,
@@ -105,10 +105,11 @@ impl Context {
         for (glob, name) in &settings.agent_globs {
             if !agents.get(name).is_ok_and(|a| a.delegable) {
                 let valid: Vec<&str> = agents.delegable().map(|a| a.name.as_str()).collect();
-                return Err(ConfigError(format!(
-                    "fanscan.toml [agents]: {glob:?} = {name:?} names no delegable agent; the agents a group can have are: {} (an agent file with `delegable: true` adds one)",
-                    valid.join(", ")
-                ))
+                return Err(ConfigError::NotDelegable {
+                    glob: glob.clone(),
+                    name: name.clone(),
+                    valid: valid.join(", "),
+                }
                 .into());
             }
         }
@@ -119,11 +120,7 @@ impl Context {
                 let text = settings
                     .config_origin
                     .read(&settings.root, rel)?
-                    .ok_or_else(|| {
-                        ConfigError(format!(
-                            "{shown}: the rules file named by fanscan.toml is not there"
-                        ))
-                    })?;
+                    .ok_or_else(|| ConfigError::RulesMissing(shown.clone()))?;
                 RuleSet::parse(&shown, &text)?
             }
             (None, None) => RuleSet::builtin()?,
@@ -149,10 +146,7 @@ impl Context {
                 .chain(agents.iter().filter_map(|a| a.model.clone()));
             for model in models {
                 if prices.get(&model).is_none() {
-                    return Err(ConfigError(format!(
-                        "--max-cost needs the price of model {model:?}, which is not in the price table; add it to a copy of configs/prices.toml and pass --prices FILE"
-                    ))
-                    .into());
+                    return Err(ConfigError::Unpriced(model).into());
                 }
             }
         }
@@ -246,7 +240,7 @@ impl Context {
         }
         let delegable = self.agents.delegable().map(|a| a.name.clone()).collect();
         Routing::new(&s.agent, &s.agent_globs, delegable)
-            .map_err(|e| ConfigError(e.to_string()).into())
+            .map_err(|e| ConfigError::Routing(e.to_string()).into())
     }
 
     /// The planner as the settings configure it: `--group-tokens`,
@@ -501,14 +495,17 @@ impl Started {
     }
 }
 
-/// How a scan shows itself and is stopped.
+/// How a run shows itself and is stopped: its progress display, where
+/// transcripts go, and the control that Ctrl-C and budgets stop it through.
+/// Clones share the display and the control.
+#[derive(Clone)]
 pub struct Ui {
     /// Where progress bars draw (hidden when not a terminal or quiet).
-    pub multi: MultiProgress,
+    pub(crate) multi: MultiProgress,
     /// Where transcripts go.
-    pub transcripts: Option<std::path::PathBuf>,
+    pub(crate) transcripts: Option<std::path::PathBuf>,
     /// Ctrl-C and budgets stop the run through this.
-    pub control: RunControl,
+    pub(crate) control: RunControl,
 }
 
 /// The `--baseline` file. In a diff scan whose configuration comes from
@@ -558,6 +555,54 @@ fn load_baseline(settings: &Settings) -> Result<(Option<Baseline>, Option<String
 }
 
 impl Ui {
+    /// Progress drawn on stderr when `draw` (a terminal, no `--quiet`),
+    /// else hidden; no transcripts; a fresh control.
+    pub fn new(draw: bool) -> Self {
+        let target = if draw {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        Self {
+            multi: MultiProgress::with_draw_target(target),
+            transcripts: None,
+            control: RunControl::default(),
+        }
+    }
+
+    /// No progress display (tests, benches, batch work).
+    pub fn hidden() -> Self {
+        Self::new(false)
+    }
+
+    /// Each agent's conversation is also written to `dir`.
+    pub fn with_transcripts(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        self.transcripts = dir;
+        self
+    }
+
+    /// Stopped through `control`, which the caller keeps a clone of.
+    pub fn with_control(mut self, control: RunControl) -> Self {
+        self.control = control;
+        self
+    }
+
+    /// The control the run is stopped through.
+    pub fn control(&self) -> &RunControl {
+        &self.control
+    }
+
+    /// A log writer that prints through the progress display, so that a
+    /// log line never tears a bar.
+    pub fn log_writer(&self) -> crate::progress::LogWriter {
+        crate::progress::LogWriter(self.multi.clone())
+    }
+
+    /// Runs `f` with the progress display cleared, for lines on stderr.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.multi.suspend(f)
+    }
+
     /// Starts the one event consumer of a run of `groups` groups: progress
     /// on the terminal, transcripts to their directory.
     pub(crate) fn progress(

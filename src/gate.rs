@@ -61,13 +61,13 @@ impl FailOn {
 
 /// What fails the gate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GatePolicy {
-    pub fail_on: FailOn,
+pub(crate) struct GatePolicy {
+    pub(crate) fail_on: FailOn,
     /// Unverified findings count too (by default they never do).
-    pub gate_unverified: bool,
+    pub(crate) gate_unverified: bool,
     /// A doubtful review (claims made, none verified) makes the run
     /// incomplete (`--strict`).
-    pub strict: bool,
+    pub(crate) strict: bool,
 }
 
 /// A finding kept out of the gate by an inline comment.

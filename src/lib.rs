@@ -28,6 +28,7 @@ mod conversation;
 mod cwe;
 mod eval;
 mod events;
+pub mod exit;
 mod fanout;
 mod findings;
 mod gate;
@@ -62,11 +63,12 @@ pub use baseline::Baseline;
 pub use brief::BriefSource;
 pub use challenge::Stance;
 pub use config::{
-    GateArgs, PlannerKind, ProviderArgs, ProviderKind, ScanArgs, Settings, ShardArgs,
+    GateArgs, OutputArgs, Outputs, PlannerKind, ProviderArgs, ProviderKind, RunArgs, ScanArgs,
+    Settings, ShardArgs,
 };
 pub use context::{Context, SetupError, Ui};
 pub use control::RunControl;
-pub use eval::{Count, EvalArgs, evaluate};
+pub use eval::{Count, EvalArgs, EvalError, evaluate};
 pub use events::{Event, EventSink};
 pub use findings::Severity;
 pub use gate::{Baselined, FailOn, Outcome, Suppressed};
@@ -78,7 +80,7 @@ pub use progress::LogWriter;
 pub use providers::EngineKind;
 pub use reduce::Merged;
 pub use report::since::FindingRef;
-pub use report::{Format, Report, exit};
+pub use report::{Format, Report};
 pub use store::{StoreError, diff_text, history_text};
 
 /// A scan that could not produce a report.

@@ -222,7 +222,7 @@ impl Consumer {
 /// A `tracing` writer that prints through the progress bars' `suspend`, so
 /// logs never tear a bar.
 #[derive(Clone)]
-pub struct LogWriter(pub MultiProgress);
+pub struct LogWriter(pub(crate) MultiProgress);
 
 impl Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -14,7 +14,6 @@ mod truth;
 use std::path::PathBuf;
 
 use crate::cwe::{CweError, CweTable};
-use crate::report::exit;
 
 pub use score::Count;
 pub(crate) use score::MatchBy;
@@ -83,19 +82,6 @@ pub enum EvalError {
     BuiltinRules { problem: String },
     #[error("cannot encode the evaluation as JSON: {0}")]
     Json(#[source] serde_json::Error),
-}
-
-impl EvalError {
-    /// 2 for bad input (the user's files), 1 for fanscan's own failures.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            Self::ReadTruth { .. }
-            | Self::Truth { .. }
-            | Self::ReadReport { .. }
-            | Self::Report { .. } => exit::USAGE,
-            Self::Table(_) | Self::BuiltinRules { .. } | Self::Json(_) => exit::ERROR,
-        }
-    }
 }
 
 /// serde_json's message without the position it appends: the position

@@ -23,7 +23,7 @@ use crate::baseline::BaselineEntry;
 use crate::budget::AgentUsage;
 use crate::conversation::Usage;
 use crate::findings::Origin;
-use crate::gate::{Baselined, GatePolicy, Outcome, Suppressed, Triage, Verdict};
+use crate::gate::{Baselined, GatePolicy, Suppressed, Triage, Verdict};
 use crate::git::ChangeSet;
 use crate::inventory::Skipped;
 use crate::plan::Plan;
@@ -32,20 +32,6 @@ use crate::reduce::{Merged, Reduced};
 
 /// The JSON schema version; bumped on any incompatible change.
 pub(crate) const SCHEMA_VERSION: u32 = 1;
-
-/// Exit codes, as documented in the README and `--help`.
-pub mod exit {
-    /// The run completed.
-    pub const OK: i32 = 0;
-    /// An internal or I/O error (the report could not be written, ...).
-    pub const ERROR: i32 = 1;
-    /// A usage or configuration error: nothing was scanned.
-    pub const USAGE: i32 = 2;
-    /// The run is incomplete: failed groups, an interrupt, a budget.
-    pub const INCOMPLETE: i32 = 3;
-    /// The gate failed: an open finding at or above `--fail-on` remains.
-    pub const GATE_FAILED: i32 = 4;
-}
 
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
@@ -316,26 +302,6 @@ pub struct Report {
 }
 
 impl Report {
-    /// The exit code of the run: 4 when the gate failed, else 3 when
-    /// the run is incomplete, else 0.
-    pub fn exit_code(&self) -> i32 {
-        // A shard's part is not the run: `fanscan merge` gates the whole.
-        // A shard says only whether it ran its share.
-        if self.shard.is_some() {
-            return if self.complete {
-                exit::OK
-            } else {
-                exit::INCOMPLETE
-            };
-        }
-        match self.gate.outcome {
-            Outcome::Fail => exit::GATE_FAILED,
-            Outcome::Incomplete => exit::INCOMPLETE,
-            Outcome::Pass if !self.complete => exit::INCOMPLETE,
-            Outcome::Pass => exit::OK,
-        }
-    }
-
     /// Renders the report.
     pub fn render(&self, format: Format) -> Result<String, RenderError> {
         match format {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use fanscan::{Answer, CitationStatus, Context, RunControl, ScanArgs, Ui};
+use fanscan::{Answer, CitationStatus, Context, ScanArgs, Ui};
 
 use crate::common::{MockModel, Repo, fanscan, findings_turn, text_turn, tool_turn};
 
@@ -88,11 +88,7 @@ async fn ask(mock: &MockModel, repo: &Repo, question: &str) -> Answer {
 }
 
 async fn ask_with(ctx: &Context, question: &str) -> Answer {
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = Ui::hidden();
     fanscan::ask(ctx, &ui, question, false).await.unwrap()
 }
 

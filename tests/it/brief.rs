@@ -5,17 +5,13 @@
 
 use std::path::Path;
 
-use fanscan::{BriefSource, Context, Report, RunControl, ScanArgs, Ui};
+use fanscan::{BriefSource, Context, Report, ScanArgs, Ui};
 
 use crate::common::{BRIEF_TEXT, MockModel, Repo, auditor_behaviour};
 
 async fn scan(mock: &MockModel, repo: &Path, args: &ScanArgs) -> Report {
     let ctx = Context::new(mock.settings(repo, args)).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = Ui::hidden();
     fanscan::scan(&ctx, &ui).await.unwrap()
 }
 

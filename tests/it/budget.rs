@@ -5,7 +5,7 @@
 
 use wiremock::ResponseTemplate;
 
-use fanscan::{AgentStatus, Context, Report, RunControl, ScanArgs, Ui};
+use fanscan::{AgentStatus, Context, Report, ScanArgs, Ui};
 
 use crate::common::{MockModel, Repo, auditor_reply, metered};
 
@@ -53,11 +53,7 @@ fn args() -> ScanArgs {
 }
 
 async fn scan(ctx: &Context) -> Report {
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = Ui::hidden();
     fanscan::scan(ctx, &ui).await.unwrap()
 }
 
@@ -75,10 +71,13 @@ async fn budgeted_runs() -> (Report, Vec<(u64, Report)>) {
     let mut runs = Vec::new();
     for share in SHARES {
         let budget = whole * share / 100;
-        let mut settings = mock.settings(repo.path(), &args());
-        settings.max_tokens = Some(budget);
-        // Fresh calls, not the full run's results from the run store.
-        settings.cache = false;
+        let budgeted = ScanArgs {
+            max_tokens: Some(budget),
+            // Fresh calls, not the full run's results from the run store.
+            no_cache: true,
+            ..args()
+        };
+        let settings = mock.settings(repo.path(), &budgeted);
         runs.push((budget, scan(&Context::new(settings).unwrap()).await));
     }
     (full, runs)
@@ -225,8 +224,11 @@ async fn a_group_is_admitted_by_what_its_first_call_needs_not_by_the_plans_estim
         ),
     );
     let mock = model().await;
-    let mut settings = mock.settings(repo.path(), &args());
-    settings.max_tokens = Some(15_000);
+    let budgeted = ScanArgs {
+        max_tokens: Some(15_000),
+        ..args()
+    };
+    let settings = mock.settings(repo.path(), &budgeted);
     let report = scan(&Context::new(settings).unwrap()).await;
     assert_eq!(mock.requests().len(), 0, "no group fits");
     assert!(report.groups.is_empty(), "{:?}", report.groups);
@@ -280,9 +282,12 @@ async fn a_summary_with_no_room_for_unseen_tool_results_leaves_them_out_and_stay
         ResponseTemplate::new(200).set_body_json(metered(turn, body))
     }))
     .await;
-    let mut settings = mock.settings(repo.path(), &args());
-    settings.max_tokens = Some(9_000);
-    settings.jobs = 1;
+    let budgeted = ScanArgs {
+        max_tokens: Some(9_000),
+        jobs: Some(1),
+        ..args()
+    };
+    let settings = mock.settings(repo.path(), &budgeted);
     let report = scan(&Context::new(settings).unwrap()).await;
     let requests = mock.requests();
     assert_eq!(requests.len(), 2, "the first call, then the summary");

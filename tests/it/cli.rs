@@ -179,6 +179,36 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
 }
 
 #[test]
+fn output_and_shard_flags_that_conflict_are_usage_errors_before_any_scan() {
+    let repo = Repo::new(&[(
+        "a.rs",
+        "fn a() {}
+",
+    )]);
+    let root = repo.path().to_str().unwrap();
+    for (args, says) in [
+        (
+            &["--shard", "1/2", "--format", "sarif"][..],
+            "fanscan: --format sarif with --shard: a shard writes its partial report as JSON",
+        ),
+        (
+            &["--output", "a.md", "--output", "b.md"][..],
+            "fanscan: --output b.md: only one --output may omit its format",
+        ),
+        (
+            &["--output", "sarif="][..],
+            "fanscan: --output sarif=: no file after '='; write FORMAT=FILE",
+        ),
+    ] {
+        let out = fanscan(&[&["scan", root, "--no-store"][..], args].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "nothing was scanned: {args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn agents_lists_definitions_in_effect() {
     let repo = Repo::new(&[(
         ".fanscan/agents/mine.md",

@@ -10,7 +10,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use fanscan::{Context, Format, GateArgs, Report, RunControl, ScanArgs, Ui, exit};
+use fanscan::{Context, Format, GateArgs, Report, RunArgs, ScanArgs, Ui, exit};
 
 use crate::common::{MockModel, Repo, fanscan, findings_turn};
 use crate::formats::schema_errors;
@@ -45,16 +45,19 @@ async fn scan(mock: &MockModel, repo: &Repo, strict: bool) -> Report {
         no_store: true,
         ..ScanArgs::default()
     };
-    let settings = mock.settings(repo.path(), &args).with_gate(&GateArgs {
-        strict,
-        ..GateArgs::default()
-    });
+    let settings = mock.settings_with(
+        repo.path(),
+        RunArgs {
+            scan: args,
+            gate: GateArgs {
+                strict,
+                ..GateArgs::default()
+            },
+            ..RunArgs::default()
+        },
+    );
     let ctx = Context::new(settings).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = Ui::hidden();
     fanscan::scan(&ctx, &ui).await.unwrap()
 }
 

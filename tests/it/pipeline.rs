@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use fanscan::{Context, PlannerKind, Report, RunControl, ScanArgs, Ui};
+use fanscan::{Context, PlannerKind, ProviderArgs, Report, RunArgs, RunControl, ScanArgs, Ui};
 
 use crate::common::{
     MockModel, Repo, auditor_behaviour, findings_turn, task_files, text_turn, tool_turn,
@@ -58,11 +58,9 @@ async fn scan(
     control: RunControl,
     transcripts: Option<std::path::PathBuf>,
 ) -> Report {
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts,
-        control,
-    };
+    let ui = Ui::hidden()
+        .with_transcripts(transcripts)
+        .with_control(control);
     fanscan::scan(ctx, &ui).await.unwrap()
 }
 
@@ -283,8 +281,16 @@ async fn the_same_finding_from_two_groups_is_one_finding() {
 async fn requests_are_spread_by_the_shared_rate_limiter() {
     let repo = tree();
     let mock = MockModel::openai(auditor_behaviour("risky_")).await;
-    let mut settings = mock.settings(repo.path(), &small_groups(4));
-    settings.rpm = 600; // one request every 100 ms, whatever the concurrency
+    let args = RunArgs {
+        // One request every 100 ms, whatever the concurrency.
+        provider: ProviderArgs {
+            rpm: Some(600),
+            ..ProviderArgs::default()
+        },
+        scan: small_groups(4),
+        ..RunArgs::default()
+    };
+    let settings = mock.settings_with(repo.path(), args);
     let ctx = Context::new(settings).unwrap();
     let report = scan(&ctx, RunControl::default(), None).await;
     assert!(report.complete);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use fanscan::{Context, ProviderKind, Report, RunControl, ScanArgs, Ui};
+use fanscan::{Context, ProviderArgs, ProviderKind, Report, RunArgs, ScanArgs, Ui};
 
 use crate::common::{Behaviour, MockModel, Repo, auditor_behaviour};
 
@@ -29,6 +29,14 @@ fn tree(dirs: usize) -> Repo {
     Repo::new(&refs)
 }
 
+fn run_args(provider: ProviderArgs, scan: ScanArgs) -> RunArgs {
+    RunArgs {
+        provider,
+        scan,
+        ..RunArgs::default()
+    }
+}
+
 fn one_dir_per_group(jobs: usize) -> ScanArgs {
     ScanArgs {
         group_tokens: Some(110),
@@ -38,11 +46,7 @@ fn one_dir_per_group(jobs: usize) -> ScanArgs {
 }
 
 async fn scan(ctx: &Context) -> Report {
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = Ui::hidden();
     fanscan::scan(ctx, &ui).await.unwrap()
 }
 
@@ -74,8 +78,11 @@ async fn a_run_where_a_fifth_of_calls_fail_still_reports_every_group() {
     // One agent at a time: faults fall on every other request by index, so
     // no call meets two in a row (with agents interleaving, one call could
     // meet five and rightly fail: the test would depend on scheduling).
-    let mut settings = mock.settings(repo.path(), &one_dir_per_group(1));
-    settings.timeout = Duration::from_secs(1);
+    let provider = ProviderArgs {
+        timeout: Some(1),
+        ..ProviderArgs::default()
+    };
+    let settings = mock.settings_with(repo.path(), run_args(provider, one_dir_per_group(1)));
     let ctx = Context::new(settings).unwrap();
     let report = scan(&ctx).await;
     assert!(
@@ -180,11 +187,14 @@ async fn concurrency_shrinks_under_a_429_storm_and_recovers() {
 async fn a_token_budget_stops_the_run_inside_it_with_a_complete_partial_report() {
     let repo = tree(6);
     let mock = MockModel::openai(auditor_behaviour("risky")).await;
-    let mut settings = mock.settings(repo.path(), &one_dir_per_group(1));
     // A group starts only when its estimate (about 4,400 tokens: two turns
     // of its prefix) fits beside what was spent; the mock charges 110 a
     // call, so two groups run and the third does not fit.
-    settings.max_tokens = Some(5_000);
+    let budget = ScanArgs {
+        max_tokens: Some(5_000),
+        ..one_dir_per_group(1)
+    };
+    let settings = mock.settings_with(repo.path(), run_args(ProviderArgs::default(), budget));
     let ctx = Context::new(settings).unwrap();
     let report = scan(&ctx).await;
     assert!(!report.complete);
@@ -231,8 +241,11 @@ async fn reaching_the_token_budget_mid_agent_asks_for_its_summary() {
         ResponseTemplate::new(200).set_body_json(crate::common::metered(turn, body))
     }))
     .await;
-    let mut settings = mock.settings(repo.path(), &one_dir_per_group(1));
-    settings.max_tokens = Some(12_000);
+    let budget = ScanArgs {
+        max_tokens: Some(12_000),
+        ..one_dir_per_group(1)
+    };
+    let settings = mock.settings_with(repo.path(), run_args(ProviderArgs::default(), budget));
     let ctx = Context::new(settings).unwrap();
     let report = scan(&ctx).await;
     assert!(!report.complete);
@@ -252,8 +265,11 @@ async fn reaching_the_token_budget_mid_agent_asks_for_its_summary() {
 async fn a_cost_budget_needs_a_known_price() {
     let repo = tree(1);
     let mock = MockModel::openai(auditor_behaviour("risky")).await;
-    let mut settings = mock.settings(repo.path(), &one_dir_per_group(1));
-    settings.max_cost = Some(1.0);
+    let budget = ScanArgs {
+        max_cost: Some(1.0),
+        ..one_dir_per_group(1)
+    };
+    let settings = mock.settings_with(repo.path(), run_args(ProviderArgs::default(), budget));
     let error = Context::new(settings).err().unwrap().to_string();
     assert!(error.contains("not in the price table"), "{error}");
 }
@@ -404,8 +420,11 @@ async fn a_time_budget_stops_the_run_and_keeps_what_was_done() {
         inner(body, i).set_delay(Duration::from_millis(120))
     }))
     .await;
-    let mut settings = mock.settings(repo.path(), &one_dir_per_group(1));
-    settings.max_duration = Some(Duration::from_millis(500));
+    let budget = ScanArgs {
+        max_duration: Some("500ms".into()),
+        ..one_dir_per_group(1)
+    };
+    let settings = mock.settings_with(repo.path(), run_args(ProviderArgs::default(), budget));
     let ctx = Context::new(settings).unwrap();
     let report = scan(&ctx).await;
     assert!(!report.complete);
@@ -437,8 +456,11 @@ async fn a_quota_never_turns_into_failed_groups() {
         }
     }))
     .await;
-    let mut settings = mock.settings(repo.path(), &one_dir_per_group(1));
-    settings.max_attempts = 2;
+    let provider = ProviderArgs {
+        max_attempts: Some(2),
+        ..ProviderArgs::default()
+    };
+    let settings = mock.settings_with(repo.path(), run_args(provider, one_dir_per_group(1)));
     let ctx = Context::new(settings).unwrap();
     let report = scan(&ctx).await;
     assert!(report.complete, "{:?}", report.groups);

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use fanscan::{Context, Report, RunControl, ScanArgs, Shard, Ui};
+use fanscan::{Context, Report, RunArgs, ScanArgs, Shard, ShardArgs, Ui};
 
 use crate::common::{MockModel, Repo, auditor_behaviour, fanscan};
 
@@ -328,11 +328,7 @@ fn shard_from_env_takes_the_completion_index() {
 }
 
 fn hidden_ui() -> Ui {
-    Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    }
+    Ui::hidden()
 }
 
 /// The groups whose audit task the model was sent, from request `from` on.
@@ -365,8 +361,18 @@ async fn shards_against_a_model_ask_each_group_once_and_merge_to_one_run() {
     let mut asked = Vec::new();
     for k in 1..=2 {
         let from = mock.requests().len();
-        let mut settings = mock.settings(repo.path(), &args);
-        settings.shard = Some(Shard::parse(&format!("{k}/2")).unwrap());
+        let shard = ShardArgs {
+            shard: Some(Shard::parse(&format!("{k}/2")).unwrap()),
+            ..ShardArgs::default()
+        };
+        let settings = mock.settings_with(
+            repo.path(),
+            RunArgs {
+                scan: args.clone(),
+                shard,
+                ..RunArgs::default()
+            },
+        );
         let ctx = Context::new(settings).unwrap();
         let part = fanscan::scan(&ctx, &hidden_ui()).await.unwrap();
         let shard = part.shard.clone().unwrap();

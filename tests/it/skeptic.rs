@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use fanscan::{Context, FailOn, Format, Report, RunControl, Stance, Ui, exit};
+use fanscan::{Context, FailOn, Format, Report, RunArgs, Stance, Ui, exit};
 
 use crate::common::{MockModel, Repo, fanscan, findings_turn, task_files, text_turn, tool_turn};
 
@@ -71,15 +71,21 @@ fn located_claim() -> Value {
            "detail": "d", "evidence": "db.py (5): the query is built from the argument"})
 }
 
+/// The arguments of a scan whose skeptic challenges from `level` on.
+fn challenge(level: FailOn) -> RunArgs {
+    RunArgs {
+        gate: fanscan::GateArgs {
+            challenge: Some(level),
+            ..fanscan::GateArgs::default()
+        },
+        ..RunArgs::default()
+    }
+}
+
 async fn run(mock: &MockModel, repo: &Path) -> Report {
-    let mut settings = mock.settings(repo, &fanscan::ScanArgs::default());
-    settings.challenge = FailOn::High;
+    let settings = mock.settings_with(repo, challenge(FailOn::High));
     let ctx = Context::new(settings).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = Ui::hidden();
     fanscan::scan(&ctx, &ui).await.unwrap()
 }
 
@@ -320,14 +326,9 @@ async fn an_unchanged_rescan_asks_the_skeptic_nothing() {
 async fn challenge_never_skips_the_stage() {
     let repo = repo();
     let mock = MockModel::openai(model(sink_finding(), r#"{"verdicts": []}"#)).await;
-    let mut settings = mock.settings(repo.path(), &fanscan::ScanArgs::default());
-    settings.challenge = FailOn::Never;
+    let settings = mock.settings_with(repo.path(), challenge(FailOn::Never));
     let ctx = Context::new(settings).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = Ui::hidden();
     let report = fanscan::scan(&ctx, &ui).await.unwrap();
     assert_eq!(skeptic_requests(&mock), 0);
     assert!(report.findings[0].challenge.is_none());
@@ -405,15 +406,18 @@ async fn a_budget_stop_leaves_unchallenged_findings_as_they_are_and_says_so() {
         ResponseTemplate::new(200).set_body_json(reply)
     }))
     .await;
-    let mut settings = mock.settings(repo.path(), &fanscan::ScanArgs::default());
-    settings.challenge = FailOn::High;
-    settings.max_tokens = Some(4400);
+    let settings = mock.settings_with(
+        repo.path(),
+        RunArgs {
+            scan: fanscan::ScanArgs {
+                max_tokens: Some(4400),
+                ..fanscan::ScanArgs::default()
+            },
+            ..challenge(FailOn::High)
+        },
+    );
     let ctx = Context::new(settings).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = Ui::hidden();
     let report = fanscan::scan(&ctx, &ui).await.unwrap();
     assert_eq!(skeptic_requests(&mock), 0);
     assert_eq!(report.findings.len(), 1, "kept as verified");

@@ -3,7 +3,7 @@
 //! Volatile fields (the absolute root, the start time, the duration) are
 //! blanked on the report value before it is rendered.
 
-use fanscan::{Context, Format, ProviderArgs, Report, RunControl, ScanArgs, Settings, Ui};
+use fanscan::{Context, Format, ProviderArgs, Report, ScanArgs, Settings, Ui};
 
 use crate::cli::planted;
 use crate::common::fanscan;
@@ -19,11 +19,7 @@ async fn offline_report() -> Report {
     })
     .unwrap();
     let ctx = Context::new(settings).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = Ui::hidden();
     let mut report = fanscan::scan(&ctx, &ui).await.unwrap();
     report.root = "[root]".into();
     report.started_at = "[started_at]".into();

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use fanscan::{Context, Report, RunControl, ScanArgs, Ui};
+use fanscan::{Context, ProviderArgs, Report, RunArgs, ScanArgs, Ui};
 
 use crate::common::{MockModel, Repo, auditor_behaviour, fanscan, task_files};
 
@@ -40,14 +40,17 @@ fn one_group_per_dir() -> ScanArgs {
 }
 
 async fn scan_with(mock: &MockModel, repo: &Repo, scan: &ScanArgs, model: &str) -> Report {
-    let mut settings = mock.settings(repo.path(), scan);
-    settings.model = model.to_string();
-    let ctx = Context::new(settings).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
+    let args = RunArgs {
+        provider: ProviderArgs {
+            model: Some(model.to_string()),
+            ..ProviderArgs::default()
+        },
+        scan: scan.clone(),
+        ..RunArgs::default()
     };
+    let settings = mock.settings_with(repo.path(), args);
+    let ctx = Context::new(settings).unwrap();
+    let ui = Ui::hidden();
     fanscan::scan(&ctx, &ui).await.unwrap()
 }
 
@@ -508,13 +511,7 @@ async fn a_store_outside_the_repository_changes_nothing_a_rescan_sees() {
     let mock = MockModel::openai(auditor_behaviour("risky_")).await;
     let scan = || async {
         let ctx = Context::new(mock.settings(&root, &args)).unwrap();
-        let ui = Ui {
-            multi: indicatif::MultiProgress::with_draw_target(
-                indicatif::ProgressDrawTarget::hidden(),
-            ),
-            transcripts: None,
-            control: RunControl::default(),
-        };
+        let ui = Ui::hidden();
         fanscan::scan(&ctx, &ui).await.unwrap()
     };
     let planned = |report: &Report| -> BTreeSet<String> {

@@ -5,7 +5,7 @@
 use serde_json::json;
 use wiremock::ResponseTemplate;
 
-use fanscan::{Context, Report, RunControl, ScanArgs, Ui};
+use fanscan::{Context, Report, ScanArgs, Ui};
 
 use crate::common::{MockModel, Repo, auditor_behaviour};
 
@@ -27,11 +27,7 @@ fn one_group_per_dir() -> ScanArgs {
 }
 
 async fn scan(ctx: &Context) -> Report {
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = Ui::hidden();
     fanscan::scan(ctx, &ui).await.unwrap()
 }
 
@@ -189,10 +185,13 @@ async fn a_token_budget_stops_the_run_within_ten_percent_of_it() {
     assert_eq!(full.groups.len(), 12);
     let whole = full.stats.input_tokens + full.stats.output_tokens;
     let budget = whole / 2;
-    let mut settings = mock.settings(repo.path(), &args);
-    settings.max_tokens = Some(budget);
-    // Fresh calls, not the first run's results from the run store.
-    settings.cache = false;
+    let budgeted = ScanArgs {
+        max_tokens: Some(budget),
+        // Fresh calls, not the first run's results from the run store.
+        no_cache: true,
+        ..args
+    };
+    let settings = mock.settings(repo.path(), &budgeted);
     let report = scan(&Context::new(settings).unwrap()).await;
     let spent = report.stats.input_tokens + report.stats.output_tokens;
     eprintln!(

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use fanscan::{ProviderArgs, ProviderKind, ScanArgs, Settings};
+use fanscan::{ProviderArgs, ProviderKind, RunArgs, ScanArgs, Settings};
 
 /// A temporary repository.
 pub struct Repo {
@@ -186,6 +186,21 @@ impl MockModel {
             ..ProviderArgs::default()
         };
         Settings::resolve(repo, &provider, scan, None, &|_| None).unwrap()
+    }
+
+    /// Settings from `args` for a run against this server with the OpenAI
+    /// provider: the server's provider, URL and model (unless `args` names
+    /// one) over `args.provider`.
+    pub fn settings_with(&self, repo: &Path, args: RunArgs) -> Settings {
+        let provider = ProviderArgs {
+            provider: Some(ProviderKind::Openai),
+            model: Some(args.provider.model.unwrap_or_else(|| "mock-model".into())),
+            base_url: Some(self.base_url()),
+            timeout: Some(args.provider.timeout.unwrap_or(10)),
+            ..args.provider
+        };
+        let args = RunArgs { provider, ..args };
+        Settings::from_args(repo, &args, &|_| None).unwrap()
     }
 }
 
