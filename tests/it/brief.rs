@@ -5,17 +5,13 @@
 
 use std::path::Path;
 
-use fanscan::{BriefSource, Context, Report, RunControl, ScanArgs, Ui};
+use fanscan::{BriefSource, Context, Report, RunControl, ScanArgs};
 
-use crate::common::{BRIEF_TEXT, MockModel, Repo, auditor_behaviour};
+use crate::common::{BRIEF_TEXT, MockModel, Repo, auditor_behaviour, git};
 
 async fn scan(mock: &MockModel, repo: &Path, args: &ScanArgs) -> Report {
     let ctx = Context::new(mock.settings(repo, args)).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = crate::common::hidden_ui(RunControl::default());
     fanscan::scan(&ctx, &ui).await.unwrap()
 }
 
@@ -133,23 +129,6 @@ async fn the_repositorys_brief_file_replaces_the_agent() {
             .all(|p| p.contains("runs on an air-gapped host")),
         "every auditor is given it"
     );
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
 #[tokio::test]

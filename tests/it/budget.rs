@@ -5,7 +5,7 @@
 
 use wiremock::ResponseTemplate;
 
-use fanscan::{AgentStatus, Context, Report, RunControl, ScanArgs, Ui};
+use fanscan::{AgentStatus, Context, Report, RunControl, ScanArgs};
 
 use crate::common::{MockModel, Repo, auditor_reply, metered};
 
@@ -53,11 +53,7 @@ fn args() -> ScanArgs {
 }
 
 async fn scan(ctx: &Context) -> Report {
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = crate::common::hidden_ui(RunControl::default());
     fanscan::scan(ctx, &ui).await.unwrap()
 }
 

@@ -5,17 +5,13 @@
 
 use serde_json::{Value, json};
 
-use fanscan::{Context, Format, Report, RunControl, ScanArgs, Ui};
+use fanscan::{Context, Format, Report, RunControl, ScanArgs};
 
 use crate::common::{MockModel, Repo, findings_turn};
 use crate::formats::schema_errors;
 
 async fn scan(ctx: &Context) -> Report {
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = crate::common::hidden_ui(RunControl::default());
     fanscan::scan(ctx, &ui).await.unwrap()
 }
 

@@ -10,7 +10,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use fanscan::{Context, Format, GateArgs, Report, RunControl, ScanArgs, Ui, exit};
+use fanscan::{Context, Format, GateArgs, Report, RunControl, ScanArgs, exit};
 
 use crate::common::{MockModel, Repo, fanscan, findings_turn};
 use crate::formats::schema_errors;
@@ -50,11 +50,7 @@ async fn scan(mock: &MockModel, repo: &Repo, strict: bool) -> Report {
         ..GateArgs::default()
     });
     let ctx = Context::new(settings).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = crate::common::hidden_ui(RunControl::default());
     fanscan::scan(&ctx, &ui).await.unwrap()
 }
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 use sha2::Digest;
 
-use fanscan::{Context, Format, ProviderArgs, Report, RunControl, ScanArgs, Settings, Ui, exit};
+use fanscan::{Context, Format, ProviderArgs, Report, RunControl, ScanArgs, Settings, exit};
 
 use crate::cli::planted;
 use crate::common::{Repo, fanscan};
@@ -25,11 +25,7 @@ async fn scan(repo: &Path, args: &ScanArgs) -> Report {
     let settings =
         Settings::resolve(repo, &ProviderArgs::default(), args, None, &|_| None).unwrap();
     let ctx = Context::new(settings).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = crate::common::hidden_ui(RunControl::default());
     fanscan::scan(&ctx, &ui).await.unwrap()
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use fanscan::{Context, ProviderKind, Report, RunControl, ScanArgs, Ui};
+use fanscan::{Context, ProviderKind, Report, RunControl, ScanArgs};
 
 use crate::common::{Behaviour, MockModel, Repo, auditor_behaviour};
 
@@ -38,11 +38,7 @@ fn one_dir_per_group(jobs: usize) -> ScanArgs {
 }
 
 async fn scan(ctx: &Context) -> Report {
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = crate::common::hidden_ui(RunControl::default());
     fanscan::scan(ctx, &ui).await.unwrap()
 }
 

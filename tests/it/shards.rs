@@ -14,22 +14,14 @@ use crate::common::{MockModel, Repo, auditor_behaviour, fanscan};
 /// has an `.unwrap()` and a TODO the offline rules report.
 fn tree() -> Repo {
     let padding = "// ".to_string() + &"pad ".repeat(28);
-    let mut files = Vec::new();
-    for dir in ["a", "b", "c", "d", "e", "f"] {
-        for i in 0..2 {
-            files.push((
-                format!("{dir}/f{i}.rs"),
-                format!(
-                    "fn f{i}(s: &str) -> u32 {{\n    // TODO: handle errors in {dir}\n    s.parse().unwrap()\n}}\n{padding}\n"
-                ),
-            ));
-        }
-    }
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
-    Repo::new(&refs)
+    Repo::tree(&["a", "b", "c", "d", "e", "f"], 2, |dir, i| {
+        (
+            format!("{dir}/f{i}.rs"),
+            format!(
+                "fn f{i}(s: &str) -> u32 {{\n    // TODO: handle errors in {dir}\n    s.parse().unwrap()\n}}\n{padding}\n"
+            ),
+        )
+    })
 }
 
 const GROUP_TOKENS: &str = "250";
@@ -328,11 +320,7 @@ fn shard_from_env_takes_the_completion_index() {
 }
 
 fn hidden_ui() -> Ui {
-    Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    }
+    crate::common::hidden_ui(RunControl::default())
 }
 
 /// The groups whose audit task the model was sent, from request `from` on.

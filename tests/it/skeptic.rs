@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use fanscan::{Context, FailOn, Format, Report, RunControl, Stance, Ui, exit};
+use fanscan::{Context, FailOn, Format, Report, RunControl, Stance, exit};
 
 use crate::common::{MockModel, Repo, fanscan, findings_turn, task_files, text_turn, tool_turn};
 
@@ -75,11 +75,7 @@ async fn run(mock: &MockModel, repo: &Path) -> Report {
     let mut settings = mock.settings(repo, &fanscan::ScanArgs::default());
     settings.challenge = FailOn::High;
     let ctx = Context::new(settings).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = crate::common::hidden_ui(RunControl::default());
     fanscan::scan(&ctx, &ui).await.unwrap()
 }
 
@@ -323,11 +319,7 @@ async fn challenge_never_skips_the_stage() {
     let mut settings = mock.settings(repo.path(), &fanscan::ScanArgs::default());
     settings.challenge = FailOn::Never;
     let ctx = Context::new(settings).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = crate::common::hidden_ui(RunControl::default());
     let report = fanscan::scan(&ctx, &ui).await.unwrap();
     assert_eq!(skeptic_requests(&mock), 0);
     assert!(report.findings[0].challenge.is_none());
@@ -409,11 +401,7 @@ async fn a_budget_stop_leaves_unchallenged_findings_as_they_are_and_says_so() {
     settings.challenge = FailOn::High;
     settings.max_tokens = Some(4400);
     let ctx = Context::new(settings).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = crate::common::hidden_ui(RunControl::default());
     let report = fanscan::scan(&ctx, &ui).await.unwrap();
     assert_eq!(skeptic_requests(&mock), 0);
     assert_eq!(report.findings.len(), 1, "kept as verified");

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use fanscan::{Context, PlannerKind, RunControl, ScanArgs, Ui};
+use fanscan::{Context, PlannerKind, RunControl, ScanArgs};
 
 use crate::common::{MockModel, Repo, fanscan, findings_turn, task_files, text_turn};
 
@@ -237,11 +237,7 @@ async fn an_llm_plan_that_mixes_agents_is_split_and_each_agent_sees_only_its_fil
         ..ScanArgs::default()
     };
     let ctx = Context::new(mock.settings(repo.path(), &scan)).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = crate::common::hidden_ui(RunControl::default());
     let report = fanscan::scan(&ctx, &ui).await.unwrap();
     assert!(report.complete, "{:?}", report.incomplete_reasons);
     let plan = serde_json::to_value(&report.plan).unwrap();
@@ -331,11 +327,7 @@ async fn the_llm_planner_picks_delegable_agents_validated() {
         ..ScanArgs::default()
     };
     let ctx = Context::new(mock.settings(repo.path(), &scan)).unwrap();
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = crate::common::hidden_ui(RunControl::default());
     let report = fanscan::scan(&ctx, &ui).await.unwrap();
     let agents: Vec<(&str, &str)> = report
         .groups
@@ -388,11 +380,7 @@ async fn a_group_routed_to_another_agent_is_not_taken_from_the_first_agents_cach
         group_tokens: Some(100),
         ..ScanArgs::default()
     };
-    let ui = || Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = || crate::common::hidden_ui(RunControl::default());
     let py_group = |report: &fanscan::Report| {
         report
             .groups

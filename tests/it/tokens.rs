@@ -5,7 +5,7 @@
 use serde_json::json;
 use wiremock::ResponseTemplate;
 
-use fanscan::{Context, Report, RunControl, ScanArgs, Ui};
+use fanscan::{Context, Report, RunControl, ScanArgs};
 
 use crate::common::{MockModel, Repo, auditor_behaviour};
 
@@ -27,11 +27,7 @@ fn one_group_per_dir() -> ScanArgs {
 }
 
 async fn scan(ctx: &Context) -> Report {
-    let ui = Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    };
+    let ui = crate::common::hidden_ui(RunControl::default());
     fanscan::scan(ctx, &ui).await.unwrap()
 }
 
