@@ -21,6 +21,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The fixtures shared with the integration tests: each bench uses a part.
+#[allow(dead_code, unreachable_pub, unused_imports)]
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -29,9 +34,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use fanscan::{
-    Context, Format, ProviderArgs, ProviderKind, Report, RunControl, ScanArgs, Settings, Shard, Ui,
-};
+use fanscan::{Context, Format, ProviderKind, Report, RunControl, ScanArgs, Settings, Shard, Ui};
 
 struct Scale {
     dirs: usize,
@@ -96,15 +99,6 @@ struct Model {
     delay: Duration,
 }
 
-fn turn(message: Value, finish: &str) -> Value {
-    json!({"choices": [{"index": 0, "message": message, "finish_reason": finish}],
-           "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}})
-}
-
-fn text(text: &str) -> Value {
-    turn(json!({"role": "assistant", "content": text}), "stop")
-}
-
 fn answer(body: &Value) -> Value {
     let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
     let task = messages
@@ -113,7 +107,7 @@ fn answer(body: &Value) -> Value {
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default();
     if task.starts_with("TASK: reduce") {
-        return text("```json\n{\"summary\": \"Synthetic run.\", \"ranking\": []}\n```");
+        return common::reducer_turn();
     }
     // Files come preloaded in the task (`<file path="...">`, numbered
     // lines) or as read_file results.
@@ -137,7 +131,7 @@ fn answer(body: &Value) -> Value {
         }
     }
     findings.dedup();
-    text(&format!(
+    common::text_turn(&format!(
         "Reviewed.\n```json\n{}\n```\n[TASK_COMPLETE]",
         json!({ "findings": findings })
     ))
@@ -166,13 +160,6 @@ async fn mock(delay: Duration) -> MockServer {
 }
 
 fn settings(root: &Path, server: &MockServer, store: Option<&Path>) -> Settings {
-    let provider = ProviderArgs {
-        provider: Some(ProviderKind::Openai),
-        model: Some("mock-model".into()),
-        base_url: Some(format!("{}/v1", server.uri())),
-        timeout: Some(60),
-        ..ProviderArgs::default()
-    };
     let scan = ScanArgs {
         jobs: Some(16),
         // Four ~70-token files: one group a directory.
@@ -182,15 +169,12 @@ fn settings(root: &Path, server: &MockServer, store: Option<&Path>) -> Settings 
         no_store: store.is_none(),
         ..ScanArgs::default()
     };
-    Settings::resolve(root, &provider, &scan, None, &|_| None).unwrap()
+    let base = format!("{}/v1", server.uri());
+    common::provider_settings(ProviderKind::Openai, &base, 60, root, &scan)
 }
 
 fn ui() -> Ui {
-    Ui {
-        multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden()),
-        transcripts: None,
-        control: RunControl::default(),
-    }
+    common::hidden_ui(RunControl::default())
 }
 
 /// One scan: its report, wall time (setup included, as the command) and
