@@ -15,6 +15,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The fixtures shared with the integration tests: each bench uses a part.
+#[allow(dead_code, unreachable_pub, unused_imports)]
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -22,7 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -172,21 +177,17 @@ fn child(scenario: &str, bench: bool) {
     let mut server_out = server
         .as_mut()
         .map(|s| BufReader::new(s.stdout.take().unwrap()));
-    let provider = match &mut server_out {
+    let settings = match &mut server_out {
         Some(out) => {
             let mut uri = String::new();
             out.read_line(&mut uri).unwrap();
-            ProviderArgs {
-                provider: Some(ProviderKind::Openai),
-                model: Some("mock-model".into()),
-                base_url: Some(format!("{}/v1", uri.trim())),
-                timeout: Some(120),
-                ..ProviderArgs::default()
-            }
+            let base = format!("{}/v1", uri.trim());
+            common::provider_settings(ProviderKind::Openai, &base, 120, dir.path(), &scan)
         }
-        None => ProviderArgs::default(),
+        None => {
+            Settings::resolve(dir.path(), &ProviderArgs::default(), &scan, None, &|_| None).unwrap()
+        }
     };
-    let settings = Settings::resolve(dir.path(), &provider, &scan, None, &|_| None).unwrap();
     let ctx = Context::new(settings).unwrap();
     let baseline = status_field("VmHWM");
     let ui = Ui::hidden();
@@ -233,72 +234,10 @@ fn child(scenario: &str, bench: bool) {
 
 struct Auditor;
 
-fn turn(message: Value, finish: &str) -> Value {
-    json!({"choices": [{"index": 0, "message": message, "finish_reason": finish}],
-           "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}})
-}
-
-fn text_turn(text: &str) -> Value {
-    turn(json!({"role": "assistant", "content": text}), "stop")
-}
-
 impl Respond for Auditor {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
-        let task = messages
-            .iter()
-            .find(|m| m["role"] == "user")
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or_default();
-        let answer = if task.starts_with("TASK: reduce") {
-            text_turn("```json\n{\"summary\": \"Synthetic run.\", \"ranking\": []}\n```")
-        } else {
-            let results: Vec<&str> = messages
-                .iter()
-                .filter(|m| m["role"] == "tool")
-                .filter_map(|m| m["content"].as_str())
-                .collect();
-            if body["tool_choice"] == "none" || !results.is_empty() {
-                let mut findings = Vec::new();
-                for content in results {
-                    let path = content
-                        .lines()
-                        .next()
-                        .and_then(|h| h.rsplit_once(" ("))
-                        .map(|(p, _)| p);
-                    for line in content.lines().skip(1) {
-                        if let Some((n, text)) = line.split_once('\t')
-                            && text.contains("risky_call")
-                        {
-                            findings.push(json!({"path": path, "line": n.trim().parse::<u32>().unwrap_or(0),
-                                "severity": "medium", "title": "unchecked risky_call", "detail": "d",
-                                "evidence": text.trim()}));
-                        }
-                    }
-                }
-                text_turn(&format!(
-                    "Reviewed.\n```json\n{}\n```\n[TASK_COMPLETE]",
-                    json!({ "findings": findings })
-                ))
-            } else {
-                let calls: Vec<Value> = task
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("- "))
-                    .filter_map(|l| l.rsplit_once(" (").map(|(p, _)| p))
-                    .enumerate()
-                    .map(|(i, p)| {
-                        json!({"id": format!("call_{i}"), "type": "function",
-                               "function": {"name": "read_file", "arguments": json!({"path": p}).to_string()}})
-                    })
-                    .collect();
-                turn(
-                    json!({"role": "assistant", "content": null, "tool_calls": calls}),
-                    "tool_calls",
-                )
-            }
-        };
-        ResponseTemplate::new(200).set_body_json(answer)
+        ResponseTemplate::new(200).set_body_json(common::scan_reply("risky_call", &body))
     }
 }
 

@@ -31,6 +31,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The fixtures shared with the integration tests: each bench uses a part.
+#[allow(dead_code, unreachable_pub, unused_imports)]
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::cell::RefCell;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -397,71 +402,6 @@ struct Auditor {
     thread: Arc<OnceLock<String>>,
 }
 
-fn turn(message: Value, finish: &str) -> Value {
-    json!({"choices": [{"index": 0, "message": message, "finish_reason": finish}],
-           "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}})
-}
-
-fn text_turn(text: &str) -> Value {
-    turn(json!({"role": "assistant", "content": text}), "stop")
-}
-
-fn audit_answer(body: &Value) -> Value {
-    let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
-    let task = messages
-        .iter()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default();
-    if task.starts_with("TASK: reduce") {
-        return text_turn("```json\n{\"summary\": \"Synthetic run.\", \"ranking\": []}\n```");
-    }
-    let results: Vec<&str> = messages
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .filter_map(|m| m["content"].as_str())
-        .collect();
-    if body["tool_choice"] == "none" || !results.is_empty() {
-        let mut findings = Vec::new();
-        for content in results {
-            let path = content
-                .lines()
-                .next()
-                .and_then(|h| h.rsplit_once(" ("))
-                .map(|(p, _)| p);
-            for line in content.lines().skip(1) {
-                if let Some((n, text)) = line.split_once('\t')
-                    && text.contains("risky_call")
-                {
-                    findings.push(
-                        json!({"path": path, "line": n.trim().parse::<u32>().unwrap_or(0),
-                        "severity": "medium", "title": "unchecked risky_call", "detail": "d",
-                        "evidence": text.trim()}),
-                    );
-                }
-            }
-        }
-        return text_turn(&format!(
-            "Reviewed.\n```json\n{}\n```\n[TASK_COMPLETE]",
-            json!({ "findings": findings })
-        ));
-    }
-    let calls: Vec<Value> = task
-        .lines()
-        .filter_map(|l| l.strip_prefix("- "))
-        .filter_map(|l| l.rsplit_once(" (").map(|(p, _)| p))
-        .enumerate()
-        .map(|(i, p)| {
-            json!({"id": format!("call_{i}"), "type": "function",
-                   "function": {"name": "read_file", "arguments": json!({"path": p}).to_string()}})
-        })
-        .collect();
-    turn(
-        json!({"role": "assistant", "content": null, "tool_calls": calls}),
-        "tool_calls",
-    )
-}
-
 impl Respond for Auditor {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         self.thread.get_or_init(|| {
@@ -489,7 +429,8 @@ impl Respond for Auditor {
             b.accepted.push(now);
         }
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        let answer = ResponseTemplate::new(200).set_body_json(audit_answer(&body));
+        let answer =
+            ResponseTemplate::new(200).set_body_json(common::scan_reply("risky_call", &body));
         if self.delay.is_zero() {
             answer
         } else {
@@ -543,10 +484,6 @@ fn run_args(server: &MockServer, jobs: usize, rpm: u32) -> RunArgs {
         scan,
         ..RunArgs::default()
     }
-}
-
-fn hidden_ui(control: RunControl) -> Ui {
-    Ui::hidden().with_control(control)
 }
 
 // ---------------------------------------------------------------------------
@@ -703,9 +640,7 @@ fn rate_limiting(scale: &Scale) -> Vec<String> {
     let settings = settings(dir.path(), &server, 8, RPM);
     let ctx = Context::new(settings).unwrap();
     let start = Instant::now();
-    let report = rt
-        .block_on(fanscan::scan(&ctx, &hidden_ui(RunControl::default())))
-        .unwrap();
+    let report = rt.block_on(fanscan::scan(&ctx, &Ui::hidden())).unwrap();
     let wall = start.elapsed();
     let b = bucket.lock().unwrap();
     let accepted = b.accepted.len();
@@ -765,7 +700,7 @@ fn cautious_answer(body: &Value) -> Value {
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default();
     let reply = if task.starts_with("TASK: reduce") {
-        text_turn("```json\n{\"summary\": \"Synthetic run.\", \"ranking\": []}\n```")
+        common::reducer_turn()
     } else {
         let listed: Vec<&str> = task
             .lines()
@@ -783,20 +718,21 @@ fn cautious_answer(body: &Value) -> Value {
         };
         let unread: Vec<&str> = listed.into_iter().filter(|p| !seen(p)).take(2).collect();
         if body["tool_choice"] == "none" || unread.is_empty() {
-            text_turn("Reviewed.\n```json\n{\"findings\": []}\n```\n[TASK_COMPLETE]")
+            common::text_turn("Reviewed.\n```json\n{\"findings\": []}\n```\n[TASK_COMPLETE]")
         } else {
-            let calls: Vec<Value> = unread
+            let calls: Vec<(String, String)> = unread
                 .iter()
                 .enumerate()
                 .map(|(i, p)| {
-                    json!({"id": format!("c{}_{i}", messages.len()), "type": "function",
-                           "function": {"name": "read_file", "arguments": json!({"path": p}).to_string()}})
+                    let id = format!("c{}_{i}", messages.len());
+                    (id, json!({"path": p}).to_string())
                 })
                 .collect();
-            turn(
-                json!({"role": "assistant", "content": null, "tool_calls": calls}),
-                "tool_calls",
-            )
+            let calls: Vec<(&str, &str, &str)> = calls
+                .iter()
+                .map(|(id, args)| (id.as_str(), "read_file", args.as_str()))
+                .collect();
+            common::tool_turn(&calls)
         }
     };
     let prompt = text_tokens(body);
@@ -895,9 +831,7 @@ fn tokens_per_group(scale: &Scale) -> Vec<String> {
         args.scan.group_tokens = Some(24_000);
         args.scan.exclude = vec![".fanscan/**".into()];
         let ctx = Context::new(Settings::from_args(dir.path(), &args, &|_| None).unwrap()).unwrap();
-        let report = rt
-            .block_on(fanscan::scan(&ctx, &hidden_ui(RunControl::default())))
-            .unwrap();
+        let report = rt.block_on(fanscan::scan(&ctx, &Ui::hidden())).unwrap();
         assert!(report.complete, "{:?}", report.incomplete_reasons);
         let log = log.lock().unwrap().clone();
         let agent_calls: Vec<&(String, u64)> = log.iter().filter(|(k, _)| k != "reducer").collect();

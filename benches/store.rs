@@ -21,6 +21,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The fixtures shared with the integration tests: each bench uses a part.
+#[allow(dead_code, unreachable_pub, unused_imports)]
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -96,15 +101,6 @@ struct Model {
     delay: Duration,
 }
 
-fn turn(message: Value, finish: &str) -> Value {
-    json!({"choices": [{"index": 0, "message": message, "finish_reason": finish}],
-           "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}})
-}
-
-fn text(text: &str) -> Value {
-    turn(json!({"role": "assistant", "content": text}), "stop")
-}
-
 fn answer(body: &Value) -> Value {
     let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
     let task = messages
@@ -113,7 +109,7 @@ fn answer(body: &Value) -> Value {
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default();
     if task.starts_with("TASK: reduce") {
-        return text("```json\n{\"summary\": \"Synthetic run.\", \"ranking\": []}\n```");
+        return common::reducer_turn();
     }
     // Files come preloaded in the task (`<file path="...">`, numbered
     // lines) or as read_file results.
@@ -137,7 +133,7 @@ fn answer(body: &Value) -> Value {
         }
     }
     findings.dedup();
-    text(&format!(
+    common::text_turn(&format!(
         "Reviewed.\n```json\n{}\n```\n[TASK_COMPLETE]",
         json!({ "findings": findings })
     ))

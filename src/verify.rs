@@ -65,7 +65,6 @@ pub(crate) struct Checked {
 pub(crate) type FileLines = BTreeMap<String, Option<Vec<String>>>;
 
 /// Verifies every finding of every report.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn verify(
     reports: &[GroupReport],
     inventory: &Inventory,

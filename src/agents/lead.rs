@@ -393,7 +393,6 @@ mod tests {
 
     use crate::conversation::{ChatRequest, ChatResponse, FinishReason};
     use crate::providers::ProviderError;
-    use std::time::Duration;
 
     use futures::future::BoxFuture;
     use tokio_util::sync::CancellationToken;
@@ -419,6 +418,8 @@ mod tests {
         nested: Mutex<Vec<GroupReport>>,
         definition: AgentDefinition,
         tools: Arc<ToolContext>,
+        /// The run a hanging call cancels, once it is hanging.
+        hang_cancels: Mutex<Option<RunControl>>,
     }
 
     fn task() -> AgentTask {
@@ -476,7 +477,14 @@ mod tests {
                         message: "boom".into(),
                     }),
                     Mode::Panic => panic!("the model panicked"),
-                    Mode::Hang => futures::future::pending().await,
+                    Mode::Hang => {
+                        // Cancelled while the call is in flight, as a
+                        // Ctrl-C during a slow answer.
+                        if let Some(control) = self.hang_cancels.lock().unwrap().take() {
+                            control.abort("test");
+                        }
+                        futures::future::pending().await
+                    }
                 }
             })
         }
@@ -489,6 +497,7 @@ mod tests {
         let provider = Nester {
             mode: Mutex::new(Mode::Answer),
             nested: Mutex::new(Vec::new()),
+            hang_cancels: Mutex::new(None),
             definition: AgentDefinition::parse(
                 "t.md",
                 "---\nname: auditor\ndescription: d\ntools: [read_file]\n---\nx\n",
@@ -513,11 +522,7 @@ mod tests {
             provider.nested.lock().unwrap().clear();
             let control = RunControl::default();
             if mode == Mode::Hang {
-                let cancel = control.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    cancel.abort("test");
-                });
+                *provider.hang_cancels.lock().unwrap() = Some(control.clone());
             }
             let report = run_delegated(
                 AgentRun {

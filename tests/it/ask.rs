@@ -2,8 +2,6 @@
 //! starts, against a scripted model over real HTTP; the offline lead; the
 //! command's output.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
@@ -170,7 +168,10 @@ fn shell_finding() -> Value {
 async fn the_lead_delegates_in_fresh_contexts_concurrently_and_its_citations_are_checked() {
     let repo = repo();
     let question = format!("Where does user input reach a shell? {MARKER}");
-    let mock = MockModel::openai(Box::new(|body, _| {
+    // The sub-agents' first requests are held until both have arrived: they
+    // can only get through if the two tasks run at once.
+    let first_turn_of_a_task = |body: &Value| !is_lead(body) && messages(body).len() == 2;
+    let mock = MockModel::openai_holding(Box::new(|body, _| {
         if is_lead(body) {
             if !has_tool_results(body) {
                 return reply(body, task_turn(&[
@@ -192,15 +193,8 @@ async fn the_lead_delegates_in_fresh_contexts_concurrently_and_its_citations_are
                 "Input reaches a shell at web/app.py:2. Also see nope/x.rs:5 and src/main.rs:99.",
             ));
         }
-        // A sub-agent: its first turn is slow, so two that overlap arrive
-        // well within the delay of each other.
-        if messages(body).len() == 2 {
-            return ResponseTemplate::new(200)
-                .set_body_json(shell_finding())
-                .set_delay(Duration::from_millis(600));
-        }
         reply(body, shell_finding())
-    }))
+    }), 2, first_turn_of_a_task)
     .await;
     let answer = ask(&mock, &repo, &question).await;
     let requests = mock.requests();
@@ -254,16 +248,9 @@ async fn the_lead_delegates_in_fresh_contexts_concurrently_and_its_citations_are
         .unwrap();
     assert!(system_of(&auditor.body).starts_with("You are a senior code auditor"));
 
-    // Both started before either's slow first answer came back.
-    let apart = if security.at > auditor.at {
-        security.at - auditor.at
-    } else {
-        auditor.at - security.at
-    };
-    assert!(
-        apart < Duration::from_millis(400),
-        "the two tasks did not overlap: {apart:?} apart"
-    );
+    // Both were in flight together: each first request was held until the
+    // other had arrived.
+    assert!(mock.hold_met(), "the two tasks did not run at once");
 
     // The lead got back only the summaries, never a transcript.
     let lead_second = requests

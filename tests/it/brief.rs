@@ -7,7 +7,7 @@ use std::path::Path;
 
 use fanscan::{BriefSource, Context, Report, ScanArgs, Ui};
 
-use crate::common::{BRIEF_TEXT, MockModel, Repo, auditor_behaviour};
+use crate::common::{BRIEF_TEXT, MockModel, Repo, auditor_behaviour, git};
 
 async fn scan(mock: &MockModel, repo: &Path, args: &ScanArgs) -> Report {
     let ctx = Context::new(mock.settings(repo, args)).unwrap();
@@ -129,23 +129,6 @@ async fn the_repositorys_brief_file_replaces_the_agent() {
             .all(|p| p.contains("runs on an air-gapped host")),
         "every auditor is given it"
     );
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
 #[tokio::test]

@@ -24,18 +24,12 @@ fn config(path: &str) -> Value {
 /// Six directories, one group each with `group_tokens = 100`.
 fn tree() -> Repo {
     let padding = "// ".to_string() + &"pad ".repeat(50);
-    let mut files = Vec::new();
-    for dir in ["a", "b", "c", "d", "e", "f"] {
-        files.push((
+    Repo::tree(&["a", "b", "c", "d", "e", "f"], 1, |dir, _| {
+        (
             format!("{dir}/lib.rs"),
             format!("fn f(s: &str) -> u32 {{\n    s.parse().unwrap()\n}}\n{padding}\n"),
-        ));
-    }
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
-    Repo::new(&refs)
+        )
+    })
 }
 
 /// The shipped fanscan.toml of the ConfigMap, pointed at the mock and

@@ -13,18 +13,9 @@ use wiremock::ResponseTemplate;
 use fanscan::{Report, exit};
 
 use crate::cli::planted;
-use crate::common::{MockModel, Repo, fanscan, findings_turn, tool_turn};
-
-/// The JSON report of a run.
-fn report_of(out: &Output) -> Report {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not a JSON report ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
+use crate::common::{
+    MockModel, Repo, commit_all, fanscan, findings_turn, git, report_of, tool_turn,
+};
 
 fn code(out: &Output) -> i32 {
     out.status
@@ -38,39 +29,6 @@ fn scan_json(root: &Path, args: &[&str]) -> Output {
     let mut all = vec!["scan", root, "--format", "json", "--quiet"];
     all.extend_from_slice(args);
     fanscan(&all)
-}
-
-/// Runs git in `dir`, with a local identity; panics on failure.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=fanscan test",
-            "-c",
-            "user.email=test@example.com",
-        ])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn commit_all(dir: &Path, message: &str) {
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", message]);
 }
 
 /// Only informational and low findings: a TODO and an unwrap.

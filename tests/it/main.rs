@@ -1,6 +1,7 @@
-//! fanscan's integration tests: one binary, a module per feature, and a
-//! `common` harness (temporary repositories, a mock model server on
-//! 127.0.0.1). No test touches the network or needs an API key.
+//! fanscan's integration tests: one binary, a module per feature, and the
+//! `common` fixtures shared with the benches (`tests/common`: temporary
+//! repositories, a mock model server on 127.0.0.1, running fanscan). No
+//! test touches the network or needs an API key.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
@@ -9,6 +10,9 @@ mod ask;
 mod brief;
 mod budget;
 mod cli;
+// Shared with the benches: each uses a part of it.
+#[allow(dead_code)]
+#[path = "../common/mod.rs"]
 mod common;
 mod configs;
 mod cwe;

@@ -10,26 +10,12 @@ use wiremock::ResponseTemplate;
 use fanscan::{Context, PlannerKind, ProviderArgs, Report, RunArgs, RunControl, ScanArgs, Ui};
 
 use crate::common::{
-    MockModel, Repo, auditor_behaviour, findings_turn, task_files, text_turn, tool_turn,
+    MockModel, Repo, auditor_behaviour, findings_turn, risky_file, task_files, text_turn, tool_turn,
 };
 
+/// Four directories of three ~50-token files.
 fn tree() -> Repo {
-    let mut files = Vec::new();
-    for dir in ["a", "b", "c", "d"] {
-        for i in 0..3 {
-            // About 150 bytes (50 estimated tokens) a file.
-            let padding = "// ".to_string() + &"pad ".repeat(28);
-            files.push((
-                format!("{dir}/f{i}.rs"),
-                format!("fn f{i}() {{\n    let x = risky_{dir}();\n}}\n{padding}\n"),
-            ));
-        }
-    }
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
-    Repo::new(&refs)
+    Repo::tree(&["a", "b", "c", "d"], 3, risky_file)
 }
 
 fn small_groups(jobs: usize) -> ScanArgs {
@@ -320,8 +306,14 @@ async fn requests_are_spread_by_the_shared_rate_limiter() {
 #[tokio::test]
 async fn an_interrupted_scan_still_reports_everything_marked_incomplete() {
     let repo = tree();
-    // A model that would read forever: only a wrap-up ends it early.
-    let mock = MockModel::openai(Box::new(|body, i| {
+    let control = RunControl::default();
+    let trigger = control.clone();
+    // A model that would read forever: only a wrap-up ends it early. The
+    // run is interrupted while the first group's first call is in flight.
+    let mock = MockModel::openai(Box::new(move |body, i| {
+        if i == 0 {
+            trigger.wind_down("interrupted (test).");
+        }
         let turn = if body["tool_choice"] == "none" {
             findings_turn(json!([]))
         } else {
@@ -334,12 +326,6 @@ async fn an_interrupted_scan_still_reports_everything_marked_incomplete() {
     }))
     .await;
     let ctx = Context::new(mock.settings(repo.path(), &small_groups(1))).unwrap();
-    let control = RunControl::default();
-    let trigger = control.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        trigger.wind_down("interrupted (test).");
-    });
     let report = scan(&ctx, control, None).await;
     assert!(!report.complete);
     assert!(

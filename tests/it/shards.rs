@@ -14,22 +14,14 @@ use crate::common::{MockModel, Repo, auditor_behaviour, fanscan};
 /// has an `.unwrap()` and a TODO the offline rules report.
 fn tree() -> Repo {
     let padding = "// ".to_string() + &"pad ".repeat(28);
-    let mut files = Vec::new();
-    for dir in ["a", "b", "c", "d", "e", "f"] {
-        for i in 0..2 {
-            files.push((
-                format!("{dir}/f{i}.rs"),
-                format!(
-                    "fn f{i}(s: &str) -> u32 {{\n    // TODO: handle errors in {dir}\n    s.parse().unwrap()\n}}\n{padding}\n"
-                ),
-            ));
-        }
-    }
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
-    Repo::new(&refs)
+    Repo::tree(&["a", "b", "c", "d", "e", "f"], 2, |dir, i| {
+        (
+            format!("{dir}/f{i}.rs"),
+            format!(
+                "fn f{i}(s: &str) -> u32 {{\n    // TODO: handle errors in {dir}\n    s.parse().unwrap()\n}}\n{padding}\n"
+            ),
+        )
+    })
 }
 
 const GROUP_TOKENS: &str = "250";
@@ -327,10 +319,6 @@ fn shard_from_env_takes_the_completion_index() {
     }
 }
 
-fn hidden_ui() -> Ui {
-    Ui::hidden()
-}
-
 /// The groups whose audit task the model was sent, from request `from` on.
 fn asked_groups(mock: &MockModel, from: usize) -> Vec<String> {
     mock.requests()[from..]
@@ -374,7 +362,7 @@ async fn shards_against_a_model_ask_each_group_once_and_merge_to_one_run() {
             },
         );
         let ctx = Context::new(settings).unwrap();
-        let part = fanscan::scan(&ctx, &hidden_ui()).await.unwrap();
+        let part = fanscan::scan(&ctx, &Ui::hidden()).await.unwrap();
         let shard = part.shard.clone().unwrap();
         // The shard asked the model for its own groups only, and no reducer.
         assert_eq!(asked_groups(&mock, from), {
@@ -393,14 +381,14 @@ async fn shards_against_a_model_ask_each_group_once_and_merge_to_one_run() {
 
     let ctx = Context::new(mock.settings(repo.path(), &args)).unwrap();
     let from = mock.requests().len();
-    let merged = fanscan::merge(&ctx, &hidden_ui(), &parts).await.unwrap();
+    let merged = fanscan::merge(&ctx, &Ui::hidden(), &parts).await.unwrap();
     assert!(
         asked_groups(&mock, from).is_empty(),
         "merge audits nothing again"
     );
 
     let one_ctx = Context::new(mock.settings(repo.path(), &args)).unwrap();
-    let one = fanscan::scan(&one_ctx, &hidden_ui()).await.unwrap();
+    let one = fanscan::scan(&one_ctx, &Ui::hidden()).await.unwrap();
     assert!(!one.findings.is_empty());
     let set = |r: &Report| {
         r.findings

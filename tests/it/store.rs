@@ -3,32 +3,17 @@
 //! SQLite files in temporary repositories, a mock model over real HTTP.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use fanscan::{Context, ProviderArgs, Report, RunArgs, ScanArgs, Ui};
 
-use crate::common::{MockModel, Repo, auditor_behaviour, fanscan, task_files};
+use crate::common::{MockModel, Repo, auditor_behaviour, fanscan, risky_file, task_files};
 
 /// Four directories, one group each; every file calls `risky_<dir>()`.
 fn tree() -> Repo {
-    let mut files = Vec::new();
-    // About 150 bytes (50 estimated tokens) a file.
-    let padding = "// ".to_string() + &"pad ".repeat(28);
-    for dir in ["a", "b", "c", "d"] {
-        for i in 0..2 {
-            files.push((
-                format!("{dir}/f{i}.rs"),
-                format!("fn f{i}() {{\n    let x = risky_{dir}();\n}}\n{padding}\n"),
-            ));
-        }
-    }
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
-    Repo::new(&refs)
+    Repo::tree(&["a", "b", "c", "d"], 2, risky_file)
 }
 
 fn one_group_per_dir() -> ScanArgs {
@@ -257,14 +242,7 @@ async fn a_run_killed_mid_scan_resumes_with_only_the_unfinished_groups() {
     // job a group starts only after the one before was committed. Wait
     // for the third group's first call: two groups are done and committed,
     // the third is in flight.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while mock.requests().len() < 7 {
-        assert!(
-            Instant::now() < deadline,
-            "the scan never reached its third group"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    mock.wait_for_requests(7).await;
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let first_asked = asked_groups(&mock, 0);

@@ -1,11 +1,11 @@
-//! The integration harness: temporary repositories built by code, and an
-//! in-process mock model server on 127.0.0.1 that scripts the model's turns
-//! and records every request.
+//! The mock model: an in-process Chat Completions (or Messages) server on
+//! 127.0.0.1 that scripts the model's turns and records every request, the
+//! turn builders, and a careful auditor to script it with.
 
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
@@ -13,31 +13,8 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use fanscan::{ProviderArgs, ProviderKind, RunArgs, ScanArgs, Settings};
 
-/// A temporary repository.
-pub struct Repo {
-    pub dir: tempfile::TempDir,
-}
-
-impl Repo {
-    pub fn new(files: &[(&str, &str)]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Self { dir };
-        for (path, content) in files {
-            repo.write(path, content);
-        }
-        repo
-    }
-
-    pub fn write(&self, path: &str, content: &str) {
-        let full = self.dir.path().join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(full, content).unwrap();
-    }
-
-    pub fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
+use super::hold::{Hold, front};
+use super::run::provider_settings;
 
 /// One recorded request: its JSON body and when it arrived.
 #[derive(Clone, Debug)]
@@ -55,6 +32,8 @@ struct Model {
     log: Arc<Mutex<Vec<Seen>>>,
     /// The brief agent's requests, answered apart (see [`BRIEF_TEXT`]).
     briefs: Arc<Mutex<Vec<Seen>>>,
+    /// How many requests (the brief's aside) have arrived.
+    arrived: Arc<tokio::sync::watch::Sender<usize>>,
     anthropic: bool,
 }
 
@@ -64,10 +43,17 @@ struct Model {
 /// own tests read [`MockModel::brief_requests`].
 pub const BRIEF_TEXT: &str = "**What it is**: a test repository of the mock model.";
 
-/// Whether `body` is a request of the brief agent (its system prompt).
+/// Whether `raw` is a request of the brief agent (its system prompt).
 fn is_brief(raw: &str) -> bool {
     raw.contains("You write the brief that every auditor")
 }
+
+fn is_brief_value(body: &Value) -> bool {
+    is_brief(&body.to_string())
+}
+
+/// How long [`MockModel::wait_for_requests`] waits before it fails the test.
+const GUARD: Duration = Duration::from_secs(30);
 
 impl Respond for Model {
     fn respond(&self, request: &Request) -> ResponseTemplate {
@@ -97,6 +83,7 @@ impl Respond for Model {
             });
             log.len() - 1
         };
+        self.arrived.send_replace(index + 1);
         (self.behaviour)(&body, index)
     }
 }
@@ -106,6 +93,9 @@ pub struct MockModel {
     pub server: MockServer,
     log: Arc<Mutex<Vec<Seen>>>,
     briefs: Arc<Mutex<Vec<Seen>>>,
+    arrived: Arc<tokio::sync::watch::Sender<usize>>,
+    /// The holding front the client is pointed at, if any.
+    front: Option<(String, Arc<Hold>)>,
 }
 
 impl MockModel {
@@ -123,12 +113,14 @@ impl MockModel {
         let server = MockServer::start().await;
         let log = Arc::new(Mutex::new(Vec::new()));
         let briefs = Arc::new(Mutex::new(Vec::new()));
+        let arrived = Arc::new(tokio::sync::watch::Sender::new(0));
         Mock::given(method("POST"))
             .and(path(route))
             .respond_with(Model {
                 behaviour,
                 log: Arc::clone(&log),
                 briefs: Arc::clone(&briefs),
+                arrived: Arc::clone(&arrived),
                 anthropic: route == "/v1/messages",
             })
             .mount(&server)
@@ -137,7 +129,44 @@ impl MockModel {
             server,
             log,
             briefs,
+            arrived,
+            front: None,
         }
+    }
+
+    /// Serves OpenAI Chat Completions behind a front that holds every
+    /// request `which` picks (the brief agent's never) until `count` of
+    /// them have arrived: [`MockModel::hold_met`] then says they were in
+    /// flight together.
+    pub async fn openai_holding(
+        behaviour: Behaviour,
+        count: usize,
+        which: fn(&Value) -> bool,
+    ) -> Self {
+        let mut mock = Self::openai(behaviour).await;
+        let hold = Hold::new(count, which);
+        let upstream = mock.server.address().to_string();
+        let address = front(upstream, Arc::clone(&hold), is_brief_value);
+        mock.front = Some((address, hold));
+        mock
+    }
+
+    /// Whether the held requests of [`MockModel::openai_holding`] were all
+    /// in flight at once (false without a front).
+    pub fn hold_met(&self) -> bool {
+        self.front.as_ref().is_some_and(|(_, hold)| hold.met())
+    }
+
+    /// Waits until the mock has seen `n` requests (the brief agent's
+    /// aside); fails the test if that takes longer than a run could.
+    pub async fn wait_for_requests(&self, n: usize) {
+        let mut arrived = self.arrived.subscribe();
+        let reached = tokio::time::timeout(GUARD, arrived.wait_for(|&seen| seen >= n)).await;
+        assert!(
+            matches!(reached, Ok(Ok(_))),
+            "the mock saw {} of the {n} requests it waited for",
+            self.requests().len()
+        );
     }
 
     /// A server answering `turns` in order, then a valid empty report.
@@ -154,8 +183,17 @@ impl MockModel {
         .await
     }
 
+    /// Where the client reaches the server: the holding front if there
+    /// is one.
+    pub fn uri(&self) -> String {
+        match &self.front {
+            Some((address, _)) => address.clone(),
+            None => self.server.uri(),
+        }
+    }
+
     pub fn base_url(&self) -> String {
-        format!("{}/v1", self.server.uri())
+        format!("{}/v1", self.uri())
     }
 
     /// Every request but the brief agent's.
@@ -175,17 +213,10 @@ impl MockModel {
 
     pub fn settings_for(&self, kind: ProviderKind, repo: &Path, scan: &ScanArgs) -> Settings {
         let base = match kind {
-            ProviderKind::Anthropic => self.server.uri(),
+            ProviderKind::Anthropic => self.uri(),
             _ => self.base_url(),
         };
-        let provider = ProviderArgs {
-            provider: Some(kind),
-            model: Some("mock-model".into()),
-            base_url: Some(base),
-            timeout: Some(10),
-            ..ProviderArgs::default()
-        };
-        Settings::resolve(repo, &provider, scan, None, &|_| None).unwrap()
+        provider_settings(kind, &base, 10, repo, scan)
     }
 
     /// Settings from `args` for a run against this server with the OpenAI
@@ -305,14 +336,26 @@ pub fn metered(mut reply: Value, body: &Value) -> Value {
     reply
 }
 
-/// Runs the `fanscan` binary.
-pub fn fanscan(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_fanscan"))
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        // A test run inside GitHub Actions must not write the job summary.
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .unwrap()
+/// Whether `body` is the reducer's request (its task).
+pub fn is_reduce(body: &Value) -> bool {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .is_some_and(|task| task.starts_with("TASK: reduce"))
+}
+
+/// The reducer's answer: a summary, the ranking left as it is.
+pub fn reducer_turn() -> Value {
+    text_turn("```json\n{\"summary\": \"Synthetic run.\", \"ranking\": []}\n```")
+}
+
+/// A whole scan's model: the reducer gets [`reducer_turn`], every auditor
+/// [`auditor_reply`].
+pub fn scan_reply(needle: &str, body: &Value) -> Value {
+    if is_reduce(body) {
+        reducer_turn()
+    } else {
+        auditor_reply(needle, body)
+    }
 }
