@@ -60,6 +60,10 @@ pub enum SetupError {
     Plan(#[from] PlanError),
     #[error("{path}: cannot open the scan root: {error}")]
     Root { path: String, error: std::io::Error },
+    /// The tools cannot be set up (the bundled injection rules, the
+    /// random source): a fanscan or system fault, never the repository's.
+    #[error("cannot set up the read-only tools: {0}")]
+    Tools(String),
     #[error("--file {path:?}: {error}")]
     TaskFile { path: String, error: PathError },
     #[error("--file {path:?} is not a file")]
@@ -168,8 +172,14 @@ impl Context {
                 .max(ToolLimits::default().max_file_bytes),
             ..ToolLimits::default()
         };
-        let tools = ToolContext::new(&settings.root, limits, Arc::new(Redactor::new()))
-            .map_err(|error| SetupError::Root { path: shown, error })?;
+        let tools = ToolContext::new(&settings.root, limits, Arc::new(Redactor::new())).map_err(
+            |error| match error {
+                crate::tools::ToolSetupError::Root(error) => {
+                    SetupError::Root { path: shown, error }
+                }
+                other => SetupError::Tools(other.to_string()),
+            },
+        )?;
         Ok(Self {
             settings,
             agents,

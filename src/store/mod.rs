@@ -467,7 +467,14 @@ impl ScanStore {
             agent_hash: d.hash.clone(),
             provider: provider.to_string(),
             model: ctx.model_of(&d.name),
-            rules_hash: ctx.rules_hash().to_string(),
+            // The tool layer's injection findings are stored with the
+            // group: a change of its table re-runs groups as a rules
+            // change does.
+            rules_hash: format!(
+                "{} injection {}",
+                ctx.rules_hash(),
+                ctx.tools.injection_hash()
+            ),
         }
     }
 
