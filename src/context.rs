@@ -62,6 +62,10 @@ pub enum SetupError {
     Plan(#[from] PlanError),
     #[error("{path}: cannot open the scan root: {error}")]
     Root { path: String, error: std::io::Error },
+    /// The tools cannot be set up (the bundled injection rules, the
+    /// random source): a fanscan or system fault, never the repository's.
+    #[error("cannot set up the read-only tools: {0}")]
+    Tools(String),
     #[error("--file {path:?}: {error}")]
     TaskFile { path: String, error: PathError },
     #[error("--file {path:?} is not a file")]
@@ -156,8 +160,14 @@ impl Context {
                 .max(ToolLimits::default().max_file_bytes),
             ..ToolLimits::default()
         };
-        let tools = ToolContext::new(&settings.root, limits, Arc::new(Redactor::new()))
-            .map_err(|error| SetupError::Root { path: shown, error })?;
+        let tools = ToolContext::new(&settings.root, limits, Arc::new(Redactor::new())).map_err(
+            |error| match error {
+                crate::tools::ToolSetupError::Root(error) => {
+                    SetupError::Root { path: shown, error }
+                }
+                other => SetupError::Tools(other.to_string()),
+            },
+        )?;
         Ok(Self {
             settings,
             agents,
@@ -441,12 +451,18 @@ impl Context {
     }
 
     /// What the run store's keys share: the provider, the run's model and
-    /// the rule set's hash (part of every cache key).
+    /// the rule set's hash (part of every cache key), with the injection
+    /// table's: the tool layer's injection findings are stored with the
+    /// group, so a change of its table re-runs groups as a rules change does.
     pub(crate) fn store_keys(&self) -> Keys {
         Keys {
             provider: self.provider.name().into(),
             model: self.provider.model().into(),
-            rules_hash: self.rules.hash.clone(),
+            rules_hash: format!(
+                "{} injection {}",
+                self.rules.hash,
+                self.tools.injection_hash()
+            ),
         }
     }
 

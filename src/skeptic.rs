@@ -589,12 +589,11 @@ fn render_task(path: &str, batch: &[&Target], ids: &[String], preloaded: &[Strin
             text.push_str(&format!("  Code: {}\n", evidence.trim()));
         }
     }
+    // Each block is what read_file returned: fenced with the run's
+    // boundary already.
     for block in preloaded {
-        text.push_str(&format!("\n<file path=\"{path}\">\n{block}"));
-        if !block.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str("</file>\n");
+        text.push('\n');
+        text.push_str(block);
     }
     text
 }

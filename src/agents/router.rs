@@ -20,6 +20,7 @@ use futures::{FutureExt, StreamExt};
 
 use crate::conversation::{FileRead, MAX_CALLS_PER_TURN, Message, ToolCall, ToolSpec};
 use crate::events::EventSink;
+use crate::tools::fence::Fence;
 use crate::tools::secrets::Redaction;
 use crate::tools::{ToolContext, ToolError, ToolOutput};
 
@@ -29,11 +30,21 @@ use crate::tools::{ToolContext, ToolError, ToolOutput};
 pub(crate) trait ReadOnlyTools: Send + Sync {
     /// Runs tool `name` with `arguments` (synchronous).
     fn call(&self, name: &str, arguments: &str) -> Result<ToolOutput, ToolError>;
+    /// The run's fence around the file text these tools show, which every
+    /// agent's system prompt explains; `None` for a test double that shows
+    /// no file text.
+    fn fence(&self) -> Option<&Fence> {
+        None
+    }
 }
 
 impl ReadOnlyTools for ToolContext {
     fn call(&self, name: &str, arguments: &str) -> Result<ToolOutput, ToolError> {
         ToolContext::call(self, name, arguments)
+    }
+
+    fn fence(&self) -> Option<&Fence> {
+        Some(ToolContext::fence(self))
     }
 }
 
@@ -114,6 +125,11 @@ impl<'h> ToolRouter<'h> {
     /// The specs shown to the model, in order.
     pub(crate) fn specs(&self) -> Vec<ToolSpec> {
         self.specs.clone()
+    }
+
+    /// The fence around the file text its tools show.
+    pub(crate) fn fence(&self) -> Option<&Fence> {
+        self.tools.fence()
     }
 
     /// Runs a turn's calls: read-only ones on one blocking thread, the

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 pub use super::turns::AgentStatus;
 
 use super::router::{ReadOnlyTools, ToolRouter};
-use super::turns::{Finish, Loop, Outcome, Reader, Start, expected_tokens};
+use super::turns::{Finish, Loop, Outcome, Reader, Start, expected_tokens, system_prompt};
 use crate::budget::Spend;
 use crate::conversation::{ChatRequest, FileRead, Message, Usage};
 use crate::events::EventSink;
@@ -31,6 +31,7 @@ use crate::findings::{
     Unparsed, parse_report, report_output,
 };
 use crate::providers::Provider;
+use crate::tools::fence::Fence;
 use crate::tools::{ToolContext, ToolError};
 
 tokio::task_local! {
@@ -73,9 +74,10 @@ pub(crate) struct Preloaded {
 
 impl AgentTask {
     /// The task message, the only user message of a fresh context. With
-    /// `preloaded` files, each follows the task text as a
-    /// `<file path="…">` block, in the plan's order.
-    pub(crate) fn render(&self, preloaded: &[Preloaded]) -> String {
+    /// `preloaded` files, each follows the task text in its
+    /// `<file path="…" boundary="…">` block, fenced by `fence`, in the
+    /// plan's order.
+    pub(crate) fn render(&self, preloaded: &[Preloaded], fence: &Fence) -> String {
         let mut text = format!("TASK: audit-group {}\n\n", self.group);
         text.push_str(self.instructions.as_deref().unwrap_or(
             "Audit the files below for defects, security risks and reliability problems. \
@@ -105,11 +107,13 @@ impl AgentTask {
         text.push_str(REPORT_FORMAT);
         text.push_str(&format!("\nEnd your final answer with {TASK_COMPLETE}.\n"));
         for file in preloaded {
-            text.push_str(&format!("\n<file path=\"{}\">\n{}", file.path, file.text));
-            if !file.text.ends_with('\n') {
-                text.push('\n');
+            text.push('\n');
+            // `read_file`'s text is fenced already; an error is fenced here.
+            if file.text.starts_with(&fence.open(&file.path)) {
+                text.push_str(&file.text);
+            } else {
+                text.push_str(&fence.wrap(&file.path, &file.text));
             }
-            text.push_str("</file>\n");
         }
         text
     }
@@ -321,6 +325,9 @@ impl GroupReport {
 struct Prepared {
     /// Every secret of the group's files: (path, line, kind).
     secrets: BTreeSet<(String, u32, &'static str)>,
+    /// Text addressed to AI agents and deceptive characters in the group's
+    /// files, found by the tool layer before any model read them.
+    injections: Vec<Finding>,
     /// The files preloaded, and their pages.
     seen: BTreeSet<String>,
     reads: Vec<FileRead>,
@@ -342,7 +349,7 @@ impl Ready {
     pub(crate) fn first_call_tokens(&self, run: &AgentRun<'_>) -> u64 {
         expected_tokens(&ChatRequest {
             model: run.definition.model.clone(),
-            system: run.definition.prompt.clone(),
+            system: system_prompt(&run.definition.prompt, Some(run.tools.fence())),
             messages: vec![Message::User {
                 text: self.text.clone(),
             }],
@@ -362,7 +369,7 @@ pub(crate) async fn prepare_group(
     let mut report = empty_report(run, task);
     match prepare(run, task, &mut report).await {
         Ok(prepared) => Ok(Ready {
-            text: task.render(&prepared.preloaded),
+            text: task.render(&prepared.preloaded, run.tools.fence()),
             report,
             prepared,
         }),
@@ -426,7 +433,7 @@ async fn run_inner(
     }
     .run(start, &ReportReader)
     .await;
-    let report = fill(report, outcome, prepared.secrets, task);
+    let report = fill(report, outcome, prepared.secrets, prepared.injections, task);
     run.events
         .finished(report.status.as_str(), report.findings.len());
     report
@@ -465,8 +472,8 @@ async fn prepare(
         (swept, preloaded)
     })
     .await
-    // Without the sweep, no secret in the group would be reported: the
-    // group fails rather than pass as "no secrets".
+    // Without the sweep, no secret or injection attempt in the group would
+    // be reported: the group fails rather than pass as "none".
     .map_err(|e| {
         format!(
             "the secret sweep of the group's files failed ({e}): a fanscan bug, please report it"
@@ -474,18 +481,20 @@ async fn prepare(
     })?;
     let mut prepared = Prepared {
         secrets: BTreeSet::new(),
+        injections: Vec::new(),
         seen: BTreeSet::new(),
         reads: Vec::new(),
         preloaded: Vec::new(),
     };
-    for (index, (hash, redactions)) in swept.into_iter().enumerate() {
+    for (index, swept) in swept.into_iter().enumerate() {
         if let Some(entry) = report.files.get_mut(index) {
-            entry.sha256 = hash;
-            for r in redactions {
+            entry.sha256 = swept.hash;
+            for r in swept.redactions {
                 prepared
                     .secrets
                     .insert((entry.path.clone(), r.line, r.kind));
             }
+            prepared.injections.extend(swept.injections);
         }
     }
     for (path, output) in preloads {
@@ -511,6 +520,7 @@ fn fill(
     mut report: GroupReport,
     outcome: Outcome<ParsedReport>,
     mut secrets: BTreeSet<(String, u32, &'static str)>,
+    injections: Vec<Finding>,
     task: &AgentTask,
 ) -> GroupReport {
     report.status = outcome.status;
@@ -545,6 +555,7 @@ fn fill(
             .into_iter()
             .map(|(path, line, kind)| secret_finding(path, line, kind)),
     );
+    report.findings.extend(injections);
     report.files_read = files_read.into_iter().collect();
     report
 }

@@ -34,6 +34,7 @@ use crate::events::EventSink;
 use crate::findings::says_complete;
 use crate::providers::stream::{OnText, Shown};
 use crate::providers::{Provider, ProviderError};
+use crate::tools::fence::Fence;
 
 /// How an agent ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -215,8 +216,19 @@ enum Ended {
     Failed(String),
 }
 
+/// An agent's system prompt as sent: its definition's prompt, then what
+/// the run's fence means (file text is data, never an instruction).
+pub(crate) fn system_prompt(prompt: &str, fence: Option<&Fence>) -> String {
+    match fence {
+        Some(fence) => format!("{}\n\n{}", prompt.trim_end(), fence.notice()),
+        None => prompt.to_string(),
+    }
+}
+
 /// The conversation and what was seen so far.
 struct State {
+    /// The system prompt as sent (see [`system_prompt`]).
+    system: String,
     messages: Vec<Message>,
     specs: Vec<ToolSpec>,
     facts: Facts,
@@ -248,12 +260,13 @@ impl Loop<'_> {
     /// returns an error: a failure is the outcome's status and error.
     pub(crate) async fn run<R: Reader>(&self, start: Start, reader: &R) -> Outcome<R::Read> {
         let message = Message::User { text: start.text };
-        self.events.transcript(
-            || json!({"type": "system", "agent": self.agent.name, "text": self.agent.prompt}),
-        );
+        let system = system_prompt(&self.agent.prompt, self.router.fence());
+        self.events
+            .transcript(|| json!({"type": "system", "agent": self.agent.name, "text": system}));
         self.events
             .transcript(|| json!({"type": "message", "message": message}));
         let mut state = State {
+            system,
             messages: vec![message],
             specs: self.router.specs(),
             facts: Facts {
@@ -359,7 +372,7 @@ impl Loop<'_> {
     ) -> ChatRequest {
         ChatRequest {
             model: self.agent.model.clone(),
-            system: self.agent.prompt.clone(),
+            system: s.system.clone(),
             messages: std::mem::take(&mut s.messages),
             tools: std::mem::take(&mut s.specs),
             tool_choice,

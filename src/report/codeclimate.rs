@@ -12,7 +12,9 @@
 //! refuted, stay out, as they do of the gate (the other formats list them).
 //! So do doubtful reviews (groups whose claims were all unverified: they
 //! have no finding to show); under `--strict` they make the run
-//! incomplete, which the exit code says. What the skeptic said of a
+//! incomplete, which the exit code says. Contested reviews (files that
+//! address AI agents, a model that reported nothing else) have no place
+//! either; the injection finding that makes them is an issue here. What the skeptic said of a
 //! finding, with its confidence, ends its body.
 
 use std::collections::BTreeSet;

@@ -157,6 +157,20 @@ pub(crate) fn render(report: &Report) -> String {
             ),
         );
     }
+    for c in &report.contested {
+        line(
+            &mut out,
+            "warning",
+            &[("title", "fanscan: contested review".into())],
+            &format!(
+                "The files of group {} ({}) address AI agents ({}) and its agent reported nothing else: it may have obeyed. Review by hand: {}",
+                c.group,
+                c.agent,
+                c.injections.join(", "),
+                first_ten(c.files.iter().map(String::as_str))
+            ),
+        );
+    }
     let unread = &report.coverage.unread;
     if !unread.is_empty() {
         line(

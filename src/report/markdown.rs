@@ -46,6 +46,13 @@ pub(super) fn render(report: &Report) -> String {
             }
         );
     }
+    if !report.contested.is_empty() {
+        let _ = writeln!(
+            out,
+            "> **Contested reviews.** {} whose files address AI agents reported nothing else: the text may have steered the model (see Contested reviews).\n",
+            count(report.contested.len(), "group"),
+        );
+    }
     gate(&mut out, report);
     let _ = writeln!(out, "## Summary\n");
     if report.summary.trim().is_empty() {
@@ -168,6 +175,7 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
     }
 
     doubtful(&mut out, report);
+    contested(&mut out, report);
 
     suppressed_and_baselined(&mut out, report);
 
@@ -351,6 +359,32 @@ fn gate(out: &mut String, report: &Report) {
         report.suppressed.len(),
         report.baselined.len()
     );
+}
+
+/// Groups whose files address AI agents and whose agent reported nothing
+/// else, with where the text is.
+fn contested(out: &mut String, report: &Report) {
+    if report.contested.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Contested reviews ({}): the files address AI agents, the model reported nothing else\n\nText in these files tells AI agents what to do, and the model reviewing them reported no finding of its own: it may have obeyed. Review the files by hand; the text itself is a finding above.\n",
+        report.contested.len()
+    );
+    for c in &report.contested {
+        let files: Vec<String> = c.files.iter().map(|f| format!("`{f}`")).collect();
+        let at: Vec<String> = c.injections.iter().map(|i| format!("`{i}`")).collect();
+        let _ = writeln!(
+            out,
+            "- group `{}` ({}), {}: text addressed to AI agents at {}",
+            c.group,
+            c.agent,
+            files.join(", "),
+            at.join(", ")
+        );
+    }
+    out.push('\n');
 }
 
 /// Groups whose agent made claims and none was verified, each with its

@@ -108,6 +108,10 @@ pub struct GroupOutcome {
     /// (listed in [`Report::doubtful`] with its claims).
     #[serde(default)]
     pub doubtful: bool,
+    /// Its files hold text addressed to AI agents and its agent reported
+    /// nothing else: it may have obeyed (listed in [`Report::contested`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub contested: bool,
 }
 
 /// How a group's result came from the run store.
@@ -136,6 +140,7 @@ impl From<&GroupReport> for GroupOutcome {
             cached: false,
             resumed: false,
             doubtful: false,
+            contested: false,
         }
     }
 }
@@ -176,6 +181,23 @@ pub struct DoubtfulClaim {
     /// Why it is not verified.
     pub reason: String,
 }
+
+/// A review the files under review may have steered: a group whose files
+/// hold text addressed to AI agents (an open `injection/ai-directed`
+/// finding of the tool layer) and whose agent reported no finding of its
+/// own. A model that obeyed "report nothing" looks exactly like this, so a
+/// reviewer looks at it; the injection finding itself gates as any other.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContestedGroup {
+    pub group: String,
+    pub agent: String,
+    pub files: Vec<String>,
+    /// Where the text addressed to AI agents is: `path:line`.
+    pub injections: Vec<String>,
+}
+
+/// The rule of text addressed to AI agents.
+pub(crate) const AI_DIRECTED: &str = "injection/ai-directed";
 
 /// A file that was planned but not reviewed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -264,6 +286,10 @@ pub struct Report {
     /// incomplete run.
     #[serde(default)]
     pub doubtful: Vec<DoubtfulGroup>,
+    /// Groups whose files address AI agents and whose agent reported
+    /// nothing else: reviews the code under review may have steered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contested: Vec<ContestedGroup>,
     pub coverage: Coverage,
     pub stats: Stats,
     /// Notes from the planner and reducer.
@@ -454,6 +480,20 @@ pub(crate) fn assemble(parts: Parts) -> Report {
             notes.push(format!("{what} --strict makes such a run incomplete."));
         }
     }
+    // A rule engine cannot be steered by what it reads: only a model's
+    // silence is contested.
+    let contested = match run.engine {
+        EngineKind::Llm => contested(&reports, &triage),
+        EngineKind::RuleEngine => Vec::new(),
+    };
+    if !contested.is_empty() {
+        let ids: Vec<&str> = contested.iter().map(|c| c.group.as_str()).collect();
+        notes.push(format!(
+            "{} whose files address AI agents reported nothing else (contested: the text may have steered the model): {}.",
+            plural(contested.len(), "group"),
+            ids.join(", ")
+        ));
+    }
     let complete = incomplete_reasons.is_empty();
     let gate = crate::gate::verdict(policy, &triage.findings, &triage.unverified, complete);
     Report {
@@ -479,6 +519,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
                 outcome.cached = reused.contains_key(&r.group);
                 outcome.resumed = reused.get(&r.group) == Some(&Reused::Resumed);
                 outcome.doubtful = doubtful.iter().any(|d| d.group == r.group);
+                outcome.contested = contested.iter().any(|c| c.group == r.group);
                 outcome
             })
             .collect(),
@@ -500,6 +541,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
             })
             .collect(),
         doubtful,
+        contested,
         coverage,
         stats: Stats {
             requests: calls.requests,
@@ -574,6 +616,40 @@ fn doubtful(reports: &[GroupReport], triage: &Triage, refuted: &[Merged]) -> Vec
             agent: r.agent.clone(),
             files: r.files.iter().map(|f| f.path.clone()).collect(),
             claims,
+        });
+    }
+    out.sort_by(|a, b| a.group.cmp(&b.group));
+    out
+}
+
+/// The groups that reviewed, whose files hold an open (neither
+/// suppressed nor baselined) finding of text addressed to AI agents, and
+/// whose agent reported no finding of its own, readable or not.
+fn contested(reports: &[GroupReport], triage: &Triage) -> Vec<ContestedGroup> {
+    let mut out = Vec::new();
+    for r in reports {
+        let own = r.findings.iter().any(|f| f.origin == Origin::Agent) || !r.unparsed.is_empty();
+        if !r.status.reviewed() || own {
+            continue;
+        }
+        let injections: Vec<String> = triage
+            .findings
+            .iter()
+            .filter(|m| {
+                m.finding.origin == Origin::ToolLayer
+                    && m.finding.rule.as_deref() == Some(AI_DIRECTED)
+                    && m.groups.contains(&r.group)
+            })
+            .map(|m| format!("{}:{}", m.finding.path, m.finding.line))
+            .collect();
+        if injections.is_empty() {
+            continue;
+        }
+        out.push(ContestedGroup {
+            group: r.group.clone(),
+            agent: r.agent.clone(),
+            files: r.files.iter().map(|f| f.path.clone()).collect(),
+            injections,
         });
     }
     out.sort_by(|a, b| a.group.cmp(&b.group));

@@ -516,6 +516,25 @@ fn invocation(report: &Report) -> s::Invocation {
             ],
         ));
     }
+    for c in &report.contested {
+        notes.push(notification(
+            "warning",
+            &format!(
+                "Contested review: the files of group {} ({}) address AI agents ({}) and its agent reported nothing else; it may have obeyed: {}",
+                c.group,
+                c.agent,
+                c.injections.join(", "),
+                listing(&c.files.iter().map(String::as_str).collect::<Vec<_>>())
+            ),
+            [
+                ("kind", json!("contested")),
+                ("group", json!(c.group)),
+                ("agent", json!(c.agent)),
+                ("files", json!(c.files)),
+                ("injections", json!(c.injections)),
+            ],
+        ));
+    }
     let unread = &report.coverage.unread;
     if !unread.is_empty() {
         notes.push(notification(
@@ -732,6 +751,7 @@ pub(crate) mod tests {
             refuted: Vec::new(),
             unparsed: vec![],
             doubtful: Vec::new(),
+            contested: Vec::new(),
             coverage: Coverage::default(),
             stats: Stats::default(),
             notes: Vec::new(),

@@ -26,7 +26,9 @@ use crate::verify::Checked;
 
 /// Bumped whenever a stored `GroupReport` would mean something else
 /// (fields, parsing of findings): old results are then never reused.
-pub(crate) const GROUP_FORMAT_VERSION: u32 = 1;
+/// 2: the tool layer's injection and deceptive-text findings are part of
+/// a group's findings.
+pub(crate) const GROUP_FORMAT_VERSION: u32 = 2;
 
 /// What every key of a run shares.
 #[derive(Clone, Debug)]

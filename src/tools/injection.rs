@@ -18,14 +18,6 @@
 //! and column. Descriptions never carry the raw invisible characters: they
 //! are shown as `U+202E`.
 
-// Wired into the group sweep by the lead once the agent refactor lands;
-// until then only the tests use it. The expectation fails when it is used,
-// a reminder to remove this line.
-#![cfg_attr(
-    not(test),
-    expect(dead_code, reason = "not wired into the group sweep yet")
-)]
-
 use std::collections::BTreeSet;
 
 use regex::Regex;

@@ -7,6 +7,7 @@
 //! result is redacted ([`secrets`]) before it can reach a provider. No tool
 //! writes, executes or reaches the network; there is no other registry.
 
+pub(crate) mod fence;
 pub(crate) mod injection;
 pub(crate) mod paths;
 pub(crate) mod secrets;
@@ -19,6 +20,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::conversation::{FileRead, ToolSpec};
+use crate::findings::Finding;
+use fence::{Fence, FenceError};
+use injection::{Detector, InjectionRuleError};
 use paths::{Resolved, resolve};
 use secrets::{Redaction, Redactor};
 
@@ -62,6 +66,35 @@ pub(crate) struct ToolContext {
     /// root. What `--exclude`, `.gitignore` or `.fanscanignore` left out,
     /// no agent reads either.
     scope: Option<Arc<std::collections::HashSet<String>>>,
+    /// The run's fence around file text (one boundary per run).
+    fence: Fence,
+    /// The prompt-injection and deceptive-text rules, for the sweep.
+    detector: Arc<Detector>,
+}
+
+/// A tool context that cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ToolSetupError {
+    /// The scan root cannot be canonicalized (missing, unreadable).
+    #[error(transparent)]
+    Root(#[from] std::io::Error),
+    /// The bundled injection rule table does not compile: a fanscan bug.
+    #[error(transparent)]
+    Injection(#[from] InjectionRuleError),
+    #[error(transparent)]
+    Fence(#[from] FenceError),
+}
+
+/// What the sweep of one file found, before any model reads it.
+#[derive(Debug, Default)]
+pub(crate) struct Swept {
+    /// SHA-256 of the file's bytes (empty when it cannot be read).
+    pub(crate) hash: String,
+    /// The secrets in it.
+    pub(crate) redactions: Vec<Redaction>,
+    /// Text addressed to AI agents and deceptive characters in it, as
+    /// findings of the tool layer.
+    pub(crate) injections: Vec<Finding>,
 }
 
 /// A tool's answer.
@@ -91,18 +124,31 @@ pub(crate) enum ToolError {
 }
 
 impl ToolContext {
-    /// A context for `root`, which is canonicalized here.
+    /// A context for `root`, which is canonicalized here, with a fresh
+    /// random fence and the bundled injection rules.
     pub(crate) fn new(
         root: &Path,
         limits: ToolLimits,
         redactor: Arc<Redactor>,
-    ) -> std::io::Result<Self> {
+    ) -> Result<Self, ToolSetupError> {
         Ok(Self {
             root: root.canonicalize()?,
             limits,
             redactor,
             scope: None,
+            fence: Fence::random()?,
+            detector: Arc::new(Detector::new()?),
         })
+    }
+
+    /// The run's fence around file text.
+    pub(crate) fn fence(&self) -> &Fence {
+        &self.fence
+    }
+
+    /// SHA-256 of the injection rule table the sweep applies.
+    pub(crate) fn injection_hash(&self) -> &str {
+        self.detector.hash()
     }
 
     /// The same context, limited to `files` (repo-relative paths).
@@ -186,31 +232,45 @@ impl ToolContext {
         ReadFile.run(self, json!({ "path": path }))
     }
 
-    /// For each path: the SHA-256 of its bytes (empty when unreadable) and
-    /// the secrets in it. Used to pin what a group audited and to report
-    /// every secret whatever the model reads.
-    pub(crate) fn hash_and_sweep(&self, paths: &[String]) -> Vec<(String, Vec<Redaction>)> {
-        paths
+    /// For each path: the SHA-256 of its bytes (empty when unreadable),
+    /// the secrets in it, and text in it addressed to AI agents or hidden
+    /// by deceptive characters. Used to pin what a group audited and to
+    /// report every secret and injection attempt whatever the model reads.
+    pub(crate) fn hash_and_sweep(&self, paths: &[String]) -> Vec<Swept> {
+        paths.iter().map(|path| self.sweep(path)).collect()
+    }
+
+    fn sweep(&self, path: &str) -> Swept {
+        let Ok(file) = self.resolve(path) else {
+            return Swept::default();
+        };
+        if !file.real.is_file() {
+            return Swept::default();
+        }
+        let Ok(bytes) = std::fs::read(&file.real) else {
+            return Swept::default();
+        };
+        let hash = crate::util::sha256_hex(&bytes);
+        if is_binary(&bytes) || bytes.len() as u64 > self.limits.max_file_bytes {
+            return Swept {
+                hash,
+                ..Swept::default()
+            };
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let (redacted, redactions) = self.redactor.redact(&text);
+        // On the redacted text: a hit's description never carries a secret.
+        let injections = self
+            .detector
+            .scan(&file.rel, &redacted)
             .iter()
-            .map(|path| {
-                let Ok(file) = self.resolve(path) else {
-                    return (String::new(), Vec::new());
-                };
-                if !file.real.is_file() {
-                    return (String::new(), Vec::new());
-                }
-                let Ok(bytes) = std::fs::read(&file.real) else {
-                    return (String::new(), Vec::new());
-                };
-                let hash = crate::util::sha256_hex(&bytes);
-                if is_binary(&bytes) || bytes.len() as u64 > self.limits.max_file_bytes {
-                    return (hash, Vec::new());
-                }
-                let text = String::from_utf8_lossy(&bytes);
-                let (_, found) = self.redactor.redact(&text);
-                (hash, found)
-            })
-            .collect()
+            .map(|hit| hit.finding(&file.rel))
+            .collect();
+        Swept {
+            hash,
+            redactions,
+            injections,
+        }
     }
 
     fn resolve(&self, path: &str) -> Result<Resolved, ToolError> {
@@ -491,7 +551,9 @@ impl Tool for ReadFile {
             .map(|r| (file.rel.clone(), r))
             .collect();
         Ok(ToolOutput {
-            text: out,
+            // File text is data: fenced with the run's boundary, which the
+            // file could not know when it was written.
+            text: ctx.fence.wrap(&file.rel, &out),
             read: Some(FileRead {
                 path: file.rel.clone(),
                 first: offset as u64,

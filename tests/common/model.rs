@@ -263,6 +263,22 @@ pub fn findings_turn(findings: Value) -> Value {
     ))
 }
 
+/// The run's fence boundary as a system prompt names it
+/// (`boundary="…"`): 16 hex digits.
+pub fn boundary_of(system: &str) -> String {
+    let at = system
+        .find("boundary=\"")
+        .map(|i| i + "boundary=\"".len())
+        .unwrap_or_else(|| panic!("no boundary in {system}"));
+    let boundary: String = system[at..].chars().take_while(|c| *c != '"').collect();
+    assert_eq!(boundary.len(), 16, "{boundary}");
+    assert!(
+        boundary.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{boundary}"
+    );
+    boundary
+}
+
 /// The files an audit task lists (`- path (N bytes, lang)`).
 pub fn task_files(body: &Value) -> Vec<String> {
     let task = body["messages"]
@@ -288,12 +304,16 @@ pub fn auditor_reply(needle: &str, body: &Value) -> Value {
             let mut findings = Vec::new();
             for result in tool_results {
                 let content = result["content"].as_str().unwrap_or_default();
-                let path = content
+                // The file's text is fenced: `<file path=… boundary=…>`,
+                // the header `path (N lines)`, numbered lines, `</file …>`.
+                let mut lines = content
                     .lines()
+                    .filter(|l| !l.starts_with("<file path=") && !l.starts_with("</file "));
+                let path = lines
                     .next()
                     .and_then(|h| h.rsplit_once(" ("))
                     .map(|(p, _)| p.to_string());
-                for line in content.lines().skip(1) {
+                for line in lines {
                     if let Some((n, text)) = line.split_once('\t')
                         && text.contains(needle)
                     {

@@ -21,6 +21,7 @@ mod eval;
 mod formats;
 mod gate;
 mod ignores;
+mod injection;
 mod large_plans;
 mod module_graph;
 mod pipeline;

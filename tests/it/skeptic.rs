@@ -121,7 +121,11 @@ async fn a_confirmed_finding_stays_in_the_gate_with_its_confidence_and_flow() {
     let system = skeptic[0].body["messages"][0]["content"].as_str().unwrap();
     assert!(system.contains(crate::common::BRIEF_TEXT), "{system}");
     let task = skeptic[0].body["messages"][1]["content"].as_str().unwrap();
-    assert!(task.contains("<file path=\"app/db.py\">"), "{task}");
+    let b = crate::common::boundary_of(system);
+    assert!(
+        task.contains(&format!("<file path=\"app/db.py\" boundary=\"{b}\">")),
+        "{task}"
+    );
     assert!(task.contains("sys.argv[1]"), "{task}");
     let schema = &skeptic[1].body["response_format"]["json_schema"];
     assert_eq!(schema["name"], "report_verdicts");
