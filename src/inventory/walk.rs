@@ -32,6 +32,44 @@ enum Item {
 
 /// Walks `root`.
 pub fn walk(root: &Path, options: &InventoryOptions) -> Result<Inventory, InventoryError> {
+    let root = canonical_root(root)?;
+    let rules = VendorRules::builtin()?;
+    let mut builder = walk_builder(&root, options)?;
+    if let Some(tree) = WorkTree::find(&root) {
+        tree.add_rules_above(&mut builder, &root);
+    }
+    let visit = Visit {
+        rules,
+        max: options.max_file_bytes,
+        include_vendored: options.include_vendored,
+    };
+    let (items, attribute_files) = collect(&root, visit.run(&root, builder))?;
+    let decide = Decide {
+        rules,
+        attributes: Attributes::build(attribute_files),
+        include_vendored: options.include_vendored,
+    };
+    let mut inventory = Inventory {
+        root,
+        ..Inventory::default()
+    };
+    let mut scratch = Vec::new();
+    for item in items {
+        match settle(&decide, item, &inventory.root, visit.max, &mut scratch) {
+            Item::File(f) => inventory.files.push(f),
+            Item::Skip(s) => inventory.skipped.push(s),
+            Item::Listed { .. } | Item::Attributes(_) | Item::RootUnreadable(_) => {}
+        }
+    }
+    inventory.files.sort_by(|a, b| a.path.cmp(&b.path));
+    inventory.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    // A directory whose listing failed twice the same way is listed once.
+    inventory.skipped.dedup();
+    Ok(inventory)
+}
+
+/// The root, canonical, or why it cannot be walked.
+fn canonical_root(root: &Path) -> Result<PathBuf, InventoryError> {
     let shown = root.display().to_string();
     let meta = std::fs::metadata(root).map_err(|_| InventoryError::Missing {
         path: shown.clone(),
@@ -39,11 +77,14 @@ pub fn walk(root: &Path, options: &InventoryOptions) -> Result<Inventory, Invent
     if !meta.is_dir() {
         return Err(InventoryError::NotADirectory { path: shown });
     }
-    let root = root
-        .canonicalize()
-        .map_err(|_| InventoryError::Missing { path: shown })?;
-    let rules = VendorRules::builtin()?;
-    let mut overrides = OverrideBuilder::new(&root);
+    root.canonicalize()
+        .map_err(|_| InventoryError::Missing { path: shown })
+}
+
+/// The walker over `root` with the options' globs and git's rules in the
+/// root and below.
+fn walk_builder(root: &Path, options: &InventoryOptions) -> Result<WalkBuilder, InventoryError> {
+    let mut overrides = OverrideBuilder::new(root);
     for glob in &options.include {
         overrides.add(glob).map_err(|e| InventoryError::Glob {
             glob: glob.clone(),
@@ -68,7 +109,7 @@ pub fn walk(root: &Path, options: &InventoryOptions) -> Result<Inventory, Invent
             .join(", "),
         error: e.to_string(),
     })?;
-    let mut builder = WalkBuilder::new(&root);
+    let mut builder = WalkBuilder::new(root);
     builder
         .hidden(!options.hidden)
         .follow_links(false)
@@ -84,84 +125,91 @@ pub fn walk(root: &Path, options: &InventoryOptions) -> Result<Inventory, Invent
         .add_custom_ignore_filename(".fanscanignore")
         .overrides(overrides)
         .filter_entry(|e| e.file_name() != ".git");
-    if let Some(tree) = WorkTree::find(&root) {
-        tree.add_rules_above(&mut builder, &root);
+    Ok(builder)
+}
+
+/// What each walker thread does with an entry.
+#[derive(Clone, Copy)]
+struct Visit {
+    rules: &'static VendorRules,
+    max: u64,
+    include_vendored: bool,
+}
+
+impl Visit {
+    /// Runs the parallel walk; every entry's item arrives on the channel.
+    fn run(self, root: &Path, builder: WalkBuilder) -> mpsc::Receiver<Item> {
+        let (tx, rx) = mpsc::channel::<Item>();
+        builder.build_parallel().run(|| {
+            let tx = tx.clone();
+            let root = root.to_path_buf();
+            Box::new(move |entry| {
+                if let Some(item) = self.entry(&root, entry) {
+                    let _ = tx.send(item);
+                }
+                WalkState::Continue
+            })
+        });
+        rx
     }
-    let walker = builder.build_parallel();
-    let (tx, rx) = mpsc::channel::<Item>();
-    let max = options.max_file_bytes;
-    let include_vendored = options.include_vendored;
-    walker.run(|| {
-        let tx = tx.clone();
-        let root = root.clone();
-        Box::new(move |entry| {
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(error) => {
-                    if let Some(item) = walk_error(&root, &error) {
-                        let _ = tx.send(item);
-                    }
-                    return WalkState::Continue;
-                }
-            };
-            let Some(kind) = entry.file_type() else {
-                return WalkState::Continue;
-            };
-            let Ok(rel) = entry.path().strip_prefix(&root) else {
-                return WalkState::Continue;
-            };
-            let path = rel.to_string_lossy().replace('\\', "/");
-            // Every walked directory's `.gitattributes` is read here, not
-            // when the walk yields it: hidden-file, --include and ignore
-            // filters must not switch its rules off.
-            if kind.is_dir() {
-                if let Some(file) = read_gitattributes(entry.path(), &path) {
-                    let _ = tx.send(Item::Attributes(file));
-                }
-                return WalkState::Continue;
-            }
-            if entry.depth() == 0 {
-                return WalkState::Continue;
-            }
-            let item = if kind.is_symlink() {
-                Item::Skip(Skipped {
-                    path,
-                    reason: SkipReason::Symlink,
-                })
-            } else if kind.is_file() {
-                match entry.metadata() {
-                    Ok(meta) => {
-                        let bytes = meta.len();
-                        let matched = rules.matches(&path);
-                        if matched.skips(include_vendored) {
-                            Item::Listed {
-                                path,
-                                bytes,
-                                matched,
-                            }
-                        } else {
-                            classify(entry.path(), path, bytes, max)
-                        }
-                    }
-                    Err(e) => Item::Skip(Skipped {
+
+    /// The item of one walked entry, if it makes one.
+    fn entry(self, root: &Path, entry: Result<ignore::DirEntry, ignore::Error>) -> Option<Item> {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(error) => return walk_error(root, &error),
+        };
+        let kind = entry.file_type()?;
+        let rel = entry.path().strip_prefix(root).ok()?;
+        let path = rel.to_string_lossy().replace('\\', "/");
+        // Every walked directory's `.gitattributes` is read here, not
+        // when the walk yields it: hidden-file, --include and ignore
+        // filters must not switch its rules off.
+        if kind.is_dir() {
+            return read_gitattributes(entry.path(), &path).map(Item::Attributes);
+        }
+        if entry.depth() == 0 {
+            return None;
+        }
+        if kind.is_symlink() {
+            return Some(Item::Skip(Skipped {
+                path,
+                reason: SkipReason::Symlink,
+            }));
+        }
+        if !kind.is_file() {
+            return None;
+        }
+        Some(match entry.metadata() {
+            Ok(meta) => {
+                let bytes = meta.len();
+                let matched = self.rules.matches(&path);
+                if matched.skips(self.include_vendored) {
+                    Item::Listed {
                         path,
-                        reason: SkipReason::Unreadable {
-                            error: e.to_string(),
-                        },
-                    }),
+                        bytes,
+                        matched,
+                    }
+                } else {
+                    classify(entry.path(), path, bytes, self.max)
                 }
-            } else {
-                return WalkState::Continue;
-            };
-            let _ = tx.send(item);
-            WalkState::Continue
+            }
+            Err(e) => Item::Skip(Skipped {
+                path,
+                reason: SkipReason::Unreadable {
+                    error: e.to_string(),
+                },
+            }),
         })
-    });
-    drop(tx);
-    let mut inventory = Inventory {
-        root,
-        ..Inventory::default()
-    };
+    }
+}
+
+/// The walk's items, with the `.gitattributes` files apart; an error if
+/// the root itself could not be listed.
+fn collect(
+    root: &Path,
+    rx: mpsc::Receiver<Item>,
+) -> Result<(Vec<Item>, Vec<AttrFile>), InventoryError> {
     let mut items = Vec::new();
     let mut attribute_files = Vec::new();
     for item in rx {
@@ -169,57 +217,51 @@ pub fn walk(root: &Path, options: &InventoryOptions) -> Result<Inventory, Invent
             Item::Attributes(file) => attribute_files.push(file),
             Item::RootUnreadable(error) => {
                 return Err(InventoryError::Unreadable {
-                    path: inventory.root.display().to_string(),
+                    path: root.display().to_string(),
                     error,
                 });
             }
             other => items.push(other),
         }
     }
-    let decide = Decide {
-        rules,
-        attributes: Attributes::build(attribute_files),
-        include_vendored,
-    };
-    let mut scratch = Vec::new();
-    for item in items {
-        let item = match item {
-            // Not on the built-in list (or --include-vendored): only a
-            // `.gitattributes` line can still skip it.
-            Item::File(file) if !decide.attributes.is_empty() => {
-                let attrs = decide.attributes.lookup(&file.path, &mut scratch);
-                match decide.reason(BuiltinMatch::default(), attrs) {
-                    Some(reason) => Item::Skip(Skipped {
-                        path: file.path,
-                        reason,
-                    }),
-                    None => Item::File(file),
-                }
+    Ok((items, attribute_files))
+}
+
+/// An item once every `.gitattributes` line is known: a file or a listed
+/// one is skipped or audited.
+fn settle(
+    decide: &Decide<'_>,
+    item: Item,
+    root: &Path,
+    max: u64,
+    scratch: &mut Vec<usize>,
+) -> Item {
+    match item {
+        // Not on the built-in list (or --include-vendored): only a
+        // `.gitattributes` line can still skip it.
+        Item::File(file) if !decide.attributes.is_empty() => {
+            let attrs = decide.attributes.lookup(&file.path, scratch);
+            match decide.reason(BuiltinMatch::default(), attrs) {
+                Some(reason) => Item::Skip(Skipped {
+                    path: file.path,
+                    reason,
+                }),
+                None => Item::File(file),
             }
-            Item::Listed {
-                path,
-                bytes,
-                matched,
-            } => {
-                let attrs = decide.attributes.lookup(&path, &mut scratch);
-                match decide.reason(matched, attrs) {
-                    Some(reason) => Item::Skip(Skipped { path, reason }),
-                    None => classify(&inventory.root.join(&path), path, bytes, max),
-                }
-            }
-            other => other,
-        };
-        match item {
-            Item::File(f) => inventory.files.push(f),
-            Item::Skip(s) => inventory.skipped.push(s),
-            Item::Listed { .. } | Item::Attributes(_) | Item::RootUnreadable(_) => {}
         }
+        Item::Listed {
+            path,
+            bytes,
+            matched,
+        } => {
+            let attrs = decide.attributes.lookup(&path, scratch);
+            match decide.reason(matched, attrs) {
+                Some(reason) => Item::Skip(Skipped { path, reason }),
+                None => classify(&root.join(&path), path, bytes, max),
+            }
+        }
+        other => other,
     }
-    inventory.files.sort_by(|a, b| a.path.cmp(&b.path));
-    inventory.skipped.sort_by(|a, b| a.path.cmp(&b.path));
-    // A directory whose listing failed twice the same way is listed once.
-    inventory.skipped.dedup();
-    Ok(inventory)
 }
 
 /// What a walker error means for the inventory: an entry under the root
