@@ -407,32 +407,7 @@ fn run_eval(
     method: &Method,
     table: &CweTable,
 ) -> RunEval {
-    let mut notes = Vec::new();
-    if run.complete == Some(false) {
-        notes.push(
-            "the run is incomplete: cases in files it did not finish reviewing count as missed"
-                .to_string(),
-        );
-    }
-    match score.not_reviewed {
-        Some(n) if n > 0 && n == truth.cases.len() as u64 => notes.push(
-            "none of the labelled files is among the files this run reviewed: write the truth's paths relative to the scanned root, as the report does"
-                .to_string(),
-        ),
-        Some(n) if n > 0 => notes.push(format!(
-            "{n} labelled cases are in files this run did not review: their vulnerable ones count as missed"
-        )),
-        Some(_) | None => {}
-    }
-    if method.match_by == MatchBy::Cwe
-        && score.tally.scored > 0
-        && score.tally.without_cwe + score.tally.unreadable_cwe == score.tally.scored
-    {
-        notes.push(
-            "no finding of this run carries a readable CWE, so none can match: score it by location with --match location"
-                .to_string(),
-        );
-    }
+    let notes = run_notes(truth, run, score, method);
     let cost_per_tp = run
         .usage
         .cost_usd
@@ -492,4 +467,36 @@ fn run_eval(
             })
             .collect(),
     }
+}
+
+/// What a reader of one run's scores should know: an incomplete run, cases
+/// in files it did not review, findings without a CWE to match on.
+fn run_notes(truth: &Truth, run: &RunView, score: &RunScore, method: &Method) -> Vec<String> {
+    let mut notes = Vec::new();
+    if run.complete == Some(false) {
+        notes.push(
+            "the run is incomplete: cases in files it did not finish reviewing count as missed"
+                .to_string(),
+        );
+    }
+    match score.not_reviewed {
+        Some(n) if n > 0 && n == truth.cases.len() as u64 => notes.push(
+            "none of the labelled files is among the files this run reviewed: write the truth's paths relative to the scanned root, as the report does"
+                .to_string(),
+        ),
+        Some(n) if n > 0 => notes.push(format!(
+            "{n} labelled cases are in files this run did not review: their vulnerable ones count as missed"
+        )),
+        Some(_) | None => {}
+    }
+    if method.match_by == MatchBy::Cwe
+        && score.tally.scored > 0
+        && score.tally.without_cwe + score.tally.unreadable_cwe == score.tally.scored
+    {
+        notes.push(
+            "no finding of this run carries a readable CWE, so none can match: score it by location with --match location"
+                .to_string(),
+        );
+    }
+    notes
 }
