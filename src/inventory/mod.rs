@@ -23,6 +23,11 @@
 //! attributes of the root's and nested `.gitattributes` files, which
 //! override the list in both directions. `--include-vendored` audits them,
 //! lock files excepted.
+//!
+//! Layout: `walk` runs the walker and classifies each entry, `vendor` holds
+//! the built-in list and the vendored/generated decision, `gitattributes`
+//! reads and matches `.gitattributes` files. This file holds the types the
+//! other stages see.
 
 mod gitattributes;
 mod vendor;
