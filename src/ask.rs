@@ -240,10 +240,7 @@ fn cost_text(cost: Option<f64>) -> String {
 /// With `stream`, the lead's text is written to stdout as it arrives (the
 /// answer is then [`Answer::streamed`]).
 pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result<Answer, AskError> {
-    let question = question.trim();
-    if question.is_empty() {
-        return Err(SetupError::from(ConfigError::EmptyQuestion).into());
-    }
+    let question = nonempty(question)?;
     let settings = &ctx.settings;
     let _time_limit = ui.control.time_limit(settings.max_duration);
     let inventory = ctx.inventory()?;
@@ -254,50 +251,14 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
     );
     let spend = ctx.spend(ui.control.clone(), None);
     let offline = ctx.provider.engine() == EngineKind::RuleEngine;
-    // One prompt-cache scope per question: the lead's turns share a key,
-    // and each task's turns theirs.
-    let cache_scope = format!(
-        "ask-{}",
-        &crate::util::sha256_hex(question.as_bytes())[..16]
-    );
+    let cache_scope = cache_scope(question);
     let lead_definition = ctx.agent("lead")?;
     let auditor = ctx.agent(&settings.agent)?;
 
-    // Transcripts are written by the scan's consumer; the lines drawn are
-    // this module's: one per running sub-agent, with its description.
-    let (transcripts, consumer) = crate::progress::Consumer {
-        multi: MultiProgress::with_draw_target(ProgressDrawTarget::hidden()),
-        total_groups: 0,
-        transcripts: ui.transcripts.clone(),
-    }
-    .start();
-    let lines = Lines {
-        multi: ui.multi.clone(),
-        forward: transcripts,
-        transcripts: ui.transcripts.is_some(),
-    };
+    let (lines, consumer) = Lines::start(ui);
     let task_sinks = |id: &str, agent: &str, description: &str| lines.sink(id, agent, description);
 
-    let multi = ui.multi.clone();
-    let print = move |shown: Shown<'_>| {
-        if !stream {
-            return;
-        }
-        multi.suspend(|| {
-            let mut out = std::io::stdout().lock();
-            // A failing stdout is reported when the rest is written.
-            let _ = match shown {
-                Shown::Text(text) => out.write_all(text.as_bytes()),
-                Shown::Restart => {
-                    eprintln!(
-                        "\nfanscan: the answer's stream was cut and is asked again: the text above is void, the answer starts over"
-                    );
-                    out.write_all(b"\n\n")
-                }
-            };
-            let _ = out.flush();
-        });
-    };
+    let print = printer(ui.multi.clone(), stream);
     let streamed = stream && !offline;
     let mut outcome = if offline {
         OfflineLead {
@@ -339,25 +300,11 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
         tracing::warn!("{error}");
     }
 
-    let reports: Vec<_> = outcome.tasks.iter().map(|t| t.report.clone()).collect();
-    let verify_tools = Arc::clone(&tools);
-    let (checked, inventory) = tokio::task::spawn_blocking(move || {
-        let checked = crate::verify::verify(&reports, &inventory, &verify_tools);
-        (checked, inventory)
-    })
-    .await
-    .map_err(AskError::Verify)?;
+    let (checked, inventory) = verify_tasks(&outcome, inventory, &tools).await?;
     if offline {
         outcome.answer = counted_answer(&outcome, &checked, &ui.control.reasons());
     }
-    let citations = {
-        let answer = outcome.answer.clone();
-        let tools = Arc::clone(&tools);
-        let checked = checked.clone();
-        tokio::task::spawn_blocking(move || check_citations(&answer, &inventory, &tools, &checked))
-            .await
-            .map_err(AskError::Verify)?
-    };
+    let citations = citations(&outcome, inventory, &tools, &checked).await?;
     let mut answer = assemble(
         ctx,
         question,
@@ -369,6 +316,80 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
     );
     answer.streamed = streamed;
     Ok(answer)
+}
+
+/// The question without its surrounding blanks; an error when nothing is left.
+fn nonempty(question: &str) -> Result<&str, AskError> {
+    let question = question.trim();
+    if question.is_empty() {
+        return Err(SetupError::from(ConfigError::EmptyQuestion).into());
+    }
+    Ok(question)
+}
+
+/// One prompt-cache scope per question: the lead's turns share a key, and
+/// each task's turns theirs.
+fn cache_scope(question: &str) -> String {
+    format!(
+        "ask-{}",
+        &crate::util::sha256_hex(question.as_bytes())[..16]
+    )
+}
+
+/// Writes the lead's streamed text to stdout (only with `stream`), around
+/// the progress lines.
+fn printer(multi: MultiProgress, stream: bool) -> impl Fn(Shown<'_>) + Send + Sync {
+    move |shown: Shown<'_>| {
+        if !stream {
+            return;
+        }
+        multi.suspend(|| {
+            let mut out = std::io::stdout().lock();
+            // A failing stdout is reported when the rest is written.
+            let _ = match shown {
+                Shown::Text(text) => out.write_all(text.as_bytes()),
+                Shown::Restart => {
+                    eprintln!(
+                        "\nfanscan: the answer's stream was cut and is asked again: the text above is void, the answer starts over"
+                    );
+                    out.write_all(b"\n\n")
+                }
+            };
+            let _ = out.flush();
+        });
+    }
+}
+
+/// The tasks' findings verified against the files (off the async threads);
+/// gives the inventory back for the citations.
+async fn verify_tasks(
+    outcome: &LeadOutcome,
+    inventory: Inventory,
+    tools: &Arc<ToolContext>,
+) -> Result<(Vec<Checked>, Inventory), AskError> {
+    let reports: Vec<_> = outcome.tasks.iter().map(|t| t.report.clone()).collect();
+    let tools = Arc::clone(tools);
+    tokio::task::spawn_blocking(move || {
+        let checked = crate::verify::verify(&reports, &inventory, &tools);
+        (checked, inventory)
+    })
+    .await
+    .map_err(AskError::Verify)
+}
+
+/// The answer's citations, each checked against the files.
+async fn citations(
+    outcome: &LeadOutcome,
+    inventory: Inventory,
+    tools: &Arc<ToolContext>,
+    checked: &[Checked],
+) -> Result<Vec<Citation>, AskError> {
+    let answer = outcome.answer.clone();
+    let tools = Arc::clone(tools);
+    let checked = checked.to_vec();
+    tokio::task::spawn_blocking(move || check_citations(&answer, &inventory, &tools, &checked))
+        .await
+        .map_err(AskError::Verify)
 }
 
 fn assemble(
@@ -450,6 +471,25 @@ struct Lines {
 }
 
 impl Lines {
+    /// The lines, drawn with the terminal's progress bars, and the consumer
+    /// that writes transcripts. Transcripts are written by the scan's
+    /// consumer; the lines drawn are this module's: one per running
+    /// sub-agent, with its description.
+    fn start(ui: &Ui) -> (Self, crate::progress::Running) {
+        let (transcripts, consumer) = crate::progress::Consumer {
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::hidden()),
+            total_groups: 0,
+            transcripts: ui.transcripts.clone(),
+        }
+        .start();
+        let lines = Self {
+            multi: ui.multi.clone(),
+            forward: transcripts,
+            transcripts: ui.transcripts.is_some(),
+        };
+        (lines, consumer)
+    }
+
     fn sink(&self, id: &str, agent: &str, description: &str) -> EventSink {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
         let bar = self.multi.add(ProgressBar::new_spinner());

@@ -13,11 +13,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
-use crate::agents::subagent::{prepare_group, run_ready};
+use crate::agents::subagent::{Ready, prepare_group, run_ready};
 use crate::agents::{AgentDefinition, AgentRun, AgentStatus, AgentTask, GroupReport};
 use crate::budget::{Admission, Spend};
 use crate::control::RunControl;
@@ -82,14 +82,12 @@ impl FanOut {
     /// the first group too large for what is left.
     pub(crate) async fn run(&self, tasks: Vec<AgentTask>) -> FanOutResult {
         let semaphore = Arc::new(Semaphore::new(self.jobs.max(1)));
-        let mut set: JoinSet<(usize, GroupReport)> = JoinSet::new();
-        let mut started: HashMap<tokio::task::Id, (usize, AgentTask)> = HashMap::new();
-        let mut done: Vec<(usize, GroupReport)> = Vec::new();
+        let mut flight = InFlight::default();
         let mut not_started: Vec<(usize, AgentTask)> = Vec::new();
         // Groups that did not fit with nothing running, and what each needs.
         let mut set_aside: Vec<(usize, AgentTask, u64)> = Vec::new();
         let mut pending = tasks.into_iter().enumerate();
-        'plan: while let Some((index, task)) = pending.next() {
+        while let Some((index, task)) = pending.next() {
             let permit = tokio::select! {
                 biased;
                 _ = self.control.stop.cancelled() => None,
@@ -97,134 +95,110 @@ impl FanOut {
             };
             // Collect what finished meanwhile, so memory follows the
             // agents in flight, not the plan's size.
-            while let Some(joined) = set.try_join_next_with_id() {
-                done.push(self.settle(joined, &mut started));
+            while let Some(joined) = flight.set.try_join_next_with_id() {
+                let settled = self.settle(joined, &mut flight.started);
+                flight.done.push(settled);
             }
-            let definition = Arc::clone(self.definition_of(&task.group));
-            let provider = Arc::clone(&self.provider);
-            let tools = Arc::clone(&self.tools);
-            let sink = EventSink::new(&task.group, self.events.clone(), self.transcripts);
-            let control = self.control.clone();
-            let spend = Arc::clone(&self.spend);
-            let max_output_tokens = self.max_output_tokens;
-            let journal = self.journal.clone();
-            let cache_scope = Arc::clone(&self.cache_scope);
+            let group = self.group_run(&task);
             let Some(permit) = permit else {
                 not_started.push((index, task));
                 not_started.extend(pending.by_ref());
                 break;
             };
-            // Prepared (files read) before it is admitted, so that what it
-            // reserves covers its first call as sent (its own prompt, the
-            // task text, its files) and never less than the plan's estimate.
-            let prepared = {
-                let run = AgentRun {
-                    definition: &definition,
-                    provider: provider.as_ref(),
-                    tools: &tools,
-                    events: &sink,
-                    wrap_up: &control.wrap_up,
-                    cancel: &control.cancel,
-                    spend: &spend,
-                    max_output_tokens,
-                    cache_scope: &cache_scope,
-                };
-                prepare_group(&run, &task).await.map(|prepared| {
-                    let first = prepared.first_call_tokens(&run);
-                    (prepared, first)
-                })
-            };
-            let admitted = match &prepared {
-                // A group that failed to prepare spends nothing: its report
-                // is kept like any other.
-                Err(_) => !self.control.stop.is_cancelled(),
-                Ok((_, first)) => {
-                    let reserve = self.reserve_of(&task).max(first.saturating_mul(2));
-                    loop {
-                        if self.control.stop.is_cancelled() {
-                            break false;
-                        }
-                        match self.spend.reserve(&task.group, reserve) {
-                            Admission::Admitted => break true,
-                            Admission::Never => {
-                                set_aside.push((index, task, reserve));
-                                continue 'plan;
-                            }
-                            Admission::Wait => {
-                                let joined = tokio::select! {
-                                    biased;
-                                    _ = self.control.stop.cancelled() => None,
-                                    j = set.join_next_with_id() => j,
-                                };
-                                match joined {
-                                    Some(joined) => done.push(self.settle(joined, &mut started)),
-                                    // Reservations with no task left to end
-                                    // them cannot be: a fanscan bug, not a
-                                    // reason to wait forever.
-                                    None if !self.control.stop.is_cancelled() => {
-                                        set_aside.push((index, task, reserve));
-                                        continue 'plan;
-                                    }
-                                    None => {}
-                                }
-                            }
-                        }
-                    }
+            let prepared = group.prepare(&task).await;
+            match self.admit(&task, &prepared, &mut flight).await {
+                Admit::Admitted => {}
+                Admit::Never(reserve) => {
+                    set_aside.push((index, task, reserve));
+                    continue;
                 }
-            };
-            if !admitted {
-                not_started.push((index, task));
-                not_started.extend(pending.by_ref());
-                break;
+                Admit::Stopped => {
+                    not_started.push((index, task));
+                    not_started.extend(pending.by_ref());
+                    break;
+                }
             }
-            let owned = task.clone();
-            let handle = set.spawn(async move {
-                let _permit = permit;
-                let report = match prepared {
-                    Ok((prepared, _)) => {
-                        let run = AgentRun {
-                            definition: &definition,
-                            provider: provider.as_ref(),
-                            tools: &tools,
-                            events: &sink,
-                            wrap_up: &control.wrap_up,
-                            cancel: &control.cancel,
-                            spend: &spend,
-                            max_output_tokens,
-                            cache_scope: &cache_scope,
-                        };
-                        let report = run_ready(run, &owned, Some(prepared)).await;
-                        spend.release(&owned.group);
-                        report
-                    }
-                    Err(report) => report,
-                };
-                let Some(journal) = journal else {
-                    return (index, report);
-                };
-                // Committed before the fan-out counts it: the store is the
-                // journal a re-run resumes from.
-                let committed = tokio::task::spawn_blocking(move || {
-                    journal.commit(&report);
-                    report
-                })
-                .await;
-                match committed {
-                    Ok(report) => (index, report),
-                    Err(e) => {
-                        let mut report = GroupReport::empty(&owned, &definition, provider.as_ref());
-                        report.status = AgentStatus::Failed;
-                        report.error = Some(format!(
-                            "committing the group's result failed ({e}): a fanscan bug, please report it"
-                        ));
-                        (index, report)
+            let handle = flight
+                .set
+                .spawn(group.run(index, task.clone(), prepared, permit));
+            flight.started.insert(handle.id(), (index, task));
+        }
+        self.finish(flight, not_started, set_aside).await
+    }
+
+    /// What one group's task runs with, cloned off the fan-out's.
+    fn group_run(&self, task: &AgentTask) -> GroupRun {
+        GroupRun {
+            definition: Arc::clone(self.definition_of(&task.group)),
+            provider: Arc::clone(&self.provider),
+            tools: Arc::clone(&self.tools),
+            sink: EventSink::new(&task.group, self.events.clone(), self.transcripts),
+            control: self.control.clone(),
+            spend: Arc::clone(&self.spend),
+            max_output_tokens: self.max_output_tokens,
+            journal: self.journal.clone(),
+            cache_scope: Arc::clone(&self.cache_scope),
+        }
+    }
+
+    /// Whether a prepared group may start: it reserves the larger of the
+    /// plan's estimate and twice its first call, waiting for running
+    /// groups to end while the budget says so. A group that failed to
+    /// prepare spends nothing: its report is kept like any other.
+    async fn admit(
+        &self,
+        task: &AgentTask,
+        prepared: &Result<(Ready, u64), GroupReport>,
+        flight: &mut InFlight,
+    ) -> Admit {
+        let first = match prepared {
+            Err(_) if self.control.stop.is_cancelled() => return Admit::Stopped,
+            Err(_) => return Admit::Admitted,
+            Ok((_, first)) => *first,
+        };
+        let reserve = self.reserve_of(task).max(first.saturating_mul(2));
+        loop {
+            if self.control.stop.is_cancelled() {
+                return Admit::Stopped;
+            }
+            match self.spend.reserve(&task.group, reserve) {
+                Admission::Admitted => return Admit::Admitted,
+                Admission::Never => return Admit::Never(reserve),
+                Admission::Wait => {
+                    let joined = tokio::select! {
+                        biased;
+                        _ = self.control.stop.cancelled() => None,
+                        j = flight.set.join_next_with_id() => j,
+                    };
+                    match joined {
+                        Some(joined) => {
+                            let settled = self.settle(joined, &mut flight.started);
+                            flight.done.push(settled);
+                        }
+                        // Reservations with no task left to end them
+                        // cannot be: a fanscan bug, not a reason to wait
+                        // forever.
+                        None if !self.control.stop.is_cancelled() => {
+                            return Admit::Never(reserve);
+                        }
+                        None => {}
                     }
                 }
-            });
-            started.insert(handle.id(), (index, task));
+            }
         }
-        while let Some(joined) = set.join_next_with_id().await {
-            done.push(self.settle(joined, &mut started));
+    }
+
+    /// Waits for the groups in flight and gives the reports and the groups
+    /// that never started, both in plan order.
+    async fn finish(
+        &self,
+        mut flight: InFlight,
+        mut not_started: Vec<(usize, AgentTask)>,
+        set_aside: Vec<(usize, AgentTask, u64)>,
+    ) -> FanOutResult {
+        while let Some(joined) = flight.set.join_next_with_id().await {
+            let settled = self.settle(joined, &mut flight.started);
+            flight.done.push(settled);
         }
         // Said once the groups are done, so the numbers are the run's
         // final ones: spent, nothing left reserved, and what the smallest
@@ -236,6 +210,7 @@ impl FanOut {
         }
         not_started.extend(set_aside.into_iter().map(|(i, task, _)| (i, task)));
         not_started.sort_by_key(|(i, _)| *i);
+        let mut done = flight.done;
         done.sort_by_key(|(i, _)| *i);
         FanOutResult {
             reports: done.into_iter().map(|(_, r)| r).collect(),
@@ -299,6 +274,105 @@ impl FanOut {
                         reason,
                     ),
                 )
+            }
+        }
+    }
+}
+
+/// The groups running and those done, by their place in the plan.
+#[derive(Default)]
+struct InFlight {
+    set: JoinSet<(usize, GroupReport)>,
+    started: HashMap<tokio::task::Id, (usize, AgentTask)>,
+    done: Vec<(usize, GroupReport)>,
+}
+
+/// Whether a group may start.
+enum Admit {
+    Admitted,
+    /// It does not fit with no group running: set aside with what it needs.
+    Never(u64),
+    /// The run is stopping.
+    Stopped,
+}
+
+/// What one group's tokio task owns.
+struct GroupRun {
+    definition: Arc<AgentDefinition>,
+    provider: SharedProvider,
+    tools: Arc<ToolContext>,
+    sink: EventSink,
+    control: RunControl,
+    spend: Arc<Spend>,
+    max_output_tokens: u32,
+    journal: Option<Arc<dyn Journal>>,
+    cache_scope: Arc<str>,
+}
+
+impl GroupRun {
+    fn agent_run(&self) -> AgentRun<'_> {
+        AgentRun {
+            definition: &self.definition,
+            provider: self.provider.as_ref(),
+            tools: &self.tools,
+            events: &self.sink,
+            wrap_up: &self.control.wrap_up,
+            cancel: &self.control.cancel,
+            spend: &self.spend,
+            max_output_tokens: self.max_output_tokens,
+            cache_scope: &self.cache_scope,
+        }
+    }
+
+    /// Prepared (files read) before it is admitted, so that what it
+    /// reserves covers its first call as sent (its own prompt, the task
+    /// text, its files) and never less than the plan's estimate.
+    async fn prepare(&self, task: &AgentTask) -> Result<(Ready, u64), GroupReport> {
+        let run = self.agent_run();
+        prepare_group(&run, task).await.map(|prepared| {
+            let first = prepared.first_call_tokens(&run);
+            (prepared, first)
+        })
+    }
+
+    /// Runs the admitted group and commits its report to the journal
+    /// before the fan-out counts it.
+    async fn run(
+        self,
+        index: usize,
+        task: AgentTask,
+        prepared: Result<(Ready, u64), GroupReport>,
+        permit: OwnedSemaphorePermit,
+    ) -> (usize, GroupReport) {
+        let _permit = permit;
+        let report = match prepared {
+            Ok((prepared, _)) => {
+                let report = run_ready(self.agent_run(), &task, Some(prepared)).await;
+                self.spend.release(&task.group);
+                report
+            }
+            Err(report) => report,
+        };
+        let Some(journal) = self.journal.clone() else {
+            return (index, report);
+        };
+        // Committed before the fan-out counts it: the store is the
+        // journal a re-run resumes from.
+        let committed = tokio::task::spawn_blocking(move || {
+            journal.commit(&report);
+            report
+        })
+        .await;
+        match committed {
+            Ok(report) => (index, report),
+            Err(e) => {
+                let mut report =
+                    GroupReport::empty(&task, &self.definition, self.provider.as_ref());
+                report.status = AgentStatus::Failed;
+                report.error = Some(format!(
+                    "committing the group's result failed ({e}): a fanscan bug, please report it"
+                ));
+                (index, report)
             }
         }
     }

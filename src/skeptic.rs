@@ -600,10 +600,15 @@ fn render_task(path: &str, batch: &[&Target], ids: &[String], preloaded: &[Strin
 
 /// The final turn's request.
 fn verdict_request(ids: &[String]) -> String {
+    // One literal per line: the same text, easier to read than `\`
+    // continuations inside a string full of braces.
     format!(
-        "Give your verdict on every finding ({}) as ONE JSON object {{\"verdicts\": [{{\"id\", \"verdict\": \
-         \"confirmed\" | \"refuted\" | \"uncertain\", \"confidence\": 1-10, \"why\": one sentence, \"flow\": \
-         [\"path:line\", ...]}}]}}. Do not call tools.",
+        concat!(
+            "Give your verdict on every finding ({}) as ONE JSON object ",
+            "{{\"verdicts\": [{{\"id\", \"verdict\": \"confirmed\" | \"refuted\" | \"uncertain\", ",
+            "\"confidence\": 1-10, \"why\": one sentence, \"flow\": [\"path:line\", ...]}}]}}. ",
+            "Do not call tools."
+        ),
         ids.join(", ")
     )
 }

@@ -301,28 +301,13 @@ fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
             let d = if normalized.contains(k) || k.contains(normalized.as_str()) {
                 1
             } else {
-                edit_distance(&normalized, k)
+                strsim::levenshtein(&normalized, k)
             };
             (d, *k)
         })
         .filter(|(d, k)| *d <= (k.len() / 2).max(2))
         .min()
         .map(|(_, k)| k)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 /// Reads and parses an agent file from disk.

@@ -157,150 +157,179 @@ impl Evaluation {
     /// The evaluation as Markdown.
     pub(crate) fn markdown(&self) -> String {
         let mut out = String::new();
-        let t = &self.truth;
-        let _ = writeln!(out, "# fanscan eval\n");
-        let _ = writeln!(
-            out,
-            "Truth: {} ({}): {} cases, {} vulnerable and {} safe, in {} CWE classes.\n",
-            code(&t.path),
-            t.format,
-            t.cases,
-            t.vulnerable,
-            t.safe,
-            t.cwe_classes
-        );
-        let matching = match self.method.match_by {
-            MatchBy::Cwe => "the same CWE or a documented relative",
-            MatchBy::Location => "any CWE (--match location)",
-        };
-        let _ = writeln!(
-            out,
-            "Counted: {}. A finding matches a case in its file with {matching} and, where the case labels lines, cites a line within {} of one.\n",
-            self.method.count.describe(),
-            self.method.line_slack
-        );
-
-        let _ = writeln!(out, "## Overall\n");
-        let _ = writeln!(
-            out,
-            "Counts are summed over the CWE classes; rates are the mean of the classes' rates (a rate with nothing to divide by shows as – and is left out of the mean).\n"
-        );
-        let _ = writeln!(out, "| run {RATE_HEADER}");
-        let _ = writeln!(out, "|---{RATE_RULE}");
-        for run in &self.runs {
-            let _ = writeln!(
-                out,
-                "| {} {}",
-                code(&run.report),
-                rate_cells(&run.overall.counts, &run.overall.macro_rates)
-            );
-        }
-
-        let _ = writeln!(out, "\n## Cost\n");
-        let _ = writeln!(
-            out,
-            "| run | provider | model | requests | input tokens | output tokens | cached tokens | cost | cost per TP |"
-        );
-        let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|");
-        for run in &self.runs {
-            let u = &run.usage;
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                code(&run.report),
-                cell(run.provider.as_deref().unwrap_or("–")),
-                cell(run.model.as_deref().unwrap_or("–")),
-                u.requests,
-                u.input_tokens,
-                u.output_tokens,
-                u.cached_tokens,
-                money(u.cost_usd, "unknown"),
-                money(u.cost_per_true_positive, "–"),
-            );
-        }
-
-        let _ = writeln!(out, "\n## Per CWE\n");
-        let _ = writeln!(out, "| CWE | cases (vulnerable/safe) | run {RATE_HEADER}");
-        let _ = writeln!(out, "|---|---|---{RATE_RULE}");
-        let class_count = self.runs.first().map_or(0, |r| r.per_cwe.len());
-        for i in 0..class_count {
-            for (r, run) in self.runs.iter().enumerate() {
-                let Some(class) = run.per_cwe.get(i) else {
-                    continue;
-                };
-                let (label, cases) = if r == 0 {
-                    let name = class
-                        .name
-                        .as_deref()
-                        .map(|n| format!(" {}", cell(crate::cwe::short_name(n))))
-                        .unwrap_or_else(|| " (not in fanscan's table)".into());
-                    (
-                        format!("{}{name}", class.cwe),
-                        format!(
-                            "{} ({}/{})",
-                            class.vulnerable + class.safe,
-                            class.vulnerable,
-                            class.safe
-                        ),
-                    )
-                } else {
-                    (String::new(), String::new())
-                };
-                let _ = writeln!(
-                    out,
-                    "| {label} | {cases} | {} {}",
-                    code(&run.report),
-                    rate_cells(&class.counts, &class.rates)
-                );
-            }
-        }
-
-        let _ = writeln!(out, "\n## Findings that matched no case\n");
-        let _ = writeln!(
-            out,
-            "| run | findings counted | matched a case | other CWE | off the labelled lines | in an unlabelled file | without a CWE | unreadable CWE |"
-        );
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
-        for run in &self.runs {
-            let f = &run.findings;
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                code(&run.report),
-                f.scored,
-                f.matched,
-                f.other_cwe,
-                f.off_lines,
-                f.unlabelled,
-                f.without_cwe,
-                f.unreadable_cwe
-            );
-        }
-
-        let _ = writeln!(out, "\n## Missed and false alarms\n");
-        for run in &self.runs {
-            let _ = writeln!(out, "### {}\n", code(&run.report));
-            list_cases(&mut out, run, Outcome::Fn, "Missed (FN)");
-            list_cases(&mut out, run, Outcome::Fp, "False alarms (FP)");
-        }
-
-        let notes: Vec<String> = self
-            .notes
-            .iter()
-            .cloned()
-            .chain(self.runs.iter().flat_map(|run| {
-                run.notes
-                    .iter()
-                    .map(|n| format!("{}: {n}", code(&run.report)))
-            }))
-            .collect();
-        if !notes.is_empty() {
-            let _ = writeln!(out, "## Notes\n");
-            for note in notes {
-                let _ = writeln!(out, "- {note}");
-            }
-        }
+        md_header(&mut out, self);
+        md_overall(&mut out, self);
+        md_cost(&mut out, self);
+        md_per_cwe(&mut out, self);
+        md_unmatched(&mut out, self);
+        md_missed(&mut out, self);
+        md_notes(&mut out, self);
         out
+    }
+}
+
+/// The title, the truth set and how findings were counted.
+fn md_header(out: &mut String, eval: &Evaluation) {
+    let t = &eval.truth;
+    let _ = writeln!(out, "# fanscan eval\n");
+    let _ = writeln!(
+        out,
+        "Truth: {} ({}): {} cases, {} vulnerable and {} safe, in {} CWE classes.\n",
+        code(&t.path),
+        t.format,
+        t.cases,
+        t.vulnerable,
+        t.safe,
+        t.cwe_classes
+    );
+    let matching = match eval.method.match_by {
+        MatchBy::Cwe => "the same CWE or a documented relative",
+        MatchBy::Location => "any CWE (--match location)",
+    };
+    let _ = writeln!(
+        out,
+        "Counted: {}. A finding matches a case in its file with {matching} and, where the case labels lines, cites a line within {} of one.\n",
+        eval.method.count.describe(),
+        eval.method.line_slack
+    );
+}
+
+/// Counts and rates over all CWE classes, one row per run.
+fn md_overall(out: &mut String, eval: &Evaluation) {
+    let _ = writeln!(out, "## Overall\n");
+    let _ = writeln!(
+        out,
+        "Counts are summed over the CWE classes; rates are the mean of the classes' rates (a rate with nothing to divide by shows as – and is left out of the mean).\n"
+    );
+    let _ = writeln!(out, "| run {RATE_HEADER}");
+    let _ = writeln!(out, "|---{RATE_RULE}");
+    for run in &eval.runs {
+        let _ = writeln!(
+            out,
+            "| {} {}",
+            code(&run.report),
+            rate_cells(&run.overall.counts, &run.overall.macro_rates)
+        );
+    }
+}
+
+/// Usage and cost, one row per run.
+fn md_cost(out: &mut String, eval: &Evaluation) {
+    let _ = writeln!(out, "\n## Cost\n");
+    let _ = writeln!(
+        out,
+        "| run | provider | model | requests | input tokens | output tokens | cached tokens | cost | cost per TP |"
+    );
+    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|");
+    for run in &eval.runs {
+        let u = &run.usage;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            code(&run.report),
+            cell(run.provider.as_deref().unwrap_or("–")),
+            cell(run.model.as_deref().unwrap_or("–")),
+            u.requests,
+            u.input_tokens,
+            u.output_tokens,
+            u.cached_tokens,
+            money(u.cost_usd, "unknown"),
+            money(u.cost_per_true_positive, "–"),
+        );
+    }
+}
+
+/// Counts and rates per CWE class, the runs side by side.
+fn md_per_cwe(out: &mut String, eval: &Evaluation) {
+    let _ = writeln!(out, "\n## Per CWE\n");
+    let _ = writeln!(out, "| CWE | cases (vulnerable/safe) | run {RATE_HEADER}");
+    let _ = writeln!(out, "|---|---|---{RATE_RULE}");
+    let class_count = eval.runs.first().map_or(0, |r| r.per_cwe.len());
+    for i in 0..class_count {
+        for (r, run) in eval.runs.iter().enumerate() {
+            let Some(class) = run.per_cwe.get(i) else {
+                continue;
+            };
+            let (label, cases) = if r == 0 {
+                let name = class
+                    .name
+                    .as_deref()
+                    .map(|n| format!(" {}", cell(crate::cwe::short_name(n))))
+                    .unwrap_or_else(|| " (not in fanscan's table)".into());
+                (
+                    format!("{}{name}", class.cwe),
+                    format!(
+                        "{} ({}/{})",
+                        class.vulnerable + class.safe,
+                        class.vulnerable,
+                        class.safe
+                    ),
+                )
+            } else {
+                (String::new(), String::new())
+            };
+            let _ = writeln!(
+                out,
+                "| {label} | {cases} | {} {}",
+                code(&run.report),
+                rate_cells(&class.counts, &class.rates)
+            );
+        }
+    }
+}
+
+/// Why findings matched no case, one row per run.
+fn md_unmatched(out: &mut String, eval: &Evaluation) {
+    let _ = writeln!(out, "\n## Findings that matched no case\n");
+    let _ = writeln!(
+        out,
+        "| run | findings counted | matched a case | other CWE | off the labelled lines | in an unlabelled file | without a CWE | unreadable CWE |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    for run in &eval.runs {
+        let f = &run.findings;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            code(&run.report),
+            f.scored,
+            f.matched,
+            f.other_cwe,
+            f.off_lines,
+            f.unlabelled,
+            f.without_cwe,
+            f.unreadable_cwe
+        );
+    }
+}
+
+/// Each run's missed cases and false alarms.
+fn md_missed(out: &mut String, eval: &Evaluation) {
+    let _ = writeln!(out, "\n## Missed and false alarms\n");
+    for run in &eval.runs {
+        let _ = writeln!(out, "### {}\n", code(&run.report));
+        list_cases(out, run, Outcome::Fn, "Missed (FN)");
+        list_cases(out, run, Outcome::Fp, "False alarms (FP)");
+    }
+}
+
+/// The evaluation's and the runs' notes.
+fn md_notes(out: &mut String, eval: &Evaluation) {
+    let notes: Vec<String> = eval
+        .notes
+        .iter()
+        .cloned()
+        .chain(eval.runs.iter().flat_map(|run| {
+            run.notes
+                .iter()
+                .map(|n| format!("{}: {n}", code(&run.report)))
+        }))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "## Notes\n");
+        for note in notes {
+            let _ = writeln!(out, "- {note}");
+        }
     }
 }
 
@@ -378,32 +407,7 @@ fn run_eval(
     method: &Method,
     table: &CweTable,
 ) -> RunEval {
-    let mut notes = Vec::new();
-    if run.complete == Some(false) {
-        notes.push(
-            "the run is incomplete: cases in files it did not finish reviewing count as missed"
-                .to_string(),
-        );
-    }
-    match score.not_reviewed {
-        Some(n) if n > 0 && n == truth.cases.len() as u64 => notes.push(
-            "none of the labelled files is among the files this run reviewed: write the truth's paths relative to the scanned root, as the report does"
-                .to_string(),
-        ),
-        Some(n) if n > 0 => notes.push(format!(
-            "{n} labelled cases are in files this run did not review: their vulnerable ones count as missed"
-        )),
-        Some(_) | None => {}
-    }
-    if method.match_by == MatchBy::Cwe
-        && score.tally.scored > 0
-        && score.tally.without_cwe + score.tally.unreadable_cwe == score.tally.scored
-    {
-        notes.push(
-            "no finding of this run carries a readable CWE, so none can match: score it by location with --match location"
-                .to_string(),
-        );
-    }
+    let notes = run_notes(truth, run, score, method);
     let cost_per_tp = run
         .usage
         .cost_usd
@@ -463,4 +467,36 @@ fn run_eval(
             })
             .collect(),
     }
+}
+
+/// What a reader of one run's scores should know: an incomplete run, cases
+/// in files it did not review, findings without a CWE to match on.
+fn run_notes(truth: &Truth, run: &RunView, score: &RunScore, method: &Method) -> Vec<String> {
+    let mut notes = Vec::new();
+    if run.complete == Some(false) {
+        notes.push(
+            "the run is incomplete: cases in files it did not finish reviewing count as missed"
+                .to_string(),
+        );
+    }
+    match score.not_reviewed {
+        Some(n) if n > 0 && n == truth.cases.len() as u64 => notes.push(
+            "none of the labelled files is among the files this run reviewed: write the truth's paths relative to the scanned root, as the report does"
+                .to_string(),
+        ),
+        Some(n) if n > 0 => notes.push(format!(
+            "{n} labelled cases are in files this run did not review: their vulnerable ones count as missed"
+        )),
+        Some(_) | None => {}
+    }
+    if method.match_by == MatchBy::Cwe
+        && score.tally.scored > 0
+        && score.tally.without_cwe + score.tally.unreadable_cwe == score.tally.scored
+    {
+        notes.push(
+            "no finding of this run carries a readable CWE, so none can match: score it by location with --match location"
+                .to_string(),
+        );
+    }
+    notes
 }

@@ -298,6 +298,35 @@ fn near(p: &Prediction, lines: &[u32], slack: u32) -> bool {
 /// Scores one run.
 pub(crate) fn score(truth: &Truth, run: &RunView, method: &Method, table: &CweTable) -> RunScore {
     let cases = &truth.cases;
+    let (matched, tally) = match_predictions(cases, run, method, table);
+    let (classes, results) = outcomes(cases, matched);
+    let mut per_cwe: Vec<ClassScore> = classes.into_values().collect();
+    let mut counts = Counts::default();
+    for class in &mut per_cwe {
+        class.rates = Rates::of(class.counts);
+        counts.sum(class.counts);
+    }
+    let rates: Vec<Rates> = per_cwe.iter().map(|c| c.rates).collect();
+    RunScore {
+        macro_rates: Rates::macro_average(&rates),
+        micro_rates: Rates::of(counts),
+        per_cwe,
+        counts,
+        tally,
+        cases: results,
+        not_reviewed: run.reviewed.as_ref().map(|r| not_reviewed(cases, r)),
+    }
+}
+
+/// Matches every counted prediction against the cases of its file: the
+/// labels of the predictions that matched each case, and the tally of
+/// those that matched none (and why).
+fn match_predictions(
+    cases: &[Case],
+    run: &RunView,
+    method: &Method,
+    table: &CweTable,
+) -> (Vec<Vec<String>>, Tally) {
     let index = Index::new(cases);
     let mut matched: Vec<Vec<String>> = vec![Vec::new(); cases.len()];
     let mut tally = Tally::default();
@@ -346,7 +375,15 @@ pub(crate) fn score(truth: &Truth, run: &RunView, method: &Method, table: &CweTa
             (false, false) => tally.other_cwe += 1,
         }
     }
+    (matched, tally)
+}
 
+/// Each case's outcome, and the cases summed by CWE class (rates not yet
+/// computed).
+fn outcomes(
+    cases: &[Case],
+    matched: Vec<Vec<String>>,
+) -> (BTreeMap<CweId, ClassScore>, Vec<CaseResult>) {
     let mut classes: BTreeMap<CweId, ClassScore> = BTreeMap::new();
     let mut results = Vec::with_capacity(cases.len());
     for (i, (case, by)) in cases.iter().zip(matched).enumerate() {
@@ -375,22 +412,7 @@ pub(crate) fn score(truth: &Truth, run: &RunView, method: &Method, table: &CweTa
             matched_by: by,
         });
     }
-    let mut per_cwe: Vec<ClassScore> = classes.into_values().collect();
-    let mut counts = Counts::default();
-    for class in &mut per_cwe {
-        class.rates = Rates::of(class.counts);
-        counts.sum(class.counts);
-    }
-    let rates: Vec<Rates> = per_cwe.iter().map(|c| c.rates).collect();
-    RunScore {
-        macro_rates: Rates::macro_average(&rates),
-        micro_rates: Rates::of(counts),
-        per_cwe,
-        counts,
-        tally,
-        cases: results,
-        not_reviewed: run.reviewed.as_ref().map(|r| not_reviewed(cases, r)),
-    }
+    (classes, results)
 }
 
 /// How many cases name a file that is not among the reviewed ones.

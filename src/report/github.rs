@@ -23,6 +23,20 @@ use crate::findings::Severity;
 /// Renders `report` as workflow commands, one per line.
 pub(crate) fn render(report: &Report) -> String {
     let mut out = String::new();
+    findings(&mut out, report);
+    refuted(&mut out, report);
+    suppressed_by_change(&mut out, report);
+    gate_failed(&mut out, report);
+    incomplete(&mut out, report);
+    doubtful(&mut out, report);
+    contested(&mut out, report);
+    unread(&mut out, report);
+    unverified(&mut out, report);
+    out
+}
+
+/// One annotation per open verified finding, at its severity's level.
+fn findings(out: &mut String, report: &Report) {
     for m in &report.findings {
         let f = &m.finding;
         let command = match f.severity {
@@ -47,13 +61,16 @@ pub(crate) fn render(report: &Report) -> String {
         if let Some(c) = &m.challenge {
             let _ = write!(message, "\n(skeptic: {})", c.describe());
         }
-        line(&mut out, command, &properties, &message);
+        line(out, command, &properties, &message);
     }
+}
 
+/// A notice per finding the skeptic refuted.
+fn refuted(out: &mut String, report: &Report) {
     for m in &report.refuted {
         let f = &m.finding;
         line(
-            &mut out,
+            out,
             "notice",
             &[
                 ("file", f.path.clone()),
@@ -69,11 +86,15 @@ pub(crate) fn render(report: &Report) -> String {
             ),
         );
     }
+}
 
+/// A notice per finding that a `fanscan:ignore` comment added by this
+/// change suppresses.
+fn suppressed_by_change(out: &mut String, report: &Report) {
     for x in report.suppressed.iter().filter(|x| x.suppression.by_change) {
         let f = &x.finding.finding;
         line(
-            &mut out,
+            out,
             "notice",
             &[
                 ("file", f.path.clone()),
@@ -91,9 +112,13 @@ pub(crate) fn render(report: &Report) -> String {
             ),
         );
     }
+}
+
+/// An error when the gate failed.
+fn gate_failed(out: &mut String, report: &Report) {
     if report.gate.outcome == crate::gate::Outcome::Fail {
         line(
-            &mut out,
+            out,
             "error",
             &[("title", "fanscan: gate failed".into())],
             &format!(
@@ -105,6 +130,10 @@ pub(crate) fn render(report: &Report) -> String {
             ),
         );
     }
+}
+
+/// An error naming why the run is incomplete.
+fn incomplete(out: &mut String, report: &Report) {
     if !report.complete {
         let mut why = report.incomplete_reasons.join(" ");
         let failed = &report.coverage.failed;
@@ -127,12 +156,16 @@ pub(crate) fn render(report: &Report) -> String {
             why = "not every planned group ran to the end.".into();
         }
         line(
-            &mut out,
+            out,
             "error",
             &[("title", "fanscan: incomplete run".into())],
             &why,
         );
     }
+}
+
+/// A warning per doubtful review, with its claims.
+fn doubtful(out: &mut String, report: &Report) {
     for d in &report.doubtful {
         let claims: Vec<String> = d
             .claims
@@ -144,7 +177,7 @@ pub(crate) fn render(report: &Report) -> String {
             })
             .collect();
         line(
-            &mut out,
+            out,
             "warning",
             &[("title", "fanscan: doubtful review".into())],
             &format!(
@@ -157,9 +190,14 @@ pub(crate) fn render(report: &Report) -> String {
             ),
         );
     }
+}
+
+/// A warning for each contested review: files that address AI agents, a
+/// model that reported nothing else.
+fn contested(out: &mut String, report: &Report) {
     for c in &report.contested {
         line(
-            &mut out,
+            out,
             "warning",
             &[("title", "fanscan: contested review".into())],
             &format!(
@@ -171,10 +209,14 @@ pub(crate) fn render(report: &Report) -> String {
             ),
         );
     }
+}
+
+/// A warning for the reviewed files no agent was shown.
+fn unread(out: &mut String, report: &Report) {
     let unread = &report.coverage.unread;
     if !unread.is_empty() {
         line(
-            &mut out,
+            out,
             "warning",
             &[("title", "fanscan: files not read".into())],
             &format!(
@@ -184,9 +226,13 @@ pub(crate) fn render(report: &Report) -> String {
             ),
         );
     }
+}
+
+/// A notice for the findings that failed verification.
+fn unverified(out: &mut String, report: &Report) {
     if !report.unverified.is_empty() {
         line(
-            &mut out,
+            out,
             "notice",
             &[("title", "fanscan: unverified findings".into())],
             &format!(
@@ -201,7 +247,6 @@ pub(crate) fn render(report: &Report) -> String {
             ),
         );
     }
-    out
 }
 
 /// Appends `::command k=v,k=v::message`.

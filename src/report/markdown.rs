@@ -6,12 +6,35 @@ use std::fmt::Write as _;
 use super::Report;
 use crate::findings::Severity;
 use crate::gate::{Outcome, Suppressed};
+use crate::git::ChangeSet;
 use crate::reduce::Merged;
 use crate::util::human_count;
 
 /// Renders `report` as Markdown.
 pub(super) fn render(report: &Report) -> String {
     let mut out = String::new();
+    header(&mut out, report);
+    gate(&mut out, report);
+    summary(&mut out, report);
+    findings(&mut out, report);
+    since_last_run(&mut out, report);
+    unverified(&mut out, report);
+    refuted(&mut out, report);
+    unparsed(&mut out, report);
+    doubtful(&mut out, report);
+    contested(&mut out, report);
+    suppressed_and_baselined(&mut out, report);
+    coverage(&mut out, report);
+    failed_groups(&mut out, report);
+    cost(&mut out, report);
+    brief(&mut out, report);
+    notes(&mut out, report);
+    out
+}
+
+/// The title, the run in one sentence, and the incomplete-run,
+/// doubtful-review and contested-review warnings.
+fn header(out: &mut String, report: &Report) {
     let _ = writeln!(out, "# fanscan report: {}\n", report.root);
     let _ = writeln!(
         out,
@@ -53,7 +76,11 @@ pub(super) fn render(report: &Report) -> String {
             count(report.contested.len(), "group"),
         );
     }
-    gate(&mut out, report);
+}
+
+/// The reducer's summary, with a note when the gate took findings out of
+/// what it covers.
+fn summary(out: &mut String, report: &Report) {
     let _ = writeln!(out, "## Summary\n");
     if report.summary.trim().is_empty() {
         let _ = writeln!(out, "(no summary was written)\n");
@@ -69,7 +96,10 @@ pub(super) fn render(report: &Report) -> String {
             );
         }
     }
+}
 
+/// The open verified findings, by severity.
+fn findings(out: &mut String, report: &Report) {
     let _ = writeln!(out, "## Findings\n");
     if report.findings.is_empty() {
         let _ = writeln!(out, "No verified findings.\n");
@@ -90,13 +120,14 @@ pub(super) fn render(report: &Report) -> String {
             of.len()
         );
         for m in of {
-            finding(&mut out, m);
+            finding(out, m);
         }
         out.push('\n');
     }
+}
 
-    since_last_run(&mut out, report);
-
+/// Findings whose cited code could not be confirmed.
+fn unverified(out: &mut String, report: &Report) {
     if !report.unverified.is_empty() {
         let _ = writeln!(
             out,
@@ -117,11 +148,14 @@ pub(super) fn render(report: &Report) -> String {
                 m.finding.line,
                 m.note.as_deref().unwrap_or("unverified")
             );
-            skeptic_line(&mut out, m);
+            skeptic_line(out, m);
         }
         out.push('\n');
     }
+}
 
+/// Verified findings the skeptic refuted.
+fn refuted(out: &mut String, report: &Report) {
     if !report.refuted.is_empty() {
         let _ = writeln!(
             out,
@@ -146,11 +180,14 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
                 f.path,
                 f.line
             );
-            skeptic_line(&mut out, m);
+            skeptic_line(out, m);
         }
         out.push('\n');
     }
+}
 
+/// Claims that did not come as a readable finding.
+fn unparsed(out: &mut String, report: &Report) {
     if !report.unparsed.is_empty() {
         let _ = writeln!(
             out,
@@ -173,32 +210,15 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
         }
         out.push('\n');
     }
+}
 
-    doubtful(&mut out, report);
-    contested(&mut out, report);
-
-    suppressed_and_baselined(&mut out, report);
-
+/// What was reviewed, taken from the run store, skipped, failed or left
+/// unread, after the diff scan's changes when there is one.
+fn coverage(out: &mut String, report: &Report) {
     let c = &report.coverage;
     let _ = writeln!(out, "## Coverage\n");
     if let Some(d) = &report.diff {
-        let _ = writeln!(
-            out,
-            "Diff scan ({}): {} changed files, {} deleted, {} renamed; unchanged files were not audited.\n",
-            d.source,
-            d.changed.len(),
-            d.deleted.len(),
-            d.renamed.len()
-        );
-        for path in d.deleted.iter().take(50) {
-            let _ = writeln!(out, "  - deleted `{path}`");
-        }
-        for (from, to) in d.renamed.iter().take(50) {
-            let _ = writeln!(out, "  - renamed `{from}` to `{to}`");
-        }
-        if !d.deleted.is_empty() || !d.renamed.is_empty() {
-            out.push('\n');
-        }
+        diff_scan(out, d);
     }
     let _ = writeln!(
         out,
@@ -254,7 +274,31 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
     if !c.skipped.is_empty() || !c.failed.is_empty() || !c.unread.is_empty() {
         out.push('\n');
     }
+}
 
+/// What a diff scan audited and what it left out.
+fn diff_scan(out: &mut String, d: &ChangeSet) {
+    let _ = writeln!(
+        out,
+        "Diff scan ({}): {} changed files, {} deleted, {} renamed; unchanged files were not audited.\n",
+        d.source,
+        d.changed.len(),
+        d.deleted.len(),
+        d.renamed.len()
+    );
+    for path in d.deleted.iter().take(50) {
+        let _ = writeln!(out, "  - deleted `{path}`");
+    }
+    for (from, to) in d.renamed.iter().take(50) {
+        let _ = writeln!(out, "  - renamed `{from}` to `{to}`");
+    }
+    if !d.deleted.is_empty() || !d.renamed.is_empty() {
+        out.push('\n');
+    }
+}
+
+/// The groups that failed, with their error.
+fn failed_groups(out: &mut String, report: &Report) {
     let failed: Vec<_> = report.groups.iter().filter(|g| g.error.is_some()).collect();
     if !failed.is_empty() {
         let _ = writeln!(out, "## Failed groups\n");
@@ -269,7 +313,10 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
         }
         out.push('\n');
     }
+}
 
+/// Requests, tokens, cost (in all and by agent) and duration.
+fn cost(out: &mut String, report: &Report) {
     let s = &report.stats;
     let _ = writeln!(out, "## Cost\n");
     let _ = writeln!(
@@ -311,6 +358,10 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
         "- duration: {:.1} s",
         report.duration_ms as f64 / 1000.0
     );
+}
+
+/// The repository brief every auditor was given.
+fn brief(out: &mut String, report: &Report) {
     if let Some(brief) = &report.brief {
         let _ = writeln!(
             out,
@@ -321,13 +372,16 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
             let _ = writeln!(out, "{}", format!("> {line}").trim_end());
         }
     }
+}
+
+/// The run's notes.
+fn notes(out: &mut String, report: &Report) {
     if !report.notes.is_empty() {
         let _ = writeln!(out, "\n## Notes\n");
         for n in &report.notes {
             let _ = writeln!(out, "- {n}");
         }
     }
-    out
 }
 
 /// The verdict, first thing a CI reader looks for.

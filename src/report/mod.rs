@@ -428,72 +428,21 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         diff,
     } = parts;
     let coverage = coverage(skipped, &reports, &not_started);
-    let mut incomplete_reasons = stopped;
-    let failed_groups = reports.iter().filter(|r| !r.status.reviewed()).count();
-    if failed_groups > 0 {
-        incomplete_reasons.push(format!("{failed_groups} groups failed."));
-    }
-    if !not_started.is_empty() {
-        incomplete_reasons.push(match not_started.len() {
-            1 => "1 group never started.".to_string(),
-            n => format!("{n} groups never started."),
-        });
-    }
-    if !coverage.unread.is_empty() {
-        incomplete_reasons.push(format!(
-            "{} planned files were never shown to a model (their agents answered without reading them).",
-            coverage.unread.len()
-        ));
-    }
+    let mut incomplete_reasons = incomplete_reasons(stopped, &reports, &not_started, &coverage);
     let mut notes = plan.notes.clone();
     notes.extend(reduced.notes.iter().cloned());
     notes.extend(run_notes);
-    let count = |status: AgentStatus| reports.iter().filter(|r| r.status == status).count();
-    let wrapped = count(AgentStatus::WrappedUp);
-    if wrapped > 0 {
-        notes.push(format!(
-            "{wrapped} agents were asked to wrap up early and gave their summary"
-        ));
-    }
-    let max_rounds = count(AgentStatus::MaxRounds);
-    if max_rounds > 0 {
-        notes.push(format!(
-            "{max_rounds} agents reached max_rounds; their summaries were still taken"
-        ));
-    }
+    notes.extend(status_notes(&reports));
     let doubtful = doubtful(&reports, &triage, &reduced.refuted);
-    if !doubtful.is_empty() {
-        let ids: Vec<&str> = doubtful.iter().map(|d| d.group.as_str()).collect();
-        let what = format!(
-            "{} made claims and none was verified, so {} not reviewed cleanly (doubtful): {}.",
-            plural(doubtful.len(), "group"),
-            if doubtful.len() == 1 {
-                "it was"
-            } else {
-                "they were"
-            },
-            ids.join(", ")
-        );
+    if let Some(what) = doubtful_note(&doubtful) {
         if policy.strict {
             incomplete_reasons.push(format!("--strict: {what}"));
         } else {
             notes.push(format!("{what} --strict makes such a run incomplete."));
         }
     }
-    // A rule engine cannot be steered by what it reads: only a model's
-    // silence is contested.
-    let contested = match run.engine {
-        EngineKind::Llm => contested(&reports, &triage),
-        EngineKind::RuleEngine => Vec::new(),
-    };
-    if !contested.is_empty() {
-        let ids: Vec<&str> = contested.iter().map(|c| c.group.as_str()).collect();
-        notes.push(format!(
-            "{} whose files address AI agents reported nothing else (contested: the text may have steered the model): {}.",
-            plural(contested.len(), "group"),
-            ids.join(", ")
-        ));
-    }
+    let contested = contested(run.engine, &reports, &triage);
+    notes.extend(contested_note(&contested));
     let complete = incomplete_reasons.is_empty();
     let gate = crate::gate::verdict(policy, &triage.findings, &triage.unverified, complete);
     Report {
@@ -512,51 +461,16 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         complete,
         incomplete_reasons,
         summary: reduced.summary,
-        groups: reports
-            .iter()
-            .map(|r| {
-                let mut outcome = GroupOutcome::from(r);
-                outcome.cached = reused.contains_key(&r.group);
-                outcome.resumed = reused.get(&r.group) == Some(&Reused::Resumed);
-                outcome.doubtful = doubtful.iter().any(|d| d.group == r.group);
-                outcome.contested = contested.iter().any(|c| c.group == r.group);
-                outcome
-            })
-            .collect(),
+        groups: group_outcomes(&reports, &reused, &doubtful, &contested),
         plan,
         findings: triage.findings,
         unverified: triage.unverified,
         refuted: reduced.refuted,
-        unparsed: reports
-            .iter()
-            .flat_map(|r| {
-                r.unparsed.iter().map(|u| UnparsedClaim {
-                    group: r.group.clone(),
-                    agent: r.agent.clone(),
-                    reason: u.reason.clone(),
-                    text: u.text.clone(),
-                    path: u.path.clone(),
-                    line: u.line,
-                })
-            })
-            .collect(),
+        unparsed: unparsed_claims(&reports),
         doubtful,
         contested,
         coverage,
-        stats: Stats {
-            requests: calls.requests,
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            cached_tokens: usage.cached_tokens,
-            cache_write_tokens: usage.cache_write_tokens,
-            retries: calls.retries,
-            rate_limited: calls.rate_limited,
-            lowest_concurrency: calls.lowest_concurrency,
-            cost_usd,
-            agents,
-            cached_groups: reused.len(),
-            resumed_groups: reused.values().filter(|r| **r == Reused::Resumed).count(),
-        },
+        stats: stats(calls, usage, cost_usd, agents, &reused),
         notes,
         gate,
         suppressed: triage.suppressed,
@@ -568,6 +482,132 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         since_last_run: None,
         shard: None,
         brief: None,
+    }
+}
+
+/// Why the run is incomplete, before the doubtful reviews are weighed:
+/// what stopped it, then failed, never started and unread groups and files.
+fn incomplete_reasons(
+    stopped: Vec<String>,
+    reports: &[GroupReport],
+    not_started: &[AgentTask],
+    coverage: &Coverage,
+) -> Vec<String> {
+    let mut reasons = stopped;
+    let failed_groups = reports.iter().filter(|r| !r.status.reviewed()).count();
+    if failed_groups > 0 {
+        reasons.push(format!("{failed_groups} groups failed."));
+    }
+    if !not_started.is_empty() {
+        reasons.push(match not_started.len() {
+            1 => "1 group never started.".to_string(),
+            n => format!("{n} groups never started."),
+        });
+    }
+    if !coverage.unread.is_empty() {
+        reasons.push(format!(
+            "{} planned files were never shown to a model (their agents answered without reading them).",
+            coverage.unread.len()
+        ));
+    }
+    reasons
+}
+
+/// Notes on agents that were wrapped up early or reached `max_rounds`.
+fn status_notes(reports: &[GroupReport]) -> Vec<String> {
+    let count = |status: AgentStatus| reports.iter().filter(|r| r.status == status).count();
+    let mut notes = Vec::new();
+    let wrapped = count(AgentStatus::WrappedUp);
+    if wrapped > 0 {
+        notes.push(format!(
+            "{wrapped} agents were asked to wrap up early and gave their summary"
+        ));
+    }
+    let max_rounds = count(AgentStatus::MaxRounds);
+    if max_rounds > 0 {
+        notes.push(format!(
+            "{max_rounds} agents reached max_rounds; their summaries were still taken"
+        ));
+    }
+    notes
+}
+
+/// What to say about the doubtful reviews, if there are any.
+fn doubtful_note(doubtful: &[DoubtfulGroup]) -> Option<String> {
+    if doubtful.is_empty() {
+        return None;
+    }
+    let ids: Vec<&str> = doubtful.iter().map(|d| d.group.as_str()).collect();
+    Some(format!(
+        "{} made claims and none was verified, so {} not reviewed cleanly (doubtful): {}.",
+        plural(doubtful.len(), "group"),
+        if doubtful.len() == 1 {
+            "it was"
+        } else {
+            "they were"
+        },
+        ids.join(", ")
+    ))
+}
+
+/// Each group's outcome, marked cached, resumed or doubtful.
+fn group_outcomes(
+    reports: &[GroupReport],
+    reused: &BTreeMap<String, Reused>,
+    doubtful: &[DoubtfulGroup],
+    contested: &[ContestedGroup],
+) -> Vec<GroupOutcome> {
+    reports
+        .iter()
+        .map(|r| {
+            let mut outcome = GroupOutcome::from(r);
+            outcome.cached = reused.contains_key(&r.group);
+            outcome.resumed = reused.get(&r.group) == Some(&Reused::Resumed);
+            outcome.doubtful = doubtful.iter().any(|d| d.group == r.group);
+            outcome.contested = contested.iter().any(|c| c.group == r.group);
+            outcome
+        })
+        .collect()
+}
+
+/// Every group's claims that could not be read, with the group and agent.
+fn unparsed_claims(reports: &[GroupReport]) -> Vec<UnparsedClaim> {
+    reports
+        .iter()
+        .flat_map(|r| {
+            r.unparsed.iter().map(|u| UnparsedClaim {
+                group: r.group.clone(),
+                agent: r.agent.clone(),
+                reason: u.reason.clone(),
+                text: u.text.clone(),
+                path: u.path.clone(),
+                line: u.line,
+            })
+        })
+        .collect()
+}
+
+/// The run's counters, usage and cost.
+fn stats(
+    calls: CallCounts,
+    usage: Usage,
+    cost_usd: Option<f64>,
+    agents: BTreeMap<String, AgentUsage>,
+    reused: &BTreeMap<String, Reused>,
+) -> Stats {
+    Stats {
+        requests: calls.requests,
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cached_tokens: usage.cached_tokens,
+        cache_write_tokens: usage.cache_write_tokens,
+        retries: calls.retries,
+        rate_limited: calls.rate_limited,
+        lowest_concurrency: calls.lowest_concurrency,
+        cost_usd,
+        agents,
+        cached_groups: reused.len(),
+        resumed_groups: reused.values().filter(|r| **r == Reused::Resumed).count(),
     }
 }
 
@@ -622,10 +662,28 @@ fn doubtful(reports: &[GroupReport], triage: &Triage, refuted: &[Merged]) -> Vec
     out
 }
 
+/// The note naming the contested groups, if any.
+fn contested_note(contested: &[ContestedGroup]) -> Option<String> {
+    if contested.is_empty() {
+        return None;
+    }
+    let ids: Vec<&str> = contested.iter().map(|c| c.group.as_str()).collect();
+    Some(format!(
+        "{} whose files address AI agents reported nothing else (contested: the text may have steered the model): {}.",
+        plural(contested.len(), "group"),
+        ids.join(", ")
+    ))
+}
+
 /// The groups that reviewed, whose files hold an open (neither
 /// suppressed nor baselined) finding of text addressed to AI agents, and
-/// whose agent reported no finding of its own, readable or not.
-fn contested(reports: &[GroupReport], triage: &Triage) -> Vec<ContestedGroup> {
+/// whose agent reported no finding of its own, readable or not. A rule
+/// engine cannot be steered by what it reads: only a model's silence is
+/// contested.
+fn contested(engine: EngineKind, reports: &[GroupReport], triage: &Triage) -> Vec<ContestedGroup> {
+    if engine == EngineKind::RuleEngine {
+        return Vec::new();
+    }
     let mut out = Vec::new();
     for r in reports {
         let own = r.findings.iter().any(|f| f.origin == Origin::Agent) || !r.unparsed.is_empty();

@@ -37,6 +37,7 @@ use serde_sarif::sarif as s;
 use super::Report;
 use crate::cwe::CweId;
 use crate::findings::{Finding, Origin, Severity};
+use crate::gate::{Baselined, Suppressed};
 use crate::reduce::Merged;
 
 /// The schema the log names in `$schema` (the OASIS errata 01 schema).
@@ -110,64 +111,15 @@ fn log(report: &Report, category: Option<&str>) -> s::Sarif {
     let results: Vec<s::Result> = report
         .findings
         .iter()
-        .map(|m| {
-            let id = rule_id(&m.finding);
-            let position = index.get(id.as_str()).copied();
-            result(m, id, position)
-        })
-        .chain(report.suppressed.iter().map(|x| {
-            let id = rule_id(&x.finding.finding);
-            let position = index.get(id.as_str()).copied();
-            let mut r = result(&x.finding, id, position);
-            let why = x
-                .suppression
-                .reason
-                .clone()
-                .unwrap_or_else(|| "no reason given".into());
-            let mut suppression = s::Suppression::builder().kind(json!("inSource")).build();
-            suppression.status = Some(json!("accepted"));
-            suppression.justification = Some(if x.suppression.by_change {
-                format!("{why} (suppressed by this change)")
-            } else {
-                why
-            });
-            suppression.properties = Some(bag(
-                None,
-                [
-                    ("line", json!(x.suppression.line)),
-                    ("rules", json!(x.suppression.rules)),
-                    ("byChange", json!(x.suppression.by_change)),
-                ],
-            ));
-            r.suppressions = Some(vec![suppression]);
-            r
-        }))
-        .chain(report.baselined.iter().map(|x| {
-            let id = rule_id(&x.finding.finding);
-            let position = index.get(id.as_str()).copied();
-            let mut r = result(&x.finding, id, position);
-            let mut suppression = s::Suppression::builder().kind(json!("external")).build();
-            suppression.status = Some(json!("accepted"));
-            suppression.justification =
-                Some(x.reason.clone().unwrap_or_else(|| "in the baseline".into()));
-            r.suppressions = Some(vec![suppression]);
-            r
-        }))
-        .chain(report.refuted.iter().map(|m| {
-            // Refuted by the skeptic: out of the gate, kept as a result
-            // suppressed outside the code, with the skeptic's reason.
-            let id = rule_id(&m.finding);
-            let position = index.get(id.as_str()).copied();
-            let mut r = result(m, id, position);
-            let mut suppression = s::Suppression::builder().kind(json!("external")).build();
-            suppression.status = Some(json!("accepted"));
-            suppression.justification = Some(match &m.challenge {
-                Some(c) => format!("refuted by the skeptic: {}", c.describe()),
-                None => "refuted by the skeptic".into(),
-            });
-            r.suppressions = Some(vec![suppression]);
-            r
-        }))
+        .map(|m| indexed_result(m, &index))
+        .chain(
+            report
+                .suppressed
+                .iter()
+                .map(|x| suppressed_result(x, &index)),
+        )
+        .chain(report.baselined.iter().map(|x| baselined_result(x, &index)))
+        .chain(report.refuted.iter().map(|m| refuted_result(m, &index)))
         .collect();
 
     let mut driver = s::ToolComponent::builder()
@@ -183,19 +135,95 @@ fn log(report: &Report, category: Option<&str>) -> s::Sarif {
         .build();
     run.results = Some(results);
     run.invocations = Some(vec![invocation(report)]);
-    run.automation_details =
-        category
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .map(|c| s::RunAutomationDetails {
-                id: Some(if c.ends_with('/') {
-                    c.to_string()
-                } else {
-                    format!("{c}/")
-                }),
-                ..Default::default()
-            });
-    run.properties = Some(bag(
+    run.automation_details = automation_details(category);
+    run.properties = Some(run_properties(report));
+
+    s::Sarif::builder()
+        .version(json!("2.1.0"))
+        .schema(SCHEMA_URI)
+        .runs(vec![run])
+        .build()
+}
+
+/// The result of a finding, pointing at its rule's place in the driver's
+/// rules.
+fn indexed_result(m: &Merged, index: &BTreeMap<&str, i64>) -> s::Result {
+    let id = rule_id(&m.finding);
+    let position = index.get(id.as_str()).copied();
+    result(m, id, position)
+}
+
+/// A finding suppressed by a `fanscan:ignore` comment: in source, with the
+/// comment's reason.
+fn suppressed_result(x: &Suppressed, index: &BTreeMap<&str, i64>) -> s::Result {
+    let mut r = indexed_result(&x.finding, index);
+    let why = x
+        .suppression
+        .reason
+        .clone()
+        .unwrap_or_else(|| "no reason given".into());
+    let mut suppression = s::Suppression::builder().kind(json!("inSource")).build();
+    suppression.status = Some(json!("accepted"));
+    suppression.justification = Some(if x.suppression.by_change {
+        format!("{why} (suppressed by this change)")
+    } else {
+        why
+    });
+    suppression.properties = Some(bag(
+        None,
+        [
+            ("line", json!(x.suppression.line)),
+            ("rules", json!(x.suppression.rules)),
+            ("byChange", json!(x.suppression.by_change)),
+        ],
+    ));
+    r.suppressions = Some(vec![suppression]);
+    r
+}
+
+/// A finding of the baseline: suppressed outside the code.
+fn baselined_result(x: &Baselined, index: &BTreeMap<&str, i64>) -> s::Result {
+    let mut r = indexed_result(&x.finding, index);
+    let mut suppression = s::Suppression::builder().kind(json!("external")).build();
+    suppression.status = Some(json!("accepted"));
+    suppression.justification = Some(x.reason.clone().unwrap_or_else(|| "in the baseline".into()));
+    r.suppressions = Some(vec![suppression]);
+    r
+}
+
+/// Refuted by the skeptic: out of the gate, kept as a result suppressed
+/// outside the code, with the skeptic's reason.
+fn refuted_result(m: &Merged, index: &BTreeMap<&str, i64>) -> s::Result {
+    let mut r = indexed_result(m, index);
+    let mut suppression = s::Suppression::builder().kind(json!("external")).build();
+    suppression.status = Some(json!("accepted"));
+    suppression.justification = Some(match &m.challenge {
+        Some(c) => format!("refuted by the skeptic: {}", c.describe()),
+        None => "refuted by the skeptic".into(),
+    });
+    r.suppressions = Some(vec![suppression]);
+    r
+}
+
+/// The run's category (`--sarif-category`), which code scanning keys runs
+/// on, ending in `/`.
+fn automation_details(category: Option<&str>) -> Option<s::RunAutomationDetails> {
+    category
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(|c| s::RunAutomationDetails {
+            id: Some(if c.ends_with('/') {
+                c.to_string()
+            } else {
+                format!("{c}/")
+            }),
+            ..Default::default()
+        })
+}
+
+/// The run's provider, model, engine, gate and diff.
+fn run_properties(report: &Report) -> s::PropertyBag {
+    bag(
         None,
         [
             ("provider", json!(report.provider)),
@@ -213,13 +241,7 @@ fn log(report: &Report, category: Option<&str>) -> s::Sarif {
                 serde_json::to_value(&report.diff).unwrap_or(Value::Null),
             ),
         ],
-    ));
-
-    s::Sarif::builder()
-        .version(json!("2.1.0"))
-        .schema(SCHEMA_URI)
-        .runs(vec![run])
-        .build()
+    )
 }
 
 /// Where the tool is documented: the package's repository or homepage,
@@ -461,6 +483,24 @@ fn result(m: &Merged, id: String, rule_index: Option<i64>) -> s::Result {
 /// never shown to an agent, and for the unverified findings left out.
 fn invocation(report: &Report) -> s::Invocation {
     let mut notes = Vec::new();
+    incomplete_notes(&mut notes, report);
+    failed_group_notes(&mut notes, report);
+    doubtful_notes(&mut notes, report);
+    contested_notes(&mut notes, report);
+    unread_note(&mut notes, report);
+    unverified_note(&mut notes, report);
+    baseline_note(&mut notes, report);
+    let mut invocation = s::Invocation::builder()
+        .execution_successful(report.complete)
+        .build();
+    invocation.exit_code = Some(i64::from(report.exit_code()));
+    invocation.start_time_utc = Some(report.started_at.clone()).filter(|t| !t.is_empty());
+    invocation.tool_execution_notifications = Some(notes).filter(|n| !n.is_empty());
+    invocation
+}
+
+/// An error per reason the run is incomplete.
+fn incomplete_notes(notes: &mut Vec<s::Notification>, report: &Report) {
     for reason in &report.incomplete_reasons {
         notes.push(notification(
             "error",
@@ -468,6 +508,10 @@ fn invocation(report: &Report) -> s::Invocation {
             [("kind", json!("incomplete"))],
         ));
     }
+}
+
+/// An error per failed group, with the files it left unaudited.
+fn failed_group_notes(notes: &mut Vec<s::Notification>, report: &Report) {
     // Failed files by group, in the order the report lists them.
     let mut groups: Vec<(&str, &str, Vec<&str>)> = Vec::new();
     for f in &report.coverage.failed {
@@ -491,6 +535,10 @@ fn invocation(report: &Report) -> s::Invocation {
             ],
         ));
     }
+}
+
+/// A warning (an error under `--strict`) per doubtful review.
+fn doubtful_notes(notes: &mut Vec<s::Notification>, report: &Report) {
     for d in &report.doubtful {
         let claims: Vec<Value> = d
             .claims
@@ -516,6 +564,11 @@ fn invocation(report: &Report) -> s::Invocation {
             ],
         ));
     }
+}
+
+/// A warning for each contested review: files that address AI agents, a
+/// model that reported nothing else.
+fn contested_notes(notes: &mut Vec<s::Notification>, report: &Report) {
     for c in &report.contested {
         notes.push(notification(
             "warning",
@@ -535,6 +588,10 @@ fn invocation(report: &Report) -> s::Invocation {
             ],
         ));
     }
+}
+
+/// A warning for the reviewed files no agent was shown.
+fn unread_note(notes: &mut Vec<s::Notification>, report: &Report) {
     let unread = &report.coverage.unread;
     if !unread.is_empty() {
         notes.push(notification(
@@ -547,6 +604,10 @@ fn invocation(report: &Report) -> s::Invocation {
             [("kind", json!("unread")), ("files", json!(unread))],
         ));
     }
+}
+
+/// A note listing the findings that failed verification.
+fn unverified_note(notes: &mut Vec<s::Notification>, report: &Report) {
     if !report.unverified.is_empty() {
         let list: Vec<Value> = report
             .unverified
@@ -574,6 +635,10 @@ fn invocation(report: &Report) -> s::Invocation {
             [("kind", json!("unverified")), ("findings", json!(list))],
         ));
     }
+}
+
+/// A note for the baseline entries whose files were not reviewed.
+fn baseline_note(notes: &mut Vec<s::Notification>, report: &Report) {
     if !report.baseline_not_checked.is_empty() {
         let paths: Vec<&str> = report
             .baseline_not_checked
@@ -590,13 +655,6 @@ fn invocation(report: &Report) -> s::Invocation {
             [("kind", json!("baseline_not_checked"))],
         ));
     }
-    let mut invocation = s::Invocation::builder()
-        .execution_successful(report.complete)
-        .build();
-    invocation.exit_code = Some(i64::from(report.exit_code()));
-    invocation.start_time_utc = Some(report.started_at.clone()).filter(|t| !t.is_empty());
-    invocation.tool_execution_notifications = Some(notes).filter(|n| !n.is_empty());
-    invocation
 }
 
 fn notification<'a>(

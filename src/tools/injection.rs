@@ -204,148 +204,21 @@ impl Detector {
                 id: raw.id.clone(),
                 problem,
             };
-            let (family, name) = raw.id.split_once('/').unwrap_or_default();
-            let well_formed = |s: &str| {
-                !s.is_empty()
-                    && s.chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-            };
-            if !well_formed(family) || !well_formed(name) {
-                return Err(at(
-                    "the id must be \"<family>/<name>\" in lowercase letters, digits and -".into(),
-                ));
-            }
+            check_id(&raw.id, &at)?;
             if !seen.insert(raw.id.clone()) {
                 return Err(at("the id is used twice".into()));
             }
-            let severity =
-                parse_severity(&raw.severity).map_err(|p| at(format!("severity {p}")))?;
-            if raw.cwe == 0 {
-                return Err(at("cwe must be a CWE number, e.g. 1427".into()));
-            }
-            if raw.title.trim().is_empty() || raw.message.trim().is_empty() {
-                return Err(at("title and message must not be empty".into()));
-            }
-            if raw.patterns.is_empty() {
-                return Err(at("patterns is empty: give at least one".into()));
-            }
+            let severity = check_fields(&raw, &at)?;
             let matcher = match raw.kind.as_deref().unwrap_or("phrases") {
                 "phrases" => {
-                    for (key, given) in [
-                        ("only_in", raw.only_in.is_some()),
-                        ("legitimate", raw.legitimate.is_some()),
-                        ("legitimate_severity", raw.legitimate_severity.is_some()),
-                        ("string_severity", raw.string_severity.is_some()),
-                    ] {
-                        if given {
-                            return Err(at(format!(
-                                "{key} is for kind = \"characters\"; a phrase rule has allow"
-                            )));
-                        }
-                    }
-                    for pattern in &raw.patterns {
-                        let regex = phrase_regex(pattern)
-                            .map_err(|e| at(format!("invalid pattern {pattern:?}: {e}")))?;
-                        if regex.is_match(b"") || regex.is_match(b" \n") {
-                            return Err(at(format!(
-                                "pattern {pattern:?} matches empty text: it would hit every file"
-                            )));
-                        }
+                    let (matcher, compiled) = phrase_matcher(&raw, &at)?;
+                    for (pattern, regex) in compiled {
                         phrases.push((rules.len(), regex));
-                        sources.push(pattern.clone());
+                        sources.push(pattern);
                     }
-                    let allow = raw
-                        .allow
-                        .iter()
-                        .map(|p| {
-                            phrase_regex(p).map_err(|e| at(format!("invalid allow {p:?}: {e}")))
-                        })
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let negated_by = raw
-                        .negated_by
-                        .as_deref()
-                        .map(|p| {
-                            phrase_regex(&format!("(?:{p})[ \\t]*\\z"))
-                                .map_err(|e| at(format!("invalid negated_by {p:?}: {e}")))
-                        })
-                        .transpose()?;
-                    Matcher::Phrases { allow, negated_by }
+                    matcher
                 }
-                "characters" => {
-                    if !raw.allow.is_empty() || raw.negated_by.is_some() {
-                        return Err(at(
-                            "allow and negated_by are for phrase rules; a character rule has legitimate"
-                                .into(),
-                        ));
-                    }
-                    let joined = raw
-                        .patterns
-                        .iter()
-                        .map(|p| format!("(?:{p})"))
-                        .collect::<Vec<_>>()
-                        .join("|");
-                    let class =
-                        Regex::new(&joined).map_err(|e| at(format!("invalid patterns: {e}")))?;
-                    let ordinary = (0x20u8..=0x7e).chain([b'\t', b'\n', b'\r']).map(char::from);
-                    for c in ordinary.chain(std::iter::once('é')) {
-                        if class.is_match(c.encode_utf8(&mut [0; 4])) {
-                            return Err(at(format!(
-                                "the patterns match the ordinary character {c:?}: a character rule names only unusual characters"
-                            )));
-                        }
-                    }
-                    let only_in = match raw.only_in.as_deref() {
-                        None => None,
-                        Some("identifiers-and-strings") => Some(OnlyIn::IdentifiersAndStrings),
-                        Some(other) => {
-                            return Err(at(format!(
-                                "only_in {other:?} is not \"identifiers-and-strings\""
-                            )));
-                        }
-                    };
-                    let legitimate = match raw.legitimate.as_deref() {
-                        None => None,
-                        Some("right-to-left-text") => Some(Legitimate::RightToLeftText),
-                        Some("joining-script-or-emoji") => Some(Legitimate::JoiningScriptOrEmoji),
-                        Some("emoji-tag-sequence") => Some(Legitimate::EmojiTagSequence),
-                        Some(other) => {
-                            return Err(at(format!(
-                                "legitimate {other:?} is not one of right-to-left-text, joining-script-or-emoji, emoji-tag-sequence"
-                            )));
-                        }
-                    };
-                    let legitimate_severity = match raw.legitimate_severity.as_deref() {
-                        None => None,
-                        Some(_) if legitimate.is_none() => {
-                            return Err(at(
-                                "legitimate_severity needs legitimate (the context it applies to)"
-                                    .into(),
-                            ));
-                        }
-                        Some(s) => Some(
-                            parse_severity(s)
-                                .map_err(|p| at(format!("legitimate_severity {p}")))?,
-                        ),
-                    };
-                    let string_severity = match raw.string_severity.as_deref() {
-                        None => None,
-                        Some(_) if only_in.is_none() => {
-                            return Err(at(
-                                "string_severity needs only_in (it tells strings apart)".into(),
-                            ));
-                        }
-                        Some(s) => Some(
-                            parse_severity(s).map_err(|p| at(format!("string_severity {p}")))?,
-                        ),
-                    };
-                    Matcher::Characters {
-                        class,
-                        only_in,
-                        legitimate,
-                        legitimate_severity,
-                        string_severity,
-                    }
-                }
+                "characters" => character_matcher(&raw, &at)?,
                 other => {
                     return Err(at(format!(
                         "kind {other:?} is not one of phrases, characters"
@@ -454,6 +327,154 @@ impl std::fmt::Debug for Detector {
             .field("hash", &self.hash)
             .finish()
     }
+}
+
+/// Names the rule at fault in an error.
+type At<'a> = &'a dyn Fn(String) -> InjectionRuleError;
+
+/// A rule id is `<family>/<name>` in lowercase letters, digits and `-`.
+fn check_id(id: &str, at: At<'_>) -> Result<(), InjectionRuleError> {
+    let (family, name) = id.split_once('/').unwrap_or_default();
+    let well_formed = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    };
+    if !well_formed(family) || !well_formed(name) {
+        return Err(at(
+            "the id must be \"<family>/<name>\" in lowercase letters, digits and -".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The fields every rule has: its severity, CWE, title, message, patterns.
+fn check_fields(raw: &RawRule, at: At<'_>) -> Result<Severity, InjectionRuleError> {
+    let severity = parse_severity(&raw.severity).map_err(|p| at(format!("severity {p}")))?;
+    if raw.cwe == 0 {
+        return Err(at("cwe must be a CWE number, e.g. 1427".into()));
+    }
+    if raw.title.trim().is_empty() || raw.message.trim().is_empty() {
+        return Err(at("title and message must not be empty".into()));
+    }
+    if raw.patterns.is_empty() {
+        return Err(at("patterns is empty: give at least one".into()));
+    }
+    Ok(severity)
+}
+
+/// A phrase rule's matcher, and its patterns compiled (each with its
+/// source) for the table's phrase set.
+fn phrase_matcher(
+    raw: &RawRule,
+    at: At<'_>,
+) -> Result<(Matcher, Vec<(String, BytesRegex)>), InjectionRuleError> {
+    let mut compiled = Vec::new();
+    for (key, given) in [
+        ("only_in", raw.only_in.is_some()),
+        ("legitimate", raw.legitimate.is_some()),
+        ("legitimate_severity", raw.legitimate_severity.is_some()),
+        ("string_severity", raw.string_severity.is_some()),
+    ] {
+        if given {
+            return Err(at(format!(
+                "{key} is for kind = \"characters\"; a phrase rule has allow"
+            )));
+        }
+    }
+    for pattern in &raw.patterns {
+        let regex =
+            phrase_regex(pattern).map_err(|e| at(format!("invalid pattern {pattern:?}: {e}")))?;
+        if regex.is_match(b"") || regex.is_match(b" \n") {
+            return Err(at(format!(
+                "pattern {pattern:?} matches empty text: it would hit every file"
+            )));
+        }
+        compiled.push((pattern.clone(), regex));
+    }
+    let allow = raw
+        .allow
+        .iter()
+        .map(|p| phrase_regex(p).map_err(|e| at(format!("invalid allow {p:?}: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let negated_by = raw
+        .negated_by
+        .as_deref()
+        .map(|p| {
+            phrase_regex(&format!("(?:{p})[ \\t]*\\z"))
+                .map_err(|e| at(format!("invalid negated_by {p:?}: {e}")))
+        })
+        .transpose()?;
+    Ok((Matcher::Phrases { allow, negated_by }, compiled))
+}
+
+/// A character rule's matcher: its class and the contexts it knows.
+fn character_matcher(raw: &RawRule, at: At<'_>) -> Result<Matcher, InjectionRuleError> {
+    if !raw.allow.is_empty() || raw.negated_by.is_some() {
+        return Err(at(
+            "allow and negated_by are for phrase rules; a character rule has legitimate".into(),
+        ));
+    }
+    let joined = raw
+        .patterns
+        .iter()
+        .map(|p| format!("(?:{p})"))
+        .collect::<Vec<_>>()
+        .join("|");
+    let class = Regex::new(&joined).map_err(|e| at(format!("invalid patterns: {e}")))?;
+    let ordinary = (0x20u8..=0x7e).chain([b'\t', b'\n', b'\r']).map(char::from);
+    for c in ordinary.chain(std::iter::once('é')) {
+        if class.is_match(c.encode_utf8(&mut [0; 4])) {
+            return Err(at(format!(
+                "the patterns match the ordinary character {c:?}: a character rule names only unusual characters"
+            )));
+        }
+    }
+    let only_in = match raw.only_in.as_deref() {
+        None => None,
+        Some("identifiers-and-strings") => Some(OnlyIn::IdentifiersAndStrings),
+        Some(other) => {
+            return Err(at(format!(
+                "only_in {other:?} is not \"identifiers-and-strings\""
+            )));
+        }
+    };
+    let legitimate = match raw.legitimate.as_deref() {
+        None => None,
+        Some("right-to-left-text") => Some(Legitimate::RightToLeftText),
+        Some("joining-script-or-emoji") => Some(Legitimate::JoiningScriptOrEmoji),
+        Some("emoji-tag-sequence") => Some(Legitimate::EmojiTagSequence),
+        Some(other) => {
+            return Err(at(format!(
+                "legitimate {other:?} is not one of right-to-left-text, joining-script-or-emoji, emoji-tag-sequence"
+            )));
+        }
+    };
+    let legitimate_severity = match raw.legitimate_severity.as_deref() {
+        None => None,
+        Some(_) if legitimate.is_none() => {
+            return Err(at(
+                "legitimate_severity needs legitimate (the context it applies to)".into(),
+            ));
+        }
+        Some(s) => Some(parse_severity(s).map_err(|p| at(format!("legitimate_severity {p}")))?),
+    };
+    let string_severity = match raw.string_severity.as_deref() {
+        None => None,
+        Some(_) if only_in.is_none() => {
+            return Err(at(
+                "string_severity needs only_in (it tells strings apart)".into()
+            ));
+        }
+        Some(s) => Some(parse_severity(s).map_err(|p| at(format!("string_severity {p}")))?),
+    };
+    Ok(Matcher::Characters {
+        class,
+        only_in,
+        legitimate,
+        legitimate_severity,
+        string_severity,
+    })
 }
 
 /// A phrase pattern compiled as the table's header says: ASCII-only,
@@ -701,7 +722,90 @@ fn scan_characters(
                 .map(move |(i, c)| (m.start() + i, c))
         })
         .collect();
-    // Runs of consecutive characters of the rule: (first index, length).
+    let run_of = runs(&found);
+    // Per line: (severity, column, place, characters) of what is reported.
+    let mut per_line: Vec<LineHit> = Vec::new();
+    for (k, &(at, c)) in found.iter().enumerate() {
+        if c == '\u{FEFF}' && at == 0 {
+            continue; // A byte order mark.
+        }
+        let (index, start) = lines.line_of(at);
+        let line = lines.line(text, index);
+        let offset = at - start;
+        let (run_start, run_len) = run_of.get(k).copied().unwrap_or((k, 1));
+        let seen = Seen {
+            c,
+            line,
+            offset,
+            before: line.get(..offset).and_then(|l| l.chars().next_back()),
+            after: line.get(offset..).and_then(|l| l.chars().nth(1)),
+            run: found
+                .iter()
+                .skip(run_start)
+                .take(run_len)
+                .map(|&(_, c)| c)
+                .collect(),
+            run_before: found
+                .get(run_start)
+                .and_then(|&(a, _)| text.get(..a))
+                .and_then(|t| t.chars().next_back()),
+        };
+        let Some(place) = seen.place(*only_in, *legitimate, kind) else {
+            continue;
+        };
+        let severity = match place {
+            Place::Legitimate(_) => match legitimate_severity {
+                Some(s) => *s,
+                None => continue,
+            },
+            Place::String => string_severity.unwrap_or(rule.severity),
+            Place::Anywhere | Place::Identifier | Place::Run(_) => rule.severity,
+        };
+        let column = to_u32(line.get(..offset).map_or(0, |l| l.chars().count()) + 1);
+        add_to_line(&mut per_line, (index, severity, column, place, c));
+    }
+    for (index, severity, column, place, chars) in per_line {
+        let line = lines.line(text, index);
+        hits.push(Hit {
+            rule: rule.id.clone(),
+            severity,
+            cwe: rule.cwe,
+            line: to_u32(index + 1),
+            column,
+            title: rule.title.clone(),
+            description: describe(&chars, place, line),
+            advice: rule.message.clone(),
+        });
+    }
+}
+
+/// Adds a character to its line's hit: the most severe place on a line is
+/// the one reported, with every character of that severity.
+fn add_to_line(
+    per_line: &mut Vec<LineHit>,
+    (index, severity, column, place, c): (usize, Severity, u32, Place, char),
+) {
+    match per_line.last_mut() {
+        Some((i, s, col, p, chars)) if *i == index => {
+            if severity > *s {
+                (*s, *col, *p) = (severity, column, place);
+                chars.clear();
+            }
+            if severity == *s && !chars.contains(&c) {
+                chars.push(c);
+            }
+        }
+        _ => per_line.push((index, severity, column, place, vec![c])),
+    }
+}
+
+/// What a line reports of a character rule: its line index, severity,
+/// column, place and characters.
+type LineHit = (usize, Severity, u32, Place, Vec<char>);
+
+/// Runs of consecutive characters of the rule, for each one found: the
+/// run's first index and its length.
+fn runs(found: &[(usize, char)]) -> Vec<(usize, usize)> {
     let mut run_of = vec![(0usize, 0usize); found.len()];
     let mut i = 0;
     while i < found.len() {
@@ -717,93 +821,60 @@ fn scan_characters(
         }
         i = j;
     }
-    // Per line: (severity, column, place, characters) of what is reported.
-    let mut per_line: Vec<(usize, Severity, u32, Place, Vec<char>)> = Vec::new();
-    for (k, &(at, c)) in found.iter().enumerate() {
-        if c == '\u{FEFF}' && at == 0 {
-            continue; // A byte order mark.
-        }
-        let (index, start) = lines.line_of(at);
-        let line = lines.line(text, index);
-        let offset = at - start;
-        let before = line.get(..offset).and_then(|l| l.chars().next_back());
-        let after = line.get(offset..).and_then(|l| l.chars().nth(1));
-        let (run_start, run_len) = run_of.get(k).copied().unwrap_or((k, 1));
-        let run: Vec<char> = found
-            .iter()
-            .skip(run_start)
-            .take(run_len)
-            .map(|&(_, c)| c)
-            .collect();
-        let run_before = found
-            .get(run_start)
-            .and_then(|&(a, _)| text.get(..a))
-            .and_then(|t| t.chars().next_back());
+    run_of
+}
+
+/// One character of a character rule where it was found.
+struct Seen<'a> {
+    c: char,
+    /// Its line, and its byte offset there.
+    line: &'a str,
+    offset: usize,
+    before: Option<char>,
+    after: Option<char>,
+    /// The run of the rule's characters it is in.
+    run: Vec<char>,
+    /// The character before that run.
+    run_before: Option<char>,
+}
+
+impl Seen<'_> {
+    /// What it comes to; `None` when it is not reported at all.
+    fn place(
+        &self,
+        only_in: Option<OnlyIn>,
+        legitimate: Option<Legitimate>,
+        kind: FileKind,
+    ) -> Option<Place> {
+        let (c, line, offset, before, after) =
+            (self.c, self.line, self.offset, self.before, self.after);
         let legit = legitimate.filter(|l| match l {
             Legitimate::RightToLeftText => right_to_left_text(c, line, offset, kind),
             Legitimate::JoiningScriptOrEmoji => joined(c, before, after),
-            Legitimate::EmojiTagSequence => flag_tags(&run, run_before),
+            Legitimate::EmojiTagSequence => flag_tags(&self.run, self.run_before),
         });
-        let place = if run_len >= 4 && only_in.is_some() {
-            Place::Run(run_len)
-        } else if let Some(l) = legit {
-            Place::Legitimate(l)
-        } else {
-            match only_in {
-                None => Place::Anywhere,
-                Some(OnlyIn::IdentifiersAndStrings) => {
-                    // A Hangul filler is a letter: it is the identifier,
-                    // and in a string it shows as a blank, not nothing.
-                    let filler = c.is_alphabetic();
-                    let word =
-                        filler || before.is_some_and(is_ident) || after.is_some_and(is_ident);
-                    if string_around(line, offset, kind).is_some() {
-                        if filler {
-                            continue;
-                        }
-                        Place::String
-                    } else if !kind.prose && word {
-                        Place::Identifier
-                    } else {
-                        continue;
-                    }
-                }
-            }
-        };
-        let severity = match place {
-            Place::Legitimate(_) => match legitimate_severity {
-                Some(s) => *s,
-                None => continue,
-            },
-            Place::String => string_severity.unwrap_or(rule.severity),
-            Place::Anywhere | Place::Identifier | Place::Run(_) => rule.severity,
-        };
-        let column = to_u32(line.get(..offset).map_or(0, |l| l.chars().count()) + 1);
-        match per_line.last_mut() {
-            Some((i, s, col, p, chars)) if *i == index => {
-                if severity > *s {
-                    (*s, *col, *p) = (severity, column, place);
-                    chars.clear();
-                }
-                if severity == *s && !chars.contains(&c) {
-                    chars.push(c);
-                }
-            }
-            _ => per_line.push((index, severity, column, place, vec![c])),
+        if self.run.len() >= 4 && only_in.is_some() {
+            return Some(Place::Run(self.run.len()));
         }
-    }
-    for (index, severity, column, place, chars) in per_line {
-        let line = lines.line(text, index);
-        hits.push(Hit {
-            rule: rule.id.clone(),
-            severity,
-            cwe: rule.cwe,
-            line: to_u32(index + 1),
-            column,
-            title: rule.title.clone(),
-            description: describe(&chars, place, line),
-            advice: rule.message.clone(),
-        });
+        if let Some(l) = legit {
+            return Some(Place::Legitimate(l));
+        }
+        match only_in {
+            None => Some(Place::Anywhere),
+            Some(OnlyIn::IdentifiersAndStrings) => {
+                // A Hangul filler is a letter: it is the identifier, and in
+                // a string it shows as a blank, not nothing.
+                let filler = c.is_alphabetic();
+                let word = filler || before.is_some_and(is_ident) || after.is_some_and(is_ident);
+                if string_around(line, offset, kind).is_some() {
+                    (!filler).then_some(Place::String)
+                } else if !kind.prose && word {
+                    Some(Place::Identifier)
+                } else {
+                    None
+                }
+            }
+        }
     }
 }
 
