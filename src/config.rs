@@ -211,6 +211,11 @@ pub struct ScanArgs {
     /// from the working tree (for pipelines whose changes are trusted).
     #[arg(long)]
     pub trust_worktree_config: bool,
+    /// With --format github-review or gitlab-discussions: at most N
+    /// comments on the changed lines, the most severe first (the rest are
+    /// listed in the review's body). Default 25.
+    #[arg(long, value_name = "N")]
+    pub max_comments: Option<usize>,
 }
 
 /// The gate's options (`scan` only).
@@ -363,6 +368,8 @@ pub struct Settings {
     /// Run only this shard of the plan (`--shard`); set by the caller
     /// after resolving, from [`ShardArgs`].
     pub shard: Option<Shard>,
+    /// Most review comments (`--max-comments`).
+    pub max_comments: usize,
 }
 
 /// An API key. Its `Debug` never shows it, so no log or error can.
@@ -617,6 +624,14 @@ impl Settings {
                 )));
             }
         }
+        let format = format.or(file.format).unwrap_or(Format::Md);
+        if matches!(format, Format::GithubReview | Format::GitlabDiscussions)
+            && !matches!(diff, Some(DiffSource::Since(_)))
+        {
+            return Err(ConfigError(
+                "--format github-review and gitlab-discussions comment on the lines a change touched: add --since REF (e.g. --since origin/main)".into(),
+            ));
+        }
         Ok(Self {
             root: root.to_path_buf(),
             provider: kind,
@@ -678,7 +693,7 @@ impl Settings {
             max_cost,
             max_tokens: scan.max_tokens.or(file.max_tokens),
             max_duration,
-            format: format.or(file.format).unwrap_or(Format::Md),
+            format,
             diff,
             config_origin,
             config_source,
@@ -704,6 +719,9 @@ impl Settings {
                 .unwrap_or(1024)
                 .saturating_mul(1024 * 1024),
             shard: None,
+            max_comments: scan
+                .max_comments
+                .unwrap_or(crate::report::review::DEFAULT_MAX_COMMENTS),
         })
     }
 

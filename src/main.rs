@@ -43,7 +43,8 @@ struct OutputArgs {
     #[arg(long, value_enum)]
     format: Option<Format>,
     /// Write the report to FILE instead of stdout, or (FORMAT=FILE, repeatable)
-    /// also write it in FORMAT: md, json, sarif, github, codeclimate.
+    /// also write it in FORMAT: md, json, sarif, github, codeclimate, html,
+    /// github-review, gitlab-discussions.
     /// E.g. --output sarif=fanscan.sarif --output md=report.md.
     #[arg(long, short, value_name = "[FORMAT=]FILE")]
     output: Vec<String>,
@@ -475,7 +476,7 @@ impl Outputs {
                 Some((format, file)) => parsed.extra.push((format, PathBuf::from(file))),
                 None if parsed.plain.is_some() => {
                     anyhow::bail!(
-                        "--output {o}: only one --output may omit its format; write FORMAT=FILE (md, json, sarif, github, codeclimate)"
+                        "--output {o}: only one --output may omit its format; write FORMAT=FILE (md, json, sarif, github, codeclimate, html, github-review, gitlab-discussions)"
                     );
                 }
                 None => parsed.plain = Some(PathBuf::from(o)),
@@ -503,10 +504,21 @@ fn step_summary_text(markdown: &str) -> String {
 }
 
 /// The report in `format`; SARIF with the category.
-fn render_as(report: &Report, format: Format, category: Option<&str>) -> anyhow::Result<String> {
+fn render_as(
+    ctx: &Context,
+    report: &Report,
+    format: Format,
+    category: Option<&str>,
+) -> anyhow::Result<String> {
     match format {
         Format::Sarif => report.render_sarif(category),
-        Format::Md | Format::Json | Format::Github | Format::Codeclimate => report.render(format),
+        Format::Md
+        | Format::Json
+        | Format::Github
+        | Format::Codeclimate
+        | Format::Html
+        | Format::GithubReview
+        | Format::GitlabDiscussions => fanscan::render(&ctx.settings, report, format),
     }
     .map_err(anyhow::Error::new)
 }
@@ -654,7 +666,7 @@ fn write_outputs(ctx: &Context, report: &Report, outputs: &Outputs, quiet: bool)
     let mut code = report.exit_code();
     let category = outputs.category.as_deref();
     if outputs.stdout || outputs.plain.is_some() {
-        match render_as(report, ctx.settings.format, category) {
+        match render_as(ctx, report, ctx.settings.format, category) {
             Ok(text) => {
                 if let Err(e) = emit(outputs.plain.as_deref(), &text) {
                     code = output_failed(&e);
@@ -668,14 +680,15 @@ fn write_outputs(ctx: &Context, report: &Report, outputs: &Outputs, quiet: bool)
         }
     }
     for (format, file) in &outputs.extra {
-        if let Err(e) = render_as(report, *format, category).and_then(|t| emit(Some(file), &t)) {
+        if let Err(e) = render_as(ctx, report, *format, category).and_then(|t| emit(Some(file), &t))
+        {
             code = output_failed(&e);
         }
     }
     if let Some(summary) = &outputs.step_summary {
         // The job summary is a convenience: a failure to append is a
         // warning, never a changed verdict.
-        let appended = render_as(report, Format::Md, None).and_then(|text| {
+        let appended = render_as(ctx, report, Format::Md, None).and_then(|text| {
             let mut file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
