@@ -234,9 +234,16 @@ fn verdict(out: &mut String, report: &Report, rows: &[Row<'_>]) {
         (
             "Engine",
             format!(
-                "{} · {} · {}",
+                "{} · {} · <span title=\"{}\">{}</span>",
                 text(&report.provider),
                 text(&report.model),
+                attr(
+                    serde_json::to_value(report.engine)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .as_deref()
+                        .unwrap_or_default()
+                ),
                 text(&report.engine.to_string())
             ),
         ),
@@ -858,7 +865,7 @@ fn finding_row(
         "Origin",
         text(match f.origin {
             crate::findings::Origin::Agent => "agent",
-            crate::findings::Origin::ToolLayer => "tool layer",
+            crate::findings::Origin::ToolLayer => "tool_layer",
         }),
     );
     kv("Agents", text(&m.agents.join(", ")));

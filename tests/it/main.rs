@@ -16,6 +16,7 @@ mod doubtful;
 mod eval;
 mod formats;
 mod gate;
+mod html;
 mod ignores;
 mod large_plans;
 mod module_graph;
