@@ -22,6 +22,7 @@ mod large_plans;
 mod module_graph;
 mod pipeline;
 mod resilience;
+mod review;
 mod shards;
 mod skeptic;
 mod snapshots;
