@@ -18,6 +18,7 @@ mod formats;
 mod gate;
 mod html;
 mod ignores;
+mod image;
 mod large_plans;
 mod module_graph;
 mod pipeline;
