@@ -209,6 +209,11 @@ pub struct ScanArgs {
     /// from the working tree (for pipelines whose changes are trusted).
     #[arg(long)]
     pub trust_worktree_config: bool,
+    /// With --format github-review or gitlab-discussions: at most N
+    /// comments on the changed lines, the most severe first (the rest are
+    /// listed in the review's body). Default 25.
+    #[arg(long, value_name = "N")]
+    pub max_comments: Option<usize>,
 }
 
 /// The gate's options (`scan` only).
@@ -253,7 +258,8 @@ pub struct OutputArgs {
     #[arg(long, value_enum)]
     pub format: Option<Format>,
     /// Write the report to FILE instead of stdout, or (FORMAT=FILE, repeatable)
-    /// also write it in FORMAT: md, json, sarif, github, codeclimate.
+    /// also write it in FORMAT: md, json, sarif, github, codeclimate, html,
+    /// github-review, gitlab-discussions.
     /// E.g. --output sarif=fanscan.sarif --output md=report.md.
     #[arg(long, short, value_name = "[FORMAT=]FILE")]
     pub output: Vec<String>,
@@ -400,6 +406,8 @@ pub struct Settings {
     pub(crate) store_max_bytes: u64,
     /// Run only this shard of the plan (`--shard`).
     pub(crate) shard: Option<Shard>,
+    /// Most review comments (`--max-comments`).
+    pub(crate) max_comments: usize,
 }
 
 impl Settings {
@@ -597,7 +605,11 @@ pub enum ConfigError {
     #[error("--output {0}: no file after '='; write FORMAT=FILE")]
     OutputNoFile(String),
     #[error(
-        "--output {0}: only one --output may omit its format; write FORMAT=FILE (md, json, sarif, github, codeclimate)"
+        "--format {0} comments on the lines a change touched: add --since REF (e.g. --since origin/main)"
+    )]
+    ReviewNeedsSince(&'static str),
+    #[error(
+        "--output {0}: only one --output may omit its format; write FORMAT=FILE (md, json, sarif, github, codeclimate, html, github-review, gitlab-discussions)"
     )]
     OutputTwoPlain(String),
     #[error(
@@ -649,6 +661,8 @@ impl Settings {
         let gate = resolve_gate(&args.gate);
         let store = resolve_store(root, &args.scan, &file);
         let scan = &args.scan;
+        let format = format.or(file.format).unwrap_or(Format::Md);
+        review_needs_since(format, &outputs, source.diff.as_ref())?;
         Ok(Self {
             root: root.to_path_buf(),
             provider: provider.kind,
@@ -685,7 +699,7 @@ impl Settings {
             max_cost: budget.max_cost,
             max_tokens: budget.max_tokens,
             max_duration: budget.max_duration,
-            format: format.or(file.format).unwrap_or(Format::Md),
+            format,
             outputs,
             diff: source.diff,
             config_origin: source.origin,
@@ -700,7 +714,31 @@ impl Settings {
             cache: store.cache,
             store_max_bytes: store.max_bytes,
             shard,
+            max_comments: scan
+                .max_comments
+                .unwrap_or(crate::report::review::DEFAULT_MAX_COMMENTS),
         })
+    }
+}
+
+/// A review payload (github-review, gitlab-discussions) comments on the
+/// lines a change touched: it needs `--since`, as the run's format or as
+/// any `--output FORMAT=FILE`.
+fn review_needs_since(
+    format: Format,
+    outputs: &Outputs,
+    diff: Option<&DiffSource>,
+) -> Result<(), ConfigError> {
+    if matches!(diff, Some(DiffSource::Since(_))) {
+        return Ok(());
+    }
+    let review = std::iter::once(format)
+        .chain(outputs.extra.iter().map(|(f, _)| *f))
+        .find(|f| matches!(f, Format::GithubReview | Format::GitlabDiscussions));
+    match review {
+        Some(Format::GitlabDiscussions) => Err(ConfigError::ReviewNeedsSince("gitlab-discussions")),
+        Some(_) => Err(ConfigError::ReviewNeedsSince("github-review")),
+        None => Ok(()),
     }
 }
 

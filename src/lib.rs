@@ -39,6 +39,7 @@ mod plan;
 mod prices;
 mod progress;
 mod providers;
+mod publish;
 mod reduce;
 mod report;
 mod rules;
@@ -78,9 +79,10 @@ pub use plan::shard::Shard;
 pub use plan::{Plan, Routing, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
+pub use publish::render;
 pub use reduce::Merged;
 pub use report::since::FindingRef;
-pub use report::{Format, Report};
+pub use report::{Format, RenderError, Report};
 pub use store::{StoreError, diff_text, history_text};
 
 /// A scan that could not produce a report.

@@ -29,7 +29,7 @@ pub struct Merged {
     #[serde(flatten)]
     pub finding: Finding,
     /// Agents and groups that reported it (several after dedupe).
-    pub(crate) agents: Vec<String>,
+    pub agents: Vec<String>,
     pub groups: Vec<String>,
     pub verified: bool,
     pub note: Option<String>,

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use fanscan::{Baseline, Context, Format, Report, exit};
+use fanscan::{Baseline, Context, Format, Report, Settings, exit};
 
 /// Writes the report to every output, the baseline when asked, and a
 /// one-line summary to stderr; the exit code.
@@ -18,7 +18,7 @@ pub(crate) fn write_outputs(ctx: &Context, report: &Report, quiet: bool) -> i32 
     let mut code = report.exit_code();
     let category = outputs.category();
     if outputs.stdout() || outputs.plain().is_some() {
-        match render_as(report, settings.format(), category) {
+        match render_as(settings, report, settings.format(), category) {
             Ok(text) => {
                 if let Err(e) = emit(outputs.plain(), &text) {
                     code = output_failed(&e);
@@ -32,7 +32,9 @@ pub(crate) fn write_outputs(ctx: &Context, report: &Report, quiet: bool) -> i32 
         }
     }
     for (format, file) in outputs.extra() {
-        if let Err(e) = render_as(report, *format, category).and_then(|t| emit(Some(file), &t)) {
+        if let Err(e) =
+            render_as(settings, report, *format, category).and_then(|t| emit(Some(file), &t))
+        {
             code = output_failed(&e);
         }
     }
@@ -88,17 +90,28 @@ fn output_failed(e: &anyhow::Error) -> i32 {
 }
 
 /// The report in `format`; SARIF with the category.
-fn render_as(report: &Report, format: Format, category: Option<&str>) -> anyhow::Result<String> {
+fn render_as(
+    settings: &Settings,
+    report: &Report,
+    format: Format,
+    category: Option<&str>,
+) -> anyhow::Result<String> {
     match format {
         Format::Sarif => report.render_sarif(category),
-        Format::Md | Format::Json | Format::Github | Format::Codeclimate => report.render(format),
+        Format::Md
+        | Format::Json
+        | Format::Github
+        | Format::Codeclimate
+        | Format::Html
+        | Format::GithubReview
+        | Format::GitlabDiscussions => fanscan::render(settings, report, format),
     }
     .map_err(anyhow::Error::new)
 }
 
 /// Appends the Markdown report to $GITHUB_STEP_SUMMARY.
 fn append_step_summary(report: &Report, summary: &Path) -> anyhow::Result<()> {
-    let text = render_as(report, Format::Md, None)?;
+    let text = report.render(Format::Md)?;
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -9,7 +9,9 @@
 
 mod codeclimate;
 mod github;
+pub(crate) mod html;
 mod markdown;
+pub(crate) mod review;
 mod sarif;
 pub(crate) mod shard;
 pub(crate) mod since;
@@ -45,6 +47,16 @@ pub enum Format {
     Github,
     /// GitLab Code Quality (Code Climate issues).
     Codeclimate,
+    /// One self-contained HTML page (charts, filters, no network).
+    Html,
+    /// The body of GitHub's "create a review" request: comments on the
+    /// changed lines of a pull request (needs --since REF).
+    #[serde(rename = "github-review")]
+    GithubReview,
+    /// GitLab merge-request discussions on the changed lines (needs
+    /// --since REF).
+    #[serde(rename = "gitlab-discussions")]
+    GitlabDiscussions,
 }
 
 /// The tool that made the report.
@@ -256,7 +268,7 @@ pub struct Report {
     pub tool: ToolInfo,
     pub provider: String,
     pub engine: EngineKind,
-    pub(crate) model: String,
+    pub model: String,
     pub root: String,
     pub started_at: String,
     pub duration_ms: u64,
@@ -340,6 +352,8 @@ impl Report {
             Format::Sarif => sarif::render(self, None).map_err(RenderError::Sarif),
             Format::Github => Ok(github::render(self)),
             Format::Codeclimate => codeclimate::render(self).map_err(RenderError::CodeClimate),
+            Format::Html => Ok(html::render(self, &html::HtmlExtras::default())),
+            Format::GithubReview | Format::GitlabDiscussions => Err(RenderError::NeedsDiff),
         }
     }
 }
@@ -361,6 +375,16 @@ pub enum RenderError {
     Sarif(#[source] serde_json::Error),
     #[error("cannot serialize the Code Quality report: {0}")]
     CodeClimate(#[source] serde_json::Error),
+    /// A review format rendered without the change's hunks.
+    #[error(
+        "--format github-review and gitlab-discussions comment on a change: scan with --since REF"
+    )]
+    NeedsDiff,
+    #[error("cannot serialize the review: {0}")]
+    Review(#[source] serde_json::Error),
+    /// The change's hunks could not be read from git.
+    #[error("the review needs the change's diff: {0}")]
+    Git(#[source] crate::git::GitError),
 }
 
 /// Who made the report and with what: the run's identity.
