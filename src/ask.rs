@@ -33,6 +33,7 @@ use crate::inventory::Inventory;
 use crate::providers::EngineKind;
 use crate::providers::stream::{OnText, Shown};
 use crate::tools::ToolContext;
+use crate::util::count as plural;
 use crate::verify::Checked;
 
 /// An `ask` that could not produce an answer.
@@ -713,14 +714,6 @@ fn counted_answer(outcome: &LeadOutcome, checked: &[Checked], stopped: &[String]
         out.push_str(&format!("\nStopped early: {}\n", stopped.join(" ")));
     }
     out
-}
-
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
 }
 
 fn severity_counts<'a>(findings: impl Iterator<Item = &'a Finding>) -> String {

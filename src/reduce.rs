@@ -582,10 +582,10 @@ fn counted_summary(input: &ReduceInput, counted: Counted, engine: EngineKind) ->
             .collect::<Vec<_>>()
             .join(", ");
         summary.push_str(&format!(
-            "- {} verified findings in {} files from {} groups{}.\n",
-            input.findings.len(),
-            by_file.len(),
-            input.groups.len(),
+            "- {} in {} from {}{}.\n",
+            crate::util::count(input.findings.len(), "verified finding"),
+            crate::util::count(by_file.len(), "file"),
+            crate::util::count(input.groups.len(), "group"),
             if severities.is_empty() {
                 String::new()
             } else {
@@ -756,7 +756,12 @@ mod tests {
         let b = counted_summary(&input, Counted::RuleEngine, EngineKind::RuleEngine);
         assert_eq!((&a.summary, &a.ranking), (&b.summary, &b.ranking));
         assert_eq!(a.ranking, vec!["f1"]);
-        assert!(a.summary.contains("1 verified findings"));
+        assert!(
+            a.summary
+                .contains("- 1 verified finding in 1 file from 0 groups (1 high)."),
+            "{}",
+            a.summary
+        );
         assert!(
             a.summary
                 .starts_with("Offline rule engine (not a language model)")

@@ -34,6 +34,7 @@ use crate::findings::{Finding, Origin, Severity};
 use crate::providers::Provider;
 use crate::store::ScanStore;
 use crate::tools::ToolContext;
+use crate::util::count;
 use crate::verify::Checked;
 
 /// The agent's name.
@@ -547,15 +548,6 @@ fn notes(answers: &BTreeMap<String, Challenge>, cached: usize, not_asked: usize)
         ));
     }
     notes
-}
-
-/// `n word` or `n words`.
-fn count(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
 }
 
 /// The task message: the findings, then the code around them.

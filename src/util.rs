@@ -34,6 +34,15 @@ pub(crate) fn human_count(n: u64) -> String {
 }
 
 /// A duration as written on the command line: `2h`, `20m` or `90s`.
+/// `1 group`, `2 groups`: a count with its noun, as people write it.
+pub(crate) fn count(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 pub(crate) fn human_duration(d: std::time::Duration) -> String {
     let secs = d.as_secs();
     if secs.is_multiple_of(3600) && secs > 0 {

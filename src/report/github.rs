@@ -19,6 +19,7 @@ use std::fmt::Write as _;
 use super::Report;
 use super::sarif::rule_id;
 use crate::findings::Severity;
+use crate::util::count;
 
 /// Renders `report` as workflow commands, one per line.
 pub(crate) fn render(report: &Report) -> String {
@@ -287,14 +288,6 @@ fn escape(text: &str, property: bool) -> String {
         }
     }
     out
-}
-
-fn count(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
 }
 
 fn first_ten<'a>(items: impl ExactSizeIterator<Item = &'a str>) -> String {

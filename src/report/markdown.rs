@@ -8,6 +8,7 @@ use crate::findings::Severity;
 use crate::gate::{Outcome, Suppressed};
 use crate::git::ChangeSet;
 use crate::reduce::Merged;
+use crate::util::count;
 use crate::util::human_count;
 
 /// Renders `report` as Markdown.
@@ -477,15 +478,6 @@ fn doubtful(out: &mut String, report: &Report) {
         }
     }
     out.push('\n');
-}
-
-/// `1 claim`, `2 claims`.
-fn count(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
 }
 
 /// Findings kept out of the gate, with why: never dropped silently.

@@ -31,6 +31,7 @@ use crate::inventory::Skipped;
 use crate::plan::Plan;
 use crate::providers::EngineKind;
 use crate::reduce::{Merged, Reduced};
+use crate::util::count as plural;
 
 /// The JSON schema version; bumped on any incompatible change.
 pub(crate) const SCHEMA_VERSION: u32 = 1;
@@ -736,15 +737,6 @@ fn contested(engine: EngineKind, reports: &[GroupReport], triage: &Triage) -> Ve
     }
     out.sort_by(|a, b| a.group.cmp(&b.group));
     out
-}
-
-/// `1 group`, `2 groups`.
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
 }
 
 /// Every planned file ends reviewed, skipped or failed.

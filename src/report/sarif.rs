@@ -39,6 +39,7 @@ use crate::cwe::CweId;
 use crate::findings::{Finding, Origin, Severity};
 use crate::gate::{Baselined, Suppressed};
 use crate::reduce::Merged;
+use crate::util::count;
 
 /// The schema the log names in `$schema` (the OASIS errata 01 schema).
 pub(crate) const SCHEMA_URI: &str =
@@ -525,7 +526,7 @@ fn failed_group_notes(notes: &mut Vec<s::Notification>, report: &Report) {
             "error",
             &format!(
                 "Group {group} was not reviewed ({reason}): {} not audited: {}",
-                plural(files.len(), "file"),
+                count(files.len(), "file"),
                 listing(&files)
             ),
             [
@@ -551,7 +552,7 @@ fn doubtful_notes(notes: &mut Vec<s::Notification>, report: &Report) {
                 "Doubtful review: group {} ({}) made {} and none was verified, so {} not reviewed cleanly: {}",
                 d.group,
                 d.agent,
-                plural(d.claims.len(), "claim"),
+                count(d.claims.len(), "claim"),
                 if d.files.len() == 1 { "its file was" } else { "its files were" },
                 listing(&d.files.iter().map(String::as_str).collect::<Vec<_>>())
             ),
@@ -598,7 +599,7 @@ fn unread_note(notes: &mut Vec<s::Notification>, report: &Report) {
             "warning",
             &format!(
                 "{} never shown to their agent: {}",
-                plural(unread.len(), "reviewed file"),
+                count(unread.len(), "reviewed file"),
                 listing(&unread.iter().map(String::as_str).collect::<Vec<_>>())
             ),
             [("kind", json!("unread")), ("files", json!(unread))],
@@ -625,7 +626,7 @@ fn unverified_note(notes: &mut Vec<s::Notification>, report: &Report) {
             &format!(
                 "{} failed verification (the cited code is not at the cited place) and {} \
                  not reported as results or gated on; the Markdown and JSON reports list them.",
-                plural(report.unverified.len(), "finding"),
+                count(report.unverified.len(), "finding"),
                 if report.unverified.len() == 1 {
                     "is"
                 } else {
@@ -649,7 +650,7 @@ fn baseline_note(notes: &mut Vec<s::Notification>, report: &Report) {
             "note",
             &format!(
                 "{} of the baseline not checked: their files were not reviewed in this run: {}",
-                plural(paths.len(), "finding"),
+                count(paths.len(), "finding"),
                 listing(&paths)
             ),
             [("kind", json!("baseline_not_checked"))],
@@ -682,14 +683,6 @@ fn listing(items: &[&str]) -> String {
         format!("{shown} and {} more", items.len() - 10)
     } else {
         shown
-    }
-}
-
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
     }
 }
 
