@@ -1232,9 +1232,14 @@ fn load_file(
 /// Parses `90s`, `20m`, `2h`, `1h30m` or a number of seconds.
 pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
+    // Whole seconds, or jiff's friendly form (`90s`, `20m`, `1h30m`,
+    // `2 hours`) and ISO 8601 (`PT2H`); a negative span is no duration.
     let parsed = match text.parse::<u64>() {
         Ok(secs) => Some(Duration::from_secs(secs)),
-        Err(_) => crate::providers::limits::parse_go_duration(text),
+        Err(_) => text
+            .parse::<jiff::SignedDuration>()
+            .ok()
+            .and_then(|d| Duration::try_from(d).ok()),
     };
     // Zero would stop the run before it starts; a year is surely a typo.
     parsed.filter(|d| !d.is_zero() && *d <= Duration::from_secs(366 * 24 * 3600))
@@ -1488,5 +1493,10 @@ mod tests {
         assert_eq!(parse_duration("soon"), None);
         assert_eq!(parse_duration("0"), None);
         assert_eq!(parse_duration("99999999999999999999999h"), None);
+        assert_eq!(parse_duration("2 hours"), Some(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("PT1M"), Some(Duration::from_secs(60)));
+        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("-5s"), None);
+        assert_eq!(parse_duration(""), None);
     }
 }
