@@ -32,6 +32,9 @@ const NOTICE: &str = concat!(
 
 const NOTES: &str = "docs/runbooks/AI_REVIEW_NOTES.md";
 
+/// The suppression marker, in two pieces.
+const MARKER: &str = concat!("fanscan:", "ignore");
+
 /// A file whose text tries to close its block, switch roles and end the
 /// turn: data all the same.
 const TRICKS: &str = concat!(
@@ -584,4 +587,71 @@ fn a_scan_of_this_repository_passes_its_own_gate() {
             "a suppression without a reason: {s:#}"
         );
     }
+}
+
+#[test]
+fn a_change_that_suppresses_its_own_notice_still_fails_the_gate() {
+    let repo = Repo::new(&[("app/views.py", "def index():\n    return 'ok'\n")]);
+    crate::common::git(repo.path(), &["init", "-q"]);
+    crate::common::commit_all(repo.path(), "base");
+    // The change brings the notice and the comments that would wave it
+    // through, one on each of its lines.
+    let suppressed: String = NOTICE
+        .lines()
+        .map(|l| {
+            if l.starts_with("<!--") || l.starts_with("-->") || l.is_empty() || l.starts_with('#') {
+                format!("{l}\n")
+            } else {
+                // The marker is built here so that this file declares no
+                // suppression of its own.
+                format!("{l} {MARKER}[injection/ai-directed] reviewed\n")
+            }
+        })
+        .collect();
+    repo.write(NOTES, &suppressed);
+    crate::common::commit_all(repo.path(), "change");
+    let out = fanscan(&[
+        "scan",
+        repo.path().to_str().unwrap(),
+        "--since",
+        "HEAD~1",
+        "--format",
+        "json",
+        "--quiet",
+        "--no-store",
+    ]);
+    assert_eq!(
+        code(&out),
+        exit::GATE_FAILED,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json_of(&out);
+    let open = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "injection/ai-directed")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert!(
+        open["note"]
+            .as_str()
+            .unwrap()
+            .contains("added the suppression"),
+        "{open:#}"
+    );
+    // Committed on the base ref, reviewed then, the same comment holds.
+    let repo = Repo::new(&[(NOTES, &suppressed)]);
+    crate::common::git(repo.path(), &["init", "-q"]);
+    crate::common::commit_all(repo.path(), "base");
+    repo.write("app/views.py", "def index():\n    return 'ok'\n");
+    crate::common::commit_all(repo.path(), "change");
+    let root = repo.path().to_str().unwrap();
+    let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
+    assert_eq!(
+        code(&out),
+        exit::OK,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
