@@ -145,6 +145,14 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let briefed = brief_stage(ctx, ui, &inventory, &tools, &spend, run.as_mut()).await?;
     let (auditor, specialists) = briefed.apply(auditor, specialists);
     let store = store::prepare(ctx.tools.root(), run, store_warnings, &specialists, tasks).await?;
+    // A group of changed files runs with the agent of the group its files
+    // come from.
+    let mut specialists = specialists;
+    for (changed, origin) in &store.split.origins {
+        if let Some(d) = specialists.get(origin).cloned() {
+            specialists.insert(changed.clone(), d);
+        }
+    }
     let (events, progress) = ui.progress(store.split.fresh.len());
     let fanned = FanOut {
         definition: auditor,
@@ -163,7 +171,9 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     .run(store.split.fresh)
     .await;
     let consumed = progress.finish().await;
-    let (reports, reused) = store::cache::in_plan_order(&plan, store.split.reused, fanned.reports);
+    let (fresh, carried_notes) =
+        store::fold(store.run.as_ref(), store.split.partials, fanned.reports).await;
+    let (reports, reused) = store::cache::in_plan_order(&plan, store.split.reused, fresh);
 
     finish_run(
         ctx,
@@ -179,7 +189,12 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
             stopped: Vec::new(),
             notes: Notes {
                 setup: store.warnings,
-                stages: [briefed.written.notes, consumed.transcript_errors].concat(),
+                stages: [
+                    briefed.written.notes,
+                    carried_notes,
+                    consumed.transcript_errors,
+                ]
+                .concat(),
             },
             carried: None,
             brief: briefed.written.brief,

@@ -460,6 +460,7 @@ mod tests {
             parse: crate::findings::HowParsed::Clean,
             repair_turn: false,
             unparsed: vec![],
+            carried: Default::default(),
             findings,
         }
     }
@@ -638,6 +639,7 @@ mod tests {
             parse: crate::findings::HowParsed::Clean,
             repair_turn: false,
             unparsed: vec![],
+            carried: Default::default(),
             findings: vec![
                 finding("a.rs", 2, Some("let x =   y.unwrap();")),
                 finding("a.rs", 1, Some("     2\tlet x = y.unwrap();")),

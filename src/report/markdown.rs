@@ -211,6 +211,7 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
             report.stats.resumed_groups
         );
     }
+    carried_files(&mut out, c);
     let _ = writeln!(out, "- skipped: {} files", c.skipped.len());
     let _ = writeln!(out, "- failed: {} files\n", c.failed.len());
     for s in c.skipped.iter().take(50) {
@@ -599,4 +600,27 @@ fn title_case(s: &str) -> String {
         Some(first) => first.to_uppercase().chain(c).collect(),
         None => String::new(),
     }
+}
+
+/// Which reviewed files this run audited and which it carried over from
+/// the run store, by the run that audited them (nothing without any).
+fn carried_files(out: &mut String, c: &crate::report::Coverage) {
+    if c.carried.is_empty() {
+        return;
+    }
+    let mut by_run: std::collections::BTreeMap<i64, usize> = std::collections::BTreeMap::new();
+    for f in &c.carried {
+        *by_run.entry(f.run).or_default() += 1;
+    }
+    let runs: Vec<String> = by_run
+        .iter()
+        .map(|(run, n)| format!("{n} from run {run}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "- audited in this run: {} files; carried over unchanged: {} files ({}), re-verified against today's text",
+        c.reviewed.len().saturating_sub(c.carried.len()),
+        c.carried.len(),
+        runs.join(", ")
+    );
 }

@@ -198,6 +198,19 @@ pub struct Coverage {
     pub skipped: Vec<Skipped>,
     /// Planned files whose group failed or never ran.
     pub failed: Vec<FailedFile>,
+    /// Reviewed files whose results were carried over from the run store
+    /// (unchanged since the run named), not audited in this run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carried: Vec<CarriedFile>,
+}
+
+/// A reviewed file not audited in this run: its results are those of the
+/// run that audited it, re-verified against today's text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CarriedFile {
+    pub path: String,
+    /// The id of the run (in the run store) that audited it.
+    pub run: i64,
 }
 
 /// Counters of the run.
@@ -603,6 +616,12 @@ fn coverage(skipped: Vec<Skipped>, reports: &[GroupReport], not_started: &[Agent
                 // group's agent said.
                 if read.contains(f.path.as_str()) {
                     coverage.reviewed.push(f.path.clone());
+                    if let Some(&run) = r.carried.get(&f.path) {
+                        coverage.carried.push(CarriedFile {
+                            path: f.path.clone(),
+                            run,
+                        });
+                    }
                 } else {
                     coverage.unread.push(f.path.clone());
                 }
@@ -627,6 +646,7 @@ fn coverage(skipped: Vec<Skipped>, reports: &[GroupReport], not_started: &[Agent
     coverage.reviewed.sort();
     coverage.unread.sort();
     coverage.failed.sort_by(|a, b| a.path.cmp(&b.path));
+    coverage.carried.sort_by(|a, b| a.path.cmp(&b.path));
     coverage
 }
 
@@ -697,6 +717,7 @@ mod tests {
                     line: Some(3),
                 })
                 .collect(),
+            carried: Default::default(),
             findings,
         }
     }

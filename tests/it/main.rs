@@ -17,6 +17,7 @@ mod eval;
 mod formats;
 mod gate;
 mod ignores;
+mod incremental;
 mod large_plans;
 mod module_graph;
 mod pipeline;
