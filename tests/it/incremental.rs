@@ -2,7 +2,8 @@
 //! in groups of changed files, and carries every unchanged file's results
 //! over, re-verified against today's text; an earlier finding on a changed
 //! file moves with its evidence and leaves only when it is gone; `--full`
-//! audits everything again. A mock model over real HTTP, real stores.
+//! audits everything again; shards whose groups were carried merge. A
+//! mock model over real HTTP, real stores.
 
 use std::collections::BTreeSet;
 
@@ -260,4 +261,59 @@ async fn full_re_audits_everything() {
     assert!(full.coverage.carried.is_empty());
     assert_eq!(full.stats.cached_groups, 0);
     assert_eq!(full.findings.len(), 9);
+}
+
+#[tokio::test]
+async fn a_merge_accepts_parts_whose_groups_were_carried_over() {
+    let repo = tree();
+    let mock = MockModel::openai(auditor_behaviour("risky_")).await;
+    let store = tempfile::tempdir().unwrap();
+    let with_store = |shard: Option<&str>| RunArgs {
+        provider: ProviderArgs {
+            model: Some("mock-model".into()),
+            ..ProviderArgs::default()
+        },
+        scan: ScanArgs {
+            store: Some(store.path().join("store.db")),
+            ..args(false)
+        },
+        shard: fanscan::ShardArgs {
+            shard: shard.map(|s| fanscan::Shard::parse(s).unwrap()),
+            ..fanscan::ShardArgs::default()
+        },
+        ..RunArgs::default()
+    };
+    let run = |args: RunArgs| {
+        let ctx = Context::new(mock.settings_with(repo.path(), args)).unwrap();
+        async move { fanscan::scan(&ctx, &Ui::hidden()).await.unwrap() }
+    };
+    let cold = run(with_store(None)).await;
+    repo.write(
+        "c/f0.rs",
+        "// moved\nfn f0() {\n    let x = risky_c();\n}\n",
+    );
+    let out = tempfile::tempdir().unwrap();
+    let mut parts = Vec::new();
+    let mut carried_over = 0;
+    for k in 1..=2 {
+        let part = run(with_store(Some(&format!("{k}/2")))).await;
+        carried_over += part.coverage.carried.len();
+        let path = out.path().join(format!("part-{k}.json"));
+        std::fs::write(&path, part.render(fanscan::Format::Json).unwrap()).unwrap();
+        parts.push(path);
+    }
+    assert_eq!(
+        carried_over, 7,
+        "every file but the changed one carried over"
+    );
+    let ctx = Context::new(mock.settings_with(repo.path(), with_store(None))).unwrap();
+    let merged = fanscan::merge(&ctx, &Ui::hidden(), &parts).await.unwrap();
+    assert!(merged.complete, "{:?}", merged.incomplete_reasons);
+    assert_eq!(merged.coverage.reviewed, cold.coverage.reviewed);
+    assert_eq!(merged.coverage.carried.len(), 7);
+    assert!(!carried(&merged).contains("c/f0.rs"));
+    let mut lines = verified(&cold);
+    lines.remove(&("c/f0.rs".to_string(), 2));
+    lines.insert(("c/f0.rs".to_string(), 3));
+    assert_eq!(verified(&merged), lines);
 }
