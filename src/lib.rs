@@ -466,18 +466,26 @@ async fn reduce_or_reuse(
     if let Some(stored) = run.and_then(|r| r.reduced(reports, checked)) {
         return stored;
     }
-    let reduced = reduce::Reducer {
+    let reducer = reduce::Reducer {
         definition: reducer,
         provider: ctx.provider.as_ref(),
         context_tokens: reduce::batch_tokens(reducer, s.context_tokens, s.max_output_tokens),
         max_output_tokens: s.max_output_tokens,
         // A run stopped early (budget, Ctrl-C) spends nothing more.
         stopped_early: ui.control.stop.is_cancelled(),
-    }
-    .reduce(checked, reports)
-    .await;
+    };
+    // A few groups changed since the last reduction: update it.
+    let reduced = match run.and_then(|r| r.changed_since_reduced(reports)) {
+        Some((changed, last)) => {
+            reducer
+                .reduce_since(checked, reports, &changed, &last)
+                .await
+        }
+        None => reducer.reduce(checked, reports).await,
+    };
     if let Some(run) = run {
         run.keep_reduced(reports, checked, &reduced);
+        run.keep_last_reduced(reports, &reduced);
     }
     reduced
 }

@@ -237,6 +237,23 @@ pub(crate) fn reusable(status: AgentStatus) -> bool {
     }
 }
 
+/// The last reduction of a reducer and model, and a hash of each group
+/// report it was made of.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LastReduced {
+    groups: std::collections::BTreeMap<String, String>,
+    reduced: Reduced,
+}
+
+/// A group report's hash, without where its results came from.
+fn report_hash(r: &GroupReport) -> String {
+    let bare = GroupReport {
+        carried: std::collections::BTreeMap::new(),
+        ..r.clone()
+    };
+    crate::util::sha256_hex(serde_json::to_string(&bare).unwrap_or_default().as_bytes())
+}
+
 /// Now, in milliseconds: the clock of least-recently-used eviction.
 pub(crate) fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
@@ -573,6 +590,65 @@ impl ScanStore {
         if let Some(key) = Session::reducer_key(&self.reducer, reports, checked) {
             self.session.keep_reduced(&key, reduced);
         }
+    }
+
+    /// The groups whose reports differ from those the last stored
+    /// reduction (of this reducer and model) was made of, and that
+    /// reduction: when at most a quarter of the groups changed, a re-run
+    /// updates it instead of reducing everything again. None with
+    /// `--full`, without one, or when nothing or too much changed.
+    pub(crate) fn changed_since_reduced(
+        &self,
+        reports: &[GroupReport],
+    ) -> Option<(std::collections::BTreeSet<String>, Reduced)> {
+        let body = self
+            .session
+            .stored("reduce-last", &self.last_reduced_key())?;
+        let last: LastReduced = serde_json::from_str(&body).ok()?;
+        let changed: std::collections::BTreeSet<String> = reports
+            .iter()
+            .filter(|r| last.groups.get(&r.group) != Some(&report_hash(r)))
+            .map(|r| r.group.clone())
+            .collect();
+        let few = !changed.is_empty() && changed.len() * 4 <= reports.len();
+        few.then_some((changed, last.reduced))
+    }
+
+    /// Keeps `reduced` as the last reduction of these reports.
+    pub(crate) fn keep_last_reduced(&self, reports: &[GroupReport], reduced: &Reduced) {
+        if reduced
+            .notes
+            .iter()
+            .any(|n| n.contains("failed") || n.contains("not written"))
+        {
+            return;
+        }
+        let last = LastReduced {
+            groups: reports
+                .iter()
+                .map(|r| (r.group.clone(), report_hash(r)))
+                .collect(),
+            reduced: reduced.clone(),
+        };
+        if let Ok(body) = serde_json::to_string(&last) {
+            self.session
+                .keep("reduce-last", &self.last_reduced_key(), &body);
+        }
+    }
+
+    fn last_reduced_key(&self) -> String {
+        let b = &self.reducer;
+        crate::util::sha256_hex(
+            format!(
+                "fanscan reduce-last v{}\nagent {} {}\nprovider {}\nmodel {}\n",
+                cache::GROUP_FORMAT_VERSION,
+                b.agent,
+                b.agent_hash,
+                b.provider,
+                b.model
+            )
+            .as_bytes(),
+        )
     }
 
     /// The auditors' keys after the brief went into their prompt.

@@ -317,3 +317,64 @@ async fn a_merge_accepts_parts_whose_groups_were_carried_over() {
     lines.insert(("c/f0.rs".to_string(), 3));
     assert_eq!(verified(&merged), lines);
 }
+
+/// The auditor of [`auditor_behaviour`], and a reducer that answers with a
+/// summary.
+fn auditor_and_reducer() -> crate::common::Behaviour {
+    Box::new(|body: &Value, _| {
+        let task = body["messages"][1]["content"].as_str().unwrap_or_default();
+        let reply = if task.starts_with("TASK: reduce") {
+            crate::common::text_turn(
+                "```json\n{\"summary\": \"Risky calls everywhere.\", \"ranking\": []}\n```",
+            )
+        } else {
+            crate::common::auditor_reply("risky_", body)
+        };
+        ResponseTemplate::new(200).set_body_json(reply)
+    })
+}
+
+#[tokio::test]
+async fn a_small_change_updates_the_last_summary_with_only_the_changed_groups() {
+    let repo = tree();
+    let mock = MockModel::openai(auditor_and_reducer()).await;
+    let cold = scan(&mock, &repo, args(false)).await;
+    assert_eq!(cold.summary, "Risky calls everywhere.");
+    repo.write(
+        "d/f1.rs",
+        "fn f1() {\n    let x = risky_d();\n    other();\n}\n",
+    );
+    let before = mock.requests().len();
+    let again = scan(&mock, &repo, args(false)).await;
+    let reduce: Vec<Value> = mock.requests()[before..]
+        .iter()
+        .filter_map(|s| {
+            let task = s.body["messages"][1]["content"].as_str()?;
+            let json = task.strip_prefix("TASK: reduce")?;
+            let block = json.split("```json\n").nth(1)?.split("\n```").next()?;
+            serde_json::from_str(block).ok()
+        })
+        .collect();
+    assert_eq!(reduce.len(), 1);
+    let input = &reduce[0];
+    assert_eq!(input["previous_summary"], "Risky calls everywhere.");
+    let groups: Vec<&str> = input["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["group"].as_str())
+        .collect();
+    assert_eq!(groups.len(), 1, "only the changed group: {groups:?}");
+    assert!(groups[0].starts_with("d-"), "{groups:?}");
+    assert_eq!(input["findings"].as_array().unwrap().len(), 2);
+    // Every finding is still ranked in the report.
+    assert_eq!(again.findings.len(), 8);
+    assert!(
+        again
+            .notes
+            .iter()
+            .any(|n| n.contains("updated from the last run's")),
+        "{:?}",
+        again.notes
+    );
+}
