@@ -300,6 +300,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
     });
     report.shard = part;
     report.brief = a.brief;
+    report.stats.token_estimate = a.spend.token_estimate();
     run.iter().for_each(|run| run.finish(&mut report));
     Ok(report)
 }

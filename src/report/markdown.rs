@@ -278,6 +278,13 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
         human_count(s.cache_write_tokens),
         human_count(s.output_tokens)
     );
+    if let Some(e) = &s.token_estimate {
+        let _ = writeln!(
+            out,
+            "- token estimates: bytes / 3, calibrated on the server's counts ({} calls: {:.3} counted per estimated token; budgets raise estimates by it, +5%, never lower them)",
+            e.calls, e.ratio
+        );
+    }
     match s.cost_usd {
         Some(cost) => {
             let _ = writeln!(out, "- cost: ${cost:.4}");

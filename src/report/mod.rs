@@ -238,6 +238,10 @@ pub struct Stats {
     /// Cached groups finished by an earlier run that did not complete.
     #[serde(default)]
     pub resumed_groups: usize,
+    /// How token estimates (budgets) were made after the first responses:
+    /// absent while they were bytes / 3 throughout (no server count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_estimate: Option<crate::budget::TokenEstimate>,
 }
 
 /// The report of one run.
@@ -527,6 +531,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
             agents,
             cached_groups: reused.len(),
             resumed_groups: reused.values().filter(|r| **r == Reused::Resumed).count(),
+            token_estimate: None,
         },
         notes,
         gate,

@@ -378,3 +378,26 @@ async fn a_small_change_updates_the_last_summary_with_only_the_changed_groups() 
         again.notes
     );
 }
+
+#[tokio::test]
+async fn the_report_says_how_token_estimates_were_calibrated_on_the_servers_counts() {
+    let repo = tree();
+    // The mock counts a prompt as its body's bytes / 4 (its own rule).
+    let mock = MockModel::openai(Box::new(|body: &Value, _| {
+        let reply = crate::common::metered(crate::common::auditor_reply("risky_", body), body);
+        ResponseTemplate::new(200).set_body_json(reply)
+    }))
+    .await;
+    let report = scan(&mock, &repo, args(true)).await;
+    let estimate = report.stats.token_estimate.clone().unwrap();
+    assert_eq!(estimate.method, "calibrated");
+    assert!(estimate.calls >= 2, "{estimate:?}");
+    // The body's JSON (tool schemas, roles) is more than the text we
+    // estimate from, so the ratio is near but not exactly 3/4.
+    assert!((0.5..1.5).contains(&estimate.ratio), "{estimate:?}");
+    let markdown = report.render(fanscan::Format::Md).unwrap();
+    assert!(
+        markdown.contains("token estimates: bytes / 3, calibrated"),
+        "{markdown}"
+    );
+}
