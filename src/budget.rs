@@ -118,6 +118,60 @@ struct Spent {
     /// used since). What they are still expected to spend counts before
     /// more work starts, so a run stops near its budget, not past it.
     open: HashMap<String, Open>,
+    /// How the server's counts compare with our estimates so far.
+    calibration: Calibration,
+}
+
+/// Calls whose usage the server reported before estimates are calibrated.
+const CALIBRATE_AFTER: u32 = 2;
+
+/// The safety margin on a calibrated estimate: budgets err on the side of
+/// stopping early.
+const CALIBRATION_MARGIN: f64 = 1.05;
+
+/// Token estimates (bytes / 3) against what the server counted for the
+/// same requests: after the first responses, a run's estimates are its
+/// own ratio (with [`CALIBRATION_MARGIN`]) instead of a guess for every
+/// language and tokenizer.
+#[derive(Clone, Copy, Debug, Default)]
+struct Calibration {
+    estimated: u64,
+    reported: u64,
+    calls: u32,
+}
+
+impl Calibration {
+    /// Server-counted input tokens per estimated one, once known.
+    fn ratio(&self) -> Option<f64> {
+        (self.calls >= CALIBRATE_AFTER && self.estimated > 0 && self.reported > 0)
+            .then(|| self.reported as f64 / self.estimated as f64)
+    }
+
+    /// `tokens` (a bytes / 3 estimate) as budgets count them: raised to
+    /// what the server's ratio (with the margin) makes of them when its
+    /// tokenizer counts more than bytes / 3, never lowered (the ratio is an
+    /// average over calls: a lower estimate could let one call cross a
+    /// budget).
+    fn apply(&self, tokens: u64) -> u64 {
+        match self.ratio() {
+            Some(ratio) if ratio * CALIBRATION_MARGIN > 1.0 => {
+                (tokens as f64 * ratio * CALIBRATION_MARGIN).ceil() as u64
+            }
+            Some(_) | None => tokens,
+        }
+    }
+}
+
+/// How a run's token estimates were made, for the report.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TokenEstimate {
+    /// `calibrated`: budgets count bytes / 3 times the ratio the server's
+    /// own counts gave, with a 5% margin, when that is more (never less).
+    pub method: String,
+    /// Server-counted input tokens per bytes / 3 estimate.
+    pub ratio: f64,
+    /// The calls whose reported usage the ratio comes from.
+    pub calls: u32,
 }
 
 /// A group in flight.
@@ -257,6 +311,34 @@ impl Spend {
         Some((spent.total, spent.cost))
     }
 
+    /// Records a call whose input the server counted as `reported` tokens
+    /// and we estimated at `estimated` (bytes / 3): later estimates use the
+    /// ratio. A zero count (the offline engine bills nothing) teaches
+    /// nothing.
+    pub(crate) fn observe(&self, estimated: u64, reported: u64) {
+        if estimated == 0 || reported == 0 {
+            return;
+        }
+        if let Some(mut spent) = self.spent() {
+            let c = &mut spent.calibration;
+            c.estimated = c.estimated.saturating_add(estimated);
+            c.reported = c.reported.saturating_add(reported);
+            c.calls += 1;
+        }
+    }
+
+    /// How this run's estimates were made: none while they are bytes / 3
+    /// (no server count yet, or none reported).
+    pub(crate) fn token_estimate(&self) -> Option<TokenEstimate> {
+        let spent = self.spent.lock().ok()?;
+        let c = spent.calibration;
+        c.ratio().map(|ratio| TokenEstimate {
+            method: "calibrated".into(),
+            ratio: (ratio * 1000.0).round() / 1000.0,
+            calls: c.calls,
+        })
+    }
+
     /// Counts one call's usage, priced by `model`; winds the run down when
     /// a budget is reached.
     pub(crate) fn add(&self, agent: &str, usage: Usage, model: &str) {
@@ -286,6 +368,7 @@ impl Spend {
         let Some(mut spent) = self.spent() else {
             return false;
         };
+        let tokens = spent.calibration.apply(tokens);
         let (used, cost, others) = (spent.total, spent.cost, spent.outstanding(group));
         let own = match group.and_then(|g| spent.open.get(g)) {
             Some(_) => tokens.saturating_mul(2),
@@ -321,6 +404,7 @@ impl Spend {
         let Some(spent) = self.spent() else {
             return false;
         };
+        let tokens = spent.calibration.apply(tokens);
         self.over(
             &spent.total,
             spent.cost,
@@ -338,6 +422,7 @@ impl Spend {
         let Some(mut spent) = self.spent() else {
             return Admission::Never;
         };
+        let tokens = spent.calibration.apply(tokens);
         if self
             .over(&spent.total, spent.cost, spent.outstanding(None), tokens)
             .is_some()
@@ -623,6 +708,45 @@ mod tests {
         assert!(!control.wrap_up.is_cancelled());
         spend.add("a", usage(100_000), "dear");
         assert!(control.wrap_up.is_cancelled(), "$0.10 + $1.00 crosses $1");
+    }
+
+    #[test]
+    fn estimates_are_calibrated_on_the_servers_counts_within_ten_percent() {
+        // A server whose tokenizer counts bytes / 2.5 where we estimate
+        // bytes / 3 (dense code, some languages).
+        let spend = Spend::new(Some(1_000_000), None, None, RunControl::default());
+        assert_eq!(spend.token_estimate(), None, "bytes / 3 before any count");
+        for bytes in [3_000u64, 12_000, 30_000] {
+            spend.observe(bytes.div_ceil(3), bytes * 2 / 5);
+        }
+        let estimate = spend.token_estimate().unwrap();
+        assert_eq!(
+            (estimate.method.as_str(), estimate.calls),
+            ("calibrated", 3)
+        );
+        let spent = spend.spent().unwrap();
+        for bytes in [900u64, 45_000, 300_000] {
+            let calibrated = spent.calibration.apply(bytes.div_ceil(3)) as f64;
+            let counted = (bytes * 2 / 5) as f64;
+            assert!(
+                (calibrated - counted).abs() / counted <= 0.10,
+                "{calibrated} against {counted}"
+            );
+            assert!(calibrated >= counted, "the margin errs on the safe side");
+        }
+        drop(spent);
+        // A server counting fewer (bytes / 4): budgets keep bytes / 3, the
+        // safe side; the report still gives the ratio.
+        let sparse = Spend::unlimited();
+        sparse.observe(1000, 750);
+        sparse.observe(1000, 750);
+        assert_eq!(sparse.token_estimate().unwrap().ratio, 0.75);
+        assert_eq!(sparse.spent().unwrap().calibration.apply(1000), 1000);
+        // The offline engine's zero counts teach nothing.
+        let offline = Spend::unlimited();
+        offline.observe(1000, 0);
+        offline.observe(1000, 0);
+        assert_eq!(offline.token_estimate(), None);
     }
 
     #[test]

@@ -184,9 +184,10 @@ pub struct ScanArgs {
     /// Run without the run store: no cache, no resume, no history.
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
-    /// Ask the model for every group, even those whose result is stored
-    /// (the fresh results are stored).
-    #[arg(long)]
+    /// Ask the model for every group and every file, even those whose
+    /// result is stored (the fresh results are stored): `--full` is the
+    /// weekly cold run; without it only changed files are audited again.
+    #[arg(long, visible_alias = "full")]
     pub no_cache: bool,
     /// Bound the stored results to this many MB, least recently used
     /// dropped first (0: no bound). Default 1024.

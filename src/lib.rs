@@ -147,6 +147,14 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let briefed = brief_stage(ctx, ui, &inventory, &tools, &spend, run.as_mut()).await?;
     let (auditor, specialists) = briefed.apply(auditor, specialists);
     let store = store::prepare(ctx.tools.root(), run, store_warnings, &specialists, tasks).await?;
+    // A group of changed files runs with the agent of the group its files
+    // come from.
+    let mut specialists = specialists;
+    for (changed, origin) in &store.split.origins {
+        if let Some(d) = specialists.get(origin).cloned() {
+            specialists.insert(changed.clone(), d);
+        }
+    }
     let (events, progress) = ui.progress(store.split.fresh.len());
     let fanned = FanOut {
         definition: auditor,
@@ -165,7 +173,9 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     .run(store.split.fresh)
     .await;
     let consumed = progress.finish().await;
-    let (reports, reused) = store::cache::in_plan_order(&plan, store.split.reused, fanned.reports);
+    let (fresh, carried_notes) =
+        store::fold(store.run.as_ref(), store.split.partials, fanned.reports).await;
+    let (reports, reused) = store::cache::in_plan_order(&plan, store.split.reused, fresh);
 
     finish_run(
         ctx,
@@ -181,7 +191,12 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
             stopped: Vec::new(),
             notes: Notes {
                 setup: store.warnings,
-                stages: [briefed.written.notes, consumed.transcript_errors].concat(),
+                stages: [
+                    briefed.written.notes,
+                    carried_notes,
+                    consumed.transcript_errors,
+                ]
+                .concat(),
             },
             carried: None,
             brief: briefed.written.brief,
@@ -287,6 +302,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
     });
     report.shard = part;
     report.brief = a.brief;
+    report.stats.token_estimate = a.spend.token_estimate();
     run.iter().for_each(|run| run.finish(&mut report));
     Ok(report)
 }
@@ -453,18 +469,26 @@ async fn reduce_or_reuse(
     if let Some(stored) = run.and_then(|r| r.reduced(reports, checked)) {
         return stored;
     }
-    let reduced = reduce::Reducer {
+    let reducer = reduce::Reducer {
         definition: reducer,
         provider: ctx.provider.as_ref(),
         context_tokens: reduce::batch_tokens(reducer, s.context_tokens, s.max_output_tokens),
         max_output_tokens: s.max_output_tokens,
         // A run stopped early (budget, Ctrl-C) spends nothing more.
         stopped_early: ui.control.stop.is_cancelled(),
-    }
-    .reduce(checked, reports)
-    .await;
+    };
+    // A few groups changed since the last reduction: update it.
+    let reduced = match run.and_then(|r| r.changed_since_reduced(reports)) {
+        Some((changed, last)) => {
+            reducer
+                .reduce_since(checked, reports, &changed, &last)
+                .await
+        }
+        None => reducer.reduce(checked, reports).await,
+    };
     if let Some(run) = run {
         run.keep_reduced(reports, checked, &reduced);
+        run.keep_last_reduced(reports, &reduced);
     }
     reduced
 }

@@ -224,6 +224,10 @@ pub(crate) struct ReduceInput {
     /// Summaries of earlier batches (the upper levels of the tree).
     #[serde(default)]
     pub batch_summaries: Vec<String>,
+    /// A re-run's reduction of only what changed ([`Reducer::reduce_since`]):
+    /// the last run's summary, to update with the groups given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_summary: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -253,6 +257,11 @@ struct ReduceAnswer {
 
 fn render_task(input: &ReduceInput) -> Result<String, serde_json::Error> {
     let body = serde_json::to_string(input)?;
+    if input.previous_summary.is_some() {
+        return Ok(format!(
+            "TASK: reduce\nUpdate the previous executive summary (`previous_summary`) with these groups, the only ones whose results changed since it was written (their findings are all given; the other groups' findings stand as they were), and rank these groups' findings.\n\n```json\n{body}\n```\n"
+        ));
+    }
     Ok(format!(
         "TASK: reduce\nMerge these audit results into the executive summary and a ranking of the fingerprints.\n\n```json\n{body}\n```\n"
     ))
@@ -355,6 +364,88 @@ impl Reducer<'_> {
         }
     }
 
+    /// A re-run's reduction when only the groups `changed` differ from
+    /// those `previous` reduced: the reducer is given the last summary and
+    /// only the changed groups and their findings, and the ranking keeps the
+    /// last one's order with the newly ranked findings interleaved. What a
+    /// 1% change costs then follows the change, not the repository. A run
+    /// without a model, or stopped early, reduces everything (counted).
+    pub(crate) async fn reduce_since(
+        &self,
+        checked: &[Checked],
+        reports: &[GroupReport],
+        changed: &std::collections::BTreeSet<String>,
+        previous: &Reduced,
+    ) -> Reduced {
+        if self.counted().is_some() || previous.summary.is_empty() {
+            return self.reduce(checked, reports).await;
+        }
+        let (mut findings, unverified, refuted) = dedupe_all(checked);
+        let groups: Vec<GroupNote> = reports
+            .iter()
+            .filter(|r| changed.contains(&r.group))
+            .map(|r| GroupNote {
+                group: r.group.clone(),
+                status: r.status.as_str().to_string(),
+                summary: clip(&prose_of(&r.summary), 1500),
+            })
+            .collect();
+        let findings_of: Vec<FindingNote> = findings
+            .iter()
+            .filter(|m| m.groups.iter().any(|g| changed.contains(g)))
+            .map(|m| FindingNote {
+                fingerprint: m.fingerprint.clone(),
+                path: m.finding.path.clone(),
+                line: m.finding.line,
+                severity: m.finding.severity,
+                title: m.finding.title.clone(),
+                rule: m.finding.rule.clone(),
+            })
+            .collect();
+        let input = ReduceInput {
+            groups,
+            findings: findings_of,
+            previous_summary: Some(previous.summary.clone()),
+            ..ReduceInput::default()
+        };
+        let mut usage = Usage::default();
+        let mut notes = Vec::new();
+        let answer = self.ask(&input, &mut usage, &mut notes).await;
+        let summary = match answer {
+            Some(a) => {
+                let before: Vec<String> = previous
+                    .findings
+                    .iter()
+                    .map(|m| m.fingerprint.clone())
+                    .collect();
+                let longest = a.ranking.len().max(before.len());
+                let ranking: Vec<String> = (0..longest)
+                    .flat_map(|i| {
+                        [a.ranking.get(i), before.get(i)]
+                            .into_iter()
+                            .flatten()
+                            .cloned()
+                    })
+                    .collect();
+                apply_ranking(&mut findings, &ranking);
+                a.summary
+            }
+            None => String::new(),
+        };
+        notes.push(format!(
+            "the summary was updated from the last run's with the {} groups whose results changed",
+            changed.len()
+        ));
+        Reduced {
+            findings,
+            unverified,
+            refuted,
+            summary,
+            notes,
+            usage,
+        }
+    }
+
     /// Reduces `groups` and `findings`, in batches when they are over the
     /// context budget.
     async fn tree(
@@ -368,7 +459,7 @@ impl Reducer<'_> {
         let input = ReduceInput {
             groups,
             findings,
-            batch_summaries: Vec::new(),
+            ..ReduceInput::default()
         };
         let size =
             crate::util::estimate_tokens(render_task(&input).map_or(u64::MAX, |t| t.len() as u64));
@@ -404,9 +495,8 @@ impl Reducer<'_> {
             summaries.len()
         ));
         let top = ReduceInput {
-            groups: Vec::new(),
-            findings: Vec::new(),
             batch_summaries: summaries,
+            ..ReduceInput::default()
         };
         let mut merged = self.ask(&top, usage, notes).await?;
         // Interleave batch rankings by position: each batch's order is kept.
@@ -751,6 +841,7 @@ mod tests {
                 rule: Some("r".into()),
             }],
             batch_summaries: vec![],
+            previous_summary: None,
         };
         let a = counted_summary(&input, Counted::RuleEngine, EngineKind::RuleEngine);
         let b = counted_summary(&input, Counted::RuleEngine, EngineKind::RuleEngine);

@@ -459,6 +459,7 @@ mod tests {
             parse: crate::findings::HowParsed::Clean,
             repair_turn: false,
             unparsed: vec![],
+            carried: Default::default(),
             findings,
         }
     }
@@ -637,6 +638,7 @@ mod tests {
             parse: crate::findings::HowParsed::Clean,
             repair_turn: false,
             unparsed: vec![],
+            carried: Default::default(),
             findings: vec![
                 finding("a.rs", 2, Some("let x =   y.unwrap();")),
                 finding("a.rs", 1, Some("     2\tlet x = y.unwrap();")),

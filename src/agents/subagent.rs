@@ -175,6 +175,11 @@ pub struct GroupReport {
     #[serde(default)]
     pub unparsed: Vec<Unparsed>,
     pub findings: Vec<Finding>,
+    /// Files whose results came from the run store, not from this
+    /// report's agent, by path: the id of the run that audited each.
+    /// Empty for a group audited whole.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) carried: std::collections::BTreeMap<String, i64>,
 }
 
 /// What a sub-agent runs with.
@@ -277,6 +282,7 @@ impl GroupReport {
             parse: HowParsed::NoBlock,
             repair_turn: false,
             unparsed: Vec::new(),
+            carried: std::collections::BTreeMap::new(),
             findings: Vec::new(),
         }
     }

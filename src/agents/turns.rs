@@ -398,6 +398,15 @@ impl Loop<'_> {
             r = self.chat(request) => r,
         }?;
         let usage = response.usage_or_estimate(request);
+        if let Some(reported) = response.usage {
+            // What the server counted calibrates the run's estimates.
+            self.spend.observe(
+                request
+                    .estimated_tokens()
+                    .saturating_sub(u64::from(request.max_output_tokens)),
+                reported.input_tokens,
+            );
+        }
         counts.usage.add(usage);
         self.spend
             .charge(self.group, &self.agent.name, usage, self.model);

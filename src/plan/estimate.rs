@@ -128,7 +128,7 @@ impl Estimate {
             _ => "unknown cost (model not in the price table)".to_string(),
         };
         format!(
-            "estimate for model {}: {} groups, {} content tokens; {} to {} tokens in all ({} of the low end read from the prompt cache{}), {cost}",
+            "estimate for model {}: {} groups, {} content tokens; {} to {} tokens in all ({} of the low end read from the prompt cache{}), {cost}; tokens counted as bytes / 3 (a scan calibrates its budgets on the server's own counts)",
             self.model,
             self.groups,
             crate::util::human_count(self.content_tokens),

@@ -240,6 +240,7 @@ fn coverage(out: &mut String, report: &Report) {
             report.stats.resumed_groups
         );
     }
+    carried_files(out, c);
     let _ = writeln!(out, "- skipped: {} files", c.skipped.len());
     let _ = writeln!(out, "- failed: {} files\n", c.failed.len());
     for s in c.skipped.iter().take(50) {
@@ -333,6 +334,13 @@ fn cost(out: &mut String, report: &Report) {
         human_count(s.cache_write_tokens),
         human_count(s.output_tokens)
     );
+    if let Some(e) = &s.token_estimate {
+        let _ = writeln!(
+            out,
+            "- token estimates: bytes / 3, calibrated on the server's counts ({} calls: {:.3} counted per estimated token; budgets raise estimates by it, +5%, never lower them)",
+            e.calls, e.ratio
+        );
+    }
     match s.cost_usd {
         Some(cost) => {
             let _ = writeln!(out, "- cost: ${cost:.4}");
@@ -679,4 +687,27 @@ fn title_case(s: &str) -> String {
         Some(first) => first.to_uppercase().chain(c).collect(),
         None => String::new(),
     }
+}
+
+/// Which reviewed files this run audited and which it carried over from
+/// the run store, by the run that audited them (nothing without any).
+fn carried_files(out: &mut String, c: &crate::report::Coverage) {
+    if c.carried.is_empty() {
+        return;
+    }
+    let mut by_run: std::collections::BTreeMap<i64, usize> = std::collections::BTreeMap::new();
+    for f in &c.carried {
+        *by_run.entry(f.run).or_default() += 1;
+    }
+    let runs: Vec<String> = by_run
+        .iter()
+        .map(|(run, n)| format!("{n} from run {run}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "- audited in this run: {} files; carried over unchanged: {} files ({}), re-verified against today's text",
+        c.reviewed.len().saturating_sub(c.carried.len()),
+        c.carried.len(),
+        runs.join(", ")
+    );
 }

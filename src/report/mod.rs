@@ -233,6 +233,19 @@ pub struct Coverage {
     pub skipped: Vec<Skipped>,
     /// Planned files whose group failed or never ran.
     pub failed: Vec<FailedFile>,
+    /// Reviewed files whose results were carried over from the run store
+    /// (unchanged since the run named), not audited in this run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carried: Vec<CarriedFile>,
+}
+
+/// A reviewed file not audited in this run: its results are those of the
+/// run that audited it, re-verified against today's text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CarriedFile {
+    pub path: String,
+    /// The id of the run (in the run store) that audited it.
+    pub run: i64,
 }
 
 /// Counters of the run.
@@ -260,6 +273,10 @@ pub struct Stats {
     /// Cached groups finished by an earlier run that did not complete.
     #[serde(default)]
     pub resumed_groups: usize,
+    /// How token estimates (budgets) were made after the first responses:
+    /// absent while they were bytes / 3 throughout (no server count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_estimate: Option<crate::budget::TokenEstimate>,
 }
 
 /// The report of one run.
@@ -633,6 +650,8 @@ fn stats(
         agents,
         cached_groups: reused.len(),
         resumed_groups: reused.values().filter(|r| **r == Reused::Resumed).count(),
+        // The scan sets it once the budget says how it estimated.
+        token_estimate: None,
     }
 }
 
@@ -753,6 +772,12 @@ fn coverage(skipped: Vec<Skipped>, reports: &[GroupReport], not_started: &[Agent
                 // group's agent said.
                 if read.contains(f.path.as_str()) {
                     coverage.reviewed.push(f.path.clone());
+                    if let Some(&run) = r.carried.get(&f.path) {
+                        coverage.carried.push(CarriedFile {
+                            path: f.path.clone(),
+                            run,
+                        });
+                    }
                 } else {
                     coverage.unread.push(f.path.clone());
                 }
@@ -777,6 +802,7 @@ fn coverage(skipped: Vec<Skipped>, reports: &[GroupReport], not_started: &[Agent
     coverage.reviewed.sort();
     coverage.unread.sort();
     coverage.failed.sort_by(|a, b| a.path.cmp(&b.path));
+    coverage.carried.sort_by(|a, b| a.path.cmp(&b.path));
     coverage
 }
 
@@ -847,6 +873,7 @@ mod tests {
                     line: Some(3),
                 })
                 .collect(),
+            carried: Default::default(),
             findings,
         }
     }

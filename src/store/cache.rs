@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
-use super::{Store, StoreError};
-use crate::agents::{AgentStatus, AgentTask, GroupReport};
+use super::{KeyBase, Store, StoreError, files, now_ms, reusable};
+use crate::agents::{AgentTask, GroupReport};
 use crate::fanout::Journal;
 use crate::reduce::Reduced;
 use crate::report::Reused;
@@ -29,27 +29,6 @@ use crate::verify::Checked;
 /// 2: the tool layer's injection and deceptive-text findings are part of
 /// a group's findings.
 pub(crate) const GROUP_FORMAT_VERSION: u32 = 2;
-
-/// What every key of a run shares.
-#[derive(Clone, Debug)]
-pub(crate) struct KeyBase {
-    pub(crate) agent: String,
-    pub(crate) agent_hash: String,
-    pub(crate) provider: String,
-    pub(crate) model: String,
-    pub(crate) rules_hash: String,
-}
-
-/// Whether a stored result may be reused.
-pub(crate) fn reusable(status: AgentStatus) -> bool {
-    match status {
-        AgentStatus::Complete | AgentStatus::MaxRounds => true,
-        AgentStatus::WrappedUp
-        | AgentStatus::Failed
-        | AgentStatus::Unreviewed
-        | AgentStatus::Interrupted => false,
-    }
-}
 
 /// The key of `task` whose files have the content hashes `hashes`.
 pub(crate) fn group_key(base: &KeyBase, task: &AgentTask, hashes: &[String]) -> String {
@@ -90,10 +69,23 @@ pub(crate) struct Session {
     pub(crate) run_id: i64,
     /// `--no-cache`: results are stored but none is reused.
     pub(crate) use_cache: bool,
-    /// The key and file hashes of every group sent to a model.
-    pending: Mutex<HashMap<String, (String, Vec<String>)>>,
+    /// The key (empty for a group of changed files, kept only per file),
+    /// file hashes and key base of every group sent to a model.
+    pending: Mutex<HashMap<String, Pending>>,
+    /// The token budget groups of changed files are packed under.
+    group_tokens: u64,
     /// Commits that failed (the run goes on; the report says so).
     failures: Mutex<Vec<String>>,
+}
+
+/// A group sent to a model, and what its result is kept under.
+#[derive(Clone, Debug)]
+struct Pending {
+    /// The group's key; empty for a group of changed files, whose result
+    /// is kept per file only (its plan groups are kept when folded).
+    key: String,
+    hashes: Vec<String>,
+    base: KeyBase,
 }
 
 /// What [`Session::reuse`] gives.
@@ -103,14 +95,21 @@ pub(crate) struct Split {
     pub(crate) reused: Vec<(GroupReport, Reused)>,
     /// Tasks to send to a model.
     pub(crate) fresh: Vec<AgentTask>,
+    /// Groups some of whose files changed: their unchanged files carried
+    /// over, their changed ones among `fresh`, in groups of changed files.
+    pub(crate) partials: Vec<files::Partial>,
+    /// Each group of changed files, and a plan group its files come from
+    /// (it runs with that group's agent).
+    pub(crate) origins: HashMap<String, String>,
 }
 
 impl Session {
-    pub(crate) fn new(store: Arc<Store>, run_id: i64, use_cache: bool) -> Self {
+    pub(crate) fn new(store: Arc<Store>, run_id: i64, use_cache: bool, group_tokens: u64) -> Self {
         Self {
             store,
             run_id,
             use_cache,
+            group_tokens,
             pending: Mutex::new(HashMap::new()),
             failures: Mutex::new(Vec::new()),
         }
@@ -162,11 +161,29 @@ impl Session {
             } else {
                 Ok(None)
             };
-            match found {
-                Ok(Some(hit)) => split.reused.push(hit),
-                Ok(None) => {
+            let partial = |store: &Store| {
+                if self.use_cache {
+                    files::partial(store, root, base, &task, &hashes, &key)
+                } else {
+                    Ok(None)
+                }
+            };
+            match found.and_then(|hit| match hit {
+                Some(hit) => Ok(Ok(hit)),
+                None => partial(&self.store).map(Err),
+            }) {
+                Ok(Ok(hit)) => split.reused.push(hit),
+                Ok(Err(Some(partial))) => split.partials.push(partial),
+                Ok(Err(None)) => {
                     if let Ok(mut pending) = self.pending.lock() {
-                        pending.insert(task.group.clone(), (key, hashes));
+                        pending.insert(
+                            task.group.clone(),
+                            Pending {
+                                key,
+                                hashes,
+                                base: base.clone(),
+                            },
+                        );
                     }
                     split.fresh.push(task);
                 }
@@ -176,6 +193,22 @@ impl Session {
                     split.fresh.push(task);
                 }
             }
+        }
+        for changed in files::changed_tasks(&split.partials, self.group_tokens) {
+            if let Ok(mut pending) = self.pending.lock() {
+                pending.insert(
+                    changed.task.group.clone(),
+                    Pending {
+                        key: String::new(),
+                        hashes: changed.hashes,
+                        base: changed.base,
+                    },
+                );
+            }
+            split
+                .origins
+                .insert(changed.task.group.clone(), changed.origin);
+            split.fresh.push(changed.task);
         }
         Ok(split)
     }
@@ -187,14 +220,14 @@ impl Session {
         key: &str,
         hashes: &[String],
     ) -> Result<Option<(GroupReport, Reused)>, StoreError> {
-        let row: Option<(String, bool)> = self.store.with(|conn| {
+        let row: Option<(String, bool, Option<i64>)> = self.store.with(|conn| {
             let row = conn
                 .query_row(
-                    "SELECT g.body, coalesce(r.complete, 1) AND (r.id IS NULL OR r.ended_at IS NOT NULL)
+                    "SELECT g.body, coalesce(r.complete, 1) AND (r.id IS NULL OR r.ended_at IS NOT NULL), g.run_id
                      FROM group_results g LEFT JOIN runs r ON r.id = g.run_id
                      WHERE g.key = ?1 AND g.kind = 'group'",
                     params![key],
-                    |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)),
+                    |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?, r.get(2)?)),
                 )
                 .optional()?;
             if row.is_some() {
@@ -205,16 +238,23 @@ impl Session {
             }
             Ok(row)
         })?;
-        let Some((body, by_complete_run)) = row else {
+        let Some((body, by_complete_run, run)) = row else {
             return Ok(None);
         };
-        let report: GroupReport =
+        let mut report: GroupReport =
             serde_json::from_str(&body).map_err(|e| self.store.json_error(e))?;
         // The key says the content is the same; the report must agree.
         let agrees = report.files.len() == hashes.len()
             && report.files.iter().zip(hashes).all(|(f, h)| &f.sha256 == h);
         if !agrees || !reusable(report.status) {
             return Ok(None);
+        }
+        // Every file of it was audited by an earlier run: the one that
+        // stored the group, unless it had carried the file itself.
+        for f in &report.files {
+            if !report.carried.contains_key(&f.path) {
+                report.carried.insert(f.path.clone(), run.unwrap_or(0));
+            }
         }
         let how = if by_complete_run {
             Reused::Cached
@@ -266,7 +306,15 @@ impl Session {
         reports: &[GroupReport],
         checked: &[Checked],
     ) -> Option<String> {
-        let reports = serde_json::to_string(reports).ok()?;
+        // Where a result came from is not what was reduced.
+        let reports: Vec<GroupReport> = reports
+            .iter()
+            .map(|r| GroupReport {
+                carried: BTreeMap::new(),
+                ..r.clone()
+            })
+            .collect();
+        let reports = serde_json::to_string(&reports).ok()?;
         // What the skeptic said changes what is reduced (refuted findings
         // leave, located ones join): it is part of the key.
         let challenged: Vec<_> = checked
@@ -369,7 +417,7 @@ impl Journal for Session {
             .lock()
             .ok()
             .and_then(|p| p.get(&report.group).cloned());
-        let Some((key, hashes)) = pending else {
+        let Some(Pending { key, hashes, base }) = pending else {
             return;
         };
         // A file changed while the agent ran: its report is not of the
@@ -383,11 +431,48 @@ impl Journal for Session {
         if !same {
             return;
         }
-        let result = serde_json::to_string(report)
-            .map_err(|e| self.store.json_error(e))
-            .and_then(|body| self.put("group", &key, &report.group, &body));
-        if let Err(e) = result {
-            self.failed(format!("committing group {}: {e}", report.group));
+        self.keep_group(report, &key, &base);
+    }
+}
+
+impl Session {
+    /// Keeps `report` under `key` (none for a group of changed files) and
+    /// a record of each file it audited (not those it carried over).
+    fn keep_group(&self, report: &GroupReport, key: &str, base: &KeyBase) {
+        if !key.is_empty() {
+            let result = serde_json::to_string(report)
+                .map_err(|e| self.store.json_error(e))
+                .and_then(|body| self.put("group", key, &report.group, &body));
+            if let Err(e) = result {
+                self.failed(format!("committing group {}: {e}", report.group));
+            }
+        }
+        for (path, hash, record) in files::records_of(report) {
+            if report.carried.contains_key(&path) || hash.is_empty() {
+                continue;
+            }
+            let slot = files::slot(base, &path);
+            let result = serde_json::to_string(&record)
+                .map_err(|e| self.store.json_error(e))
+                .and_then(|body| self.put("file", &files::file_key(&slot, &hash), &slot, &body));
+            if let Err(e) = result {
+                self.failed(format!("committing the result of {path}: {e}"));
+            }
+        }
+    }
+
+    /// Keeps a plan group put back together after its changed files were
+    /// audited ([`files::fold`]), when it ran to its own end and its files
+    /// are still the content its key names.
+    pub(crate) fn keep_folded(&self, report: &GroupReport, partial: &files::Partial) {
+        let whole = report.files.len() == partial.hashes.len()
+            && report
+                .files
+                .iter()
+                .zip(&partial.hashes)
+                .all(|(f, h)| &f.sha256 == h);
+        if reusable(report.status) && whole {
+            self.keep_group(report, &partial.key, &partial.base);
         }
     }
 }
@@ -433,10 +518,6 @@ pub(crate) fn in_plan_order(
     (all, marks)
 }
 
-fn now_ms() -> i64 {
-    jiff::Timestamp::now().as_millisecond()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -461,7 +542,7 @@ mod tests {
         })
         .join();
         assert!(panicked.is_err());
-        let session = Arc::new(Session::new(store, 1, true));
+        let session = Arc::new(Session::new(store, 1, true, 1000));
         let base = KeyBase {
             agent: "auditor".into(),
             agent_hash: "h".into(),

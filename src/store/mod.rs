@@ -19,6 +19,7 @@
 //! [`GroupReport`]: crate::agents::GroupReport
 
 pub(crate) mod cache;
+pub(crate) mod files;
 pub(crate) mod runs;
 
 use std::collections::HashMap;
@@ -28,13 +29,13 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
-use crate::agents::{AgentDefinition, AgentTask, GroupReport};
+use crate::agents::{AgentDefinition, AgentStatus, AgentTask, GroupReport};
 use crate::config::Settings;
 use crate::fanout::Journal;
 use crate::reduce::Reduced;
 use crate::report::{Report, RunInfo};
 use crate::verify::Checked;
-use cache::{KeyBase, Session, Split};
+use cache::{Session, Split};
 
 /// `PRAGMA application_id` of a fanscan store ("FSCN").
 const APPLICATION_ID: i64 = 0x4653_434E;
@@ -86,6 +87,10 @@ const MIGRATIONS: &[&str] = &[
          path TEXT NOT NULL,
          PRIMARY KEY (run_id, path)
      );",
+    // 2: results per file (kind 'file', group_id is the file's slot), and
+    // how many reviewed files a run carried over instead of auditing.
+    "CREATE INDEX group_results_slot ON group_results(kind, group_id);
+     ALTER TABLE runs ADD COLUMN carried_files INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// A store that cannot be used. `Unavailable` is a warning (the run goes
@@ -209,6 +214,49 @@ impl Placement {
             Self::Chosen
         }
     }
+}
+
+/// What every key of a run shares.
+#[derive(Clone, Debug)]
+pub(crate) struct KeyBase {
+    pub(crate) agent: String,
+    pub(crate) agent_hash: String,
+    pub(crate) provider: String,
+    pub(crate) model: String,
+    pub(crate) rules_hash: String,
+}
+
+/// Whether a stored result may be reused.
+pub(crate) fn reusable(status: AgentStatus) -> bool {
+    match status {
+        AgentStatus::Complete | AgentStatus::MaxRounds => true,
+        AgentStatus::WrappedUp
+        | AgentStatus::Failed
+        | AgentStatus::Unreviewed
+        | AgentStatus::Interrupted => false,
+    }
+}
+
+/// The last reduction of a reducer and model, and a hash of each group
+/// report it was made of.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LastReduced {
+    groups: std::collections::BTreeMap<String, String>,
+    reduced: Reduced,
+}
+
+/// A group report's hash, without where its results came from.
+fn report_hash(r: &GroupReport) -> String {
+    let bare = GroupReport {
+        carried: std::collections::BTreeMap::new(),
+        ..r.clone()
+    };
+    crate::util::sha256_hex(serde_json::to_string(&bare).unwrap_or_default().as_bytes())
+}
+
+/// Now, in milliseconds: the clock of least-recently-used eviction.
+pub(crate) fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
 }
 
 /// The default store of the repository at `root`.
@@ -486,7 +534,7 @@ impl ScanStore {
         })?;
         let (started, warning) = opened?;
         let started = started.map(|(store, run_id)| Self {
-            session: Arc::new(Session::new(store, run_id, s.cache)),
+            session: Arc::new(Session::new(store, run_id, s.cache, s.group_tokens)),
             auditor: keys.base(auditor),
             reducer: keys.base(reducer),
             keys,
@@ -542,6 +590,65 @@ impl ScanStore {
         if let Some(key) = Session::reducer_key(&self.reducer, reports, checked) {
             self.session.keep_reduced(&key, reduced);
         }
+    }
+
+    /// The groups whose reports differ from those the last stored
+    /// reduction (of this reducer and model) was made of, and that
+    /// reduction: when at most a quarter of the groups changed, a re-run
+    /// updates it instead of reducing everything again. None with
+    /// `--full`, without one, or when nothing or too much changed.
+    pub(crate) fn changed_since_reduced(
+        &self,
+        reports: &[GroupReport],
+    ) -> Option<(std::collections::BTreeSet<String>, Reduced)> {
+        let body = self
+            .session
+            .stored("reduce-last", &self.last_reduced_key())?;
+        let last: LastReduced = serde_json::from_str(&body).ok()?;
+        let changed: std::collections::BTreeSet<String> = reports
+            .iter()
+            .filter(|r| last.groups.get(&r.group) != Some(&report_hash(r)))
+            .map(|r| r.group.clone())
+            .collect();
+        let few = !changed.is_empty() && changed.len() * 4 <= reports.len();
+        few.then_some((changed, last.reduced))
+    }
+
+    /// Keeps `reduced` as the last reduction of these reports.
+    pub(crate) fn keep_last_reduced(&self, reports: &[GroupReport], reduced: &Reduced) {
+        if reduced
+            .notes
+            .iter()
+            .any(|n| n.contains("failed") || n.contains("not written"))
+        {
+            return;
+        }
+        let last = LastReduced {
+            groups: reports
+                .iter()
+                .map(|r| (r.group.clone(), report_hash(r)))
+                .collect(),
+            reduced: reduced.clone(),
+        };
+        if let Ok(body) = serde_json::to_string(&last) {
+            self.session
+                .keep("reduce-last", &self.last_reduced_key(), &body);
+        }
+    }
+
+    fn last_reduced_key(&self) -> String {
+        let b = &self.reducer;
+        crate::util::sha256_hex(
+            format!(
+                "fanscan reduce-last v{}\nagent {} {}\nprovider {}\nmodel {}\n",
+                cache::GROUP_FORMAT_VERSION,
+                b.agent,
+                b.agent_hash,
+                b.provider,
+                b.model
+            )
+            .as_bytes(),
+        )
     }
 
     /// The auditors' keys after the brief went into their prompt.
@@ -638,11 +745,60 @@ pub(crate) async fn split(
         return Ok(Split {
             reused: Vec::new(),
             fresh: tasks,
+            partials: Vec::new(),
+            origins: HashMap::new(),
         });
     };
     Arc::clone(&run.session)
         .reuse_blocking(root.to_path_buf(), run.auditor.clone(), by_group, tasks)
         .await
+}
+
+/// The fresh reports with each partly changed group put back together
+/// ([`files::fold`]), the folded groups kept in the store (off the async
+/// threads), and a note of the earlier findings whose evidence is gone.
+pub(crate) async fn fold(
+    run: Option<&ScanStore>,
+    partials: Vec<files::Partial>,
+    fresh: Vec<GroupReport>,
+) -> (Vec<GroupReport>, Vec<String>) {
+    if partials.is_empty() {
+        return (fresh, Vec::new());
+    }
+    let fixed: usize = partials.iter().map(|p| p.fixed).sum();
+    let carried: usize = partials.iter().map(|p| p.carried.len()).sum();
+    let changed: usize = partials.iter().map(|p| p.changed.len()).sum();
+    let mut notes = vec![format!(
+        "{changed} changed files of {} groups were audited again in groups of changed files; {carried} unchanged files of those groups were carried over",
+        partials.iter().filter(|p| !p.changed.is_empty()).count()
+    )];
+    if fixed > 0 {
+        notes.push(format!(
+            "{fixed} earlier findings on changed files left: their evidence is no longer there (fixed)"
+        ));
+    }
+    let folded = files::fold(partials, fresh);
+    let session = run.map(|r| Arc::clone(&r.session));
+    let kept = tokio::task::spawn_blocking(move || {
+        if let Some(session) = session {
+            for (report, partial) in &folded {
+                if let Some(partial) = partial {
+                    session.keep_folded(report, partial);
+                }
+            }
+        }
+        folded
+    })
+    .await;
+    match kept {
+        Ok(folded) => (folded.into_iter().map(|(r, _)| r).collect(), notes),
+        Err(e) => {
+            notes.push(format!(
+                "keeping the re-assembled groups failed ({e}): a fanscan bug, please report it"
+            ));
+            (Vec::new(), notes)
+        }
+    }
 }
 
 /// A SQLite error on opening: read-only and cannot-open are warnings; a

@@ -54,7 +54,7 @@ pub(crate) fn finish(
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute(
             "UPDATE runs SET ended_at = ?2, complete = ?3, planned_files = ?4, reviewed_files = ?5,
-             groups = ?6, cached_groups = ?7, cost_usd = ?8 WHERE id = ?1",
+             groups = ?6, cached_groups = ?7, cost_usd = ?8, carried_files = ?9 WHERE id = ?1",
             params![
                 run_id,
                 jiff::Timestamp::now().to_string(),
@@ -63,7 +63,8 @@ pub(crate) fn finish(
                 report.coverage.reviewed.len() as i64,
                 report.groups.len() as i64,
                 report.stats.cached_groups as i64,
-                report.stats.cost_usd
+                report.stats.cost_usd,
+                report.coverage.carried.len() as i64
             ],
         )?;
         {
@@ -103,7 +104,7 @@ pub(crate) fn end_part(store: &Store, run_id: i64, report: &Report) -> Result<()
     store.with(|conn| {
         conn.execute(
             "UPDATE runs SET ended_at = ?2, complete = 0, planned_files = ?3, reviewed_files = ?4,
-             groups = ?5, cached_groups = ?6, cost_usd = ?7 WHERE id = ?1",
+             groups = ?5, cached_groups = ?6, cost_usd = ?7, carried_files = ?8 WHERE id = ?1",
             params![
                 run_id,
                 jiff::Timestamp::now().to_string(),
@@ -111,7 +112,8 @@ pub(crate) fn end_part(store: &Store, run_id: i64, report: &Report) -> Result<()
                 report.coverage.reviewed.len() as i64,
                 report.groups.len() as i64,
                 report.stats.cached_groups as i64,
-                report.stats.cost_usd
+                report.stats.cost_usd,
+                report.coverage.carried.len() as i64
             ],
         )
         .map(|_| ())
@@ -195,6 +197,9 @@ pub(crate) struct RunRow {
     pub(crate) reviewed_files: i64,
     pub(crate) groups: i64,
     pub(crate) cached_groups: i64,
+    /// Reviewed files carried over from earlier runs, not audited in this
+    /// one.
+    pub(crate) carried_files: i64,
     pub(crate) cost_usd: Option<f64>,
     /// Verified findings by severity.
     pub(crate) findings: BTreeMap<String, i64>,
@@ -205,7 +210,7 @@ pub(crate) fn history(store: &Store) -> Result<Vec<RunRow>, StoreError> {
     store.with(|conn| {
         let mut stmt = conn.prepare(
             "SELECT id, started_at, ended_at, complete, provider, model, planned_files, reviewed_files,
-                    groups, cached_groups, cost_usd FROM runs ORDER BY id",
+                    groups, cached_groups, cost_usd, carried_files FROM runs ORDER BY id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok(RunRow {
@@ -220,6 +225,7 @@ pub(crate) fn history(store: &Store) -> Result<Vec<RunRow>, StoreError> {
                 groups: r.get(8)?,
                 cached_groups: r.get(9)?,
                 cost_usd: r.get(10)?,
+                carried_files: r.get(11)?,
                 findings: BTreeMap::new(),
             })
         })?;
@@ -249,7 +255,7 @@ pub(crate) fn render_history(runs: &[RunRow]) -> String {
         return "no runs in the store yet\n".into();
     }
     let mut out = String::from(
-        "run  started                    status      model                 coverage        groups (cached)  findings (c/h/m/l/i)  cost\n",
+        "run  started                    status      model                 coverage        audited carried  groups (cached)  findings (c/h/m/l/i)  cost\n",
     );
     for r in runs {
         let status = match (&r.ended_at, r.complete) {
@@ -262,13 +268,15 @@ pub(crate) fn render_history(runs: &[RunRow]) -> String {
             .cost_usd
             .map_or_else(|| "n/a".to_string(), |c| format!("${c:.4}"));
         out.push_str(&format!(
-            "{:<4} {:<26} {:<11} {:<21} {:>6}/{:<8} {:>6} ({:>4})    {}/{}/{}/{}/{}{:width$}{cost}\n",
+            "{:<4} {:<26} {:<11} {:<21} {:>6}/{:<8} {:>7} {:>7}  {:>6} ({:>4})    {}/{}/{}/{}/{}{:width$}{cost}\n",
             r.id,
             truncate(&r.started_at, 26),
             status,
             truncate(&r.model, 21),
             r.reviewed_files,
             r.planned_files,
+            r.reviewed_files - r.carried_files,
+            r.carried_files,
             r.groups,
             r.cached_groups,
             count("critical"),

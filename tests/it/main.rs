@@ -23,6 +23,7 @@ mod gate;
 mod html;
 mod ignores;
 mod image;
+mod incremental;
 mod injection;
 mod large_plans;
 mod module_graph;
