@@ -64,6 +64,11 @@ pub(crate) struct Checked {
 /// file again.
 pub(crate) type FileLines = BTreeMap<String, Option<Vec<String>>>;
 
+/// Each cited file's lines in [`canon`] form, made once per file: a file
+/// with thousands of findings (generated bindings) is not canonicalized
+/// again for each of them.
+type CanonLines = BTreeMap<String, Vec<String>>;
+
 /// Verifies every finding of every report.
 pub(crate) fn verify(
     reports: &[GroupReport],
@@ -81,6 +86,7 @@ pub(crate) fn verify_keeping_lines(
 ) -> (Vec<Checked>, FileLines) {
     let known: BTreeSet<&str> = inventory.files.iter().map(|f| f.path.as_str()).collect();
     let mut cache: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
+    let mut canons = CanonLines::new();
     let mut out = Vec::new();
     for report in reports {
         let read_nothing = report.files_read.is_empty()
@@ -92,7 +98,7 @@ pub(crate) fn verify_keeping_lines(
             let result = if read_nothing && finding.origin == Origin::Agent {
                 Err("its agent read none of the group's files".to_string())
             } else {
-                check(&mut finding, &known, &mut cache, tools)
+                check(&mut finding, &known, &mut cache, &mut canons, tools)
             };
             let (verified, note, occurrence) = match result {
                 Ok((note, occurrence)) => (true, note, occurrence),
@@ -162,6 +168,7 @@ fn check(
     finding: &mut Finding,
     known: &BTreeSet<&str>,
     cache: &mut BTreeMap<String, Option<Vec<String>>>,
+    canons: &mut CanonLines,
     tools: &ToolContext,
 ) -> Result<(Option<String>, u32), String> {
     if !known.contains(finding.path.as_str()) {
@@ -197,6 +204,9 @@ fn check(
             }
         };
     }
+    let lines: &[String] = canons
+        .entry(finding.path.clone())
+        .or_insert_with(|| lines.iter().map(|l| canon(l)).collect());
     let span = end.saturating_sub(finding.line) + 1;
     // The cited line first, then outward.
     let mut starts = vec![finding.line];
@@ -219,16 +229,17 @@ fn check(
                 if last > count {
                     continue;
                 }
-                let text: String = lines[(start - 1) as usize..last as usize]
-                    .iter()
-                    .map(|l| canon(l))
-                    .collect();
+                let text: String = lines[(start - 1) as usize..last as usize].concat();
                 if text.contains(&wanted) {
                     let first = canon(cleaned.lines().next().unwrap_or_default());
-                    let occurrence = lines[..(start - 1) as usize]
-                        .iter()
-                        .filter(|l| !first.is_empty() && canon(l).contains(&first))
-                        .count();
+                    let occurrence = if first.is_empty() {
+                        0
+                    } else {
+                        lines[..(start - 1) as usize]
+                            .iter()
+                            .filter(|l| l.contains(&first))
+                            .count()
+                    };
                     let occurrence = u32::try_from(occurrence).unwrap_or(u32::MAX);
                     if start == finding.line {
                         return Ok((None, occurrence));
