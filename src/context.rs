@@ -667,9 +667,7 @@ fn build_provider(
     let key = settings.api_key.as_ref().map(|k| k.expose());
     let key_env = settings.api_key_env.clone();
     Ok(match settings.provider {
-        ProviderKind::Offline => {
-            Arc::new(crate::providers::offline::Offline::new(Arc::clone(rules)))
-        }
+        ProviderKind::Offline => Arc::new(crate::engine::offline::Offline::new(Arc::clone(rules))),
         ProviderKind::Openai => Arc::new(Remote::new(
             crate::providers::openai::OpenAi { key_env },
             http("openai")?,

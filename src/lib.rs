@@ -9,7 +9,8 @@
 //! layers, and none imports from one above it: `util`, `language`,
 //! `conversation`, `cwe`, `control`, `git` and `suppress` at the bottom;
 //! then `findings`, `prices`, `rules`, `budget`, `events`, `progress`,
-//! `challenge`, `tools` and `providers`; then `agents`; then the stages
+//! `challenge`, `tools`, `providers` and `engine` (the offline rule engine);
+//! then `agents`; then the stages
 //! (`inventory`, `plan`, `brief`, `fanout`, `verify`, `reduce`,
 //! `baseline`, `gate`); then `report`, `config`, `store` and `context`,
 //! with `skeptic`, `ask` and `eval` on top. The README's architecture
@@ -26,6 +27,7 @@ mod context;
 mod control;
 mod conversation;
 mod cwe;
+mod engine;
 mod eval;
 mod events;
 pub mod exit;

@@ -12,10 +12,8 @@
 pub(crate) mod anthropic;
 pub(crate) mod http;
 pub(crate) mod limits;
-pub(crate) mod offline;
 pub(crate) mod openai;
 pub(crate) mod remote;
-pub(crate) mod source_check;
 pub(crate) mod stream;
 
 use std::fmt;

@@ -22,13 +22,13 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::source_check::{self, SourceTable};
-use super::{EngineKind, Provider, ProviderError};
 use crate::conversation::{
     ChatRequest, ChatResponse, FileRead, FinishReason, MAX_CALLS_PER_TURN, Message, ToolCall,
     ToolChoice, Usage,
 };
 use crate::findings::{Finding, Severity, TASK_COMPLETE, render_block, render_structured};
 use crate::language::language_of;
+use crate::providers::{EngineKind, Provider, ProviderError};
 use crate::rules::RuleSet;
 use crate::tools::fence;
 

@@ -1,0 +1,12 @@
+//! The offline rule engine: a deterministic player of the model's part
+//! through the same [`Provider`](crate::providers::Provider) protocol as a
+//! remote model. Takes requests; gives answers a model would give: the
+//! read-only tool calls a careful auditor makes, then the rule set's
+//! findings ([`offline`]), and the skeptic's verdicts from a small,
+//! documented source check per language family ([`source_check`]).
+//!
+//! It lives beside `providers/`, not in it: it writes findings, and the
+//! wire-format providers know nothing of the findings format.
+
+pub(crate) mod offline;
+pub(crate) mod source_check;
