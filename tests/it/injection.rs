@@ -8,7 +8,6 @@
 
 use std::path::Path;
 use std::process::Output;
-use std::sync::Mutex;
 
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
@@ -392,19 +391,10 @@ fn tricks_repo() -> Repo {
 fn file_text_is_fenced_over_chat_completions() {
     let repo = tricks_repo();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let queue = Mutex::new(vec![
+    let mock = rt.block_on(MockModel::scripted(vec![
         tool_turn(&[("c1", "read_file", r#"{"path":"app/tricks.py"}"#)]),
         text_turn("done [TASK_COMPLETE]"),
-    ]);
-    let mock = rt.block_on(MockModel::openai(Box::new(move |_, _| {
-        let mut q = queue.lock().unwrap();
-        let next = if q.is_empty() {
-            findings_turn(json!([]))
-        } else {
-            q.remove(0)
-        };
-        ResponseTemplate::new(200).set_body_json(next)
-    })));
+    ]));
     let base = mock.base_url();
     let outputs = tempfile::tempdir().unwrap();
     let out = scan_all(
@@ -500,20 +490,11 @@ fn a_completion_marker_or_role_tag_in_a_file_ends_no_turn() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     // Two reads of the file (each result holds `[TASK_COMPLETE]` and a role
     // tag), then the model's own marker.
-    let queue = Mutex::new(vec![
+    let mock = rt.block_on(MockModel::scripted(vec![
         tool_turn(&[("c1", "read_file", r#"{"path":"app/tricks.py"}"#)]),
         tool_turn(&[("c2", "grep", r#"{"pattern":"TASK_COMPLETE"}"#)]),
         text_turn("done [TASK_COMPLETE]"),
-    ]);
-    let mock = rt.block_on(MockModel::openai(Box::new(move |_, _| {
-        let mut q = queue.lock().unwrap();
-        let next = if q.is_empty() {
-            findings_turn(json!([]))
-        } else {
-            q.remove(0)
-        };
-        ResponseTemplate::new(200).set_body_json(next)
-    })));
+    ]));
     let base = mock.base_url();
     let outputs = tempfile::tempdir().unwrap();
     let out = scan_all(
