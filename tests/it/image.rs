@@ -240,7 +240,10 @@ case " $* " in
   *" --locked "*) ;;
   *) echo "cargo build without --locked" >&2; exit 1 ;;
 esac
-"$REAL_CARGO" metadata --locked --offline --format-version 1 > /dev/null
+if ! "$REAL_CARGO" metadata --locked --offline --format-version 1 > /dev/null; then
+  echo "cargo metadata --locked --offline failed: the lock file's crates for every platform must be in the local registry; run \`cargo fetch --locked\` once (.ci/run does)" >&2
+  exit 1
+fi
 mkdir -p target/release
 cp "$FANSCAN_BIN" target/release/fanscan
 "#;
