@@ -28,7 +28,6 @@ use crate::events::EventSink;
 use crate::inventory::Inventory;
 use crate::providers::{EngineKind, Provider};
 use crate::tools::ToolContext;
-use crate::tools::injection::Detector;
 
 /// The repository's own brief, replacing the agent's.
 pub(crate) const BRIEF_FILE: &str = ".fanscan/brief.md";
@@ -510,10 +509,15 @@ impl Writer<'_> {
         let Some(text) = outcome.answer.filter(|t| !t.trim().is_empty()) else {
             return failed("the brief agent gave no text".into());
         };
-        if let Some(hit) = Detector::new()
-            .ok()
-            .and_then(|d| d.scan("brief", &text).into_iter().next())
-        {
+        let detector = match self.tools.injection_detector() {
+            Ok(detector) => detector,
+            Err(e) => {
+                return failed(format!(
+                    "the brief cannot be checked for text addressed to AI agents: {e}"
+                ));
+            }
+        };
+        if let Some(hit) = detector.scan("brief", &text).into_iter().next() {
             return failed(format!(
                 "the brief agent's answer holds text addressed to AI agents (line {}), so it is not put into the auditors' prompts",
                 hit.line

@@ -127,7 +127,7 @@ impl Context {
                     .ok_or_else(|| ConfigError::RulesMissing(shown.clone()))?;
                 RuleSet::parse(&shown, &text)?
             }
-            (None, None) => RuleSet::builtin()?,
+            (None, None) => RuleSet::builtin(),
         });
         let changes = match &settings.diff {
             Some(DiffSource::Since(reference)) => {

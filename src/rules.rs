@@ -8,6 +8,8 @@
 //! not report: a sample that disagrees with the rule is a load error, so a
 //! pattern edit cannot silently stop matching what it was written for.
 
+use std::sync::OnceLock;
+
 use regex::Regex;
 use serde::Deserialize;
 
@@ -103,103 +105,69 @@ pub enum RuleError {
     },
 }
 
-/// A compiled rule set.
+/// A rule set: where it came from, its hash and its compiled rules.
+///
+/// A file the user gives is compiled when it is loaded, so that its
+/// mistakes are setup errors. The built-in set is compiled on first use:
+/// `plan` and scans with a model never apply it (compiling its 105
+/// patterns and checking their samples was most of `fanscan plan`'s time),
+/// and a unit test compiles it on every change.
 #[derive(Debug)]
 pub(crate) struct RuleSet {
-    pub rules: Vec<Rule>,
     /// Where it came from (`builtin` or a path), for the run manifest.
     pub source: String,
     /// SHA-256 of the rule text, for the run manifest.
     pub hash: String,
+    /// The rule text, kept for a set compiled on first use.
+    text: &'static str,
+    compiled: OnceLock<Result<Vec<Rule>, RuleError>>,
 }
 
 impl RuleSet {
     /// Parses and compiles a rule file; errors name the source and the rule.
     pub(crate) fn parse(source: &str, text: &str) -> Result<Self, RuleError> {
-        let file: RuleFile = toml::from_str(text).map_err(|e| RuleError::Toml {
-            source_name: source.to_string(),
-            detail: crate::util::toml_error(text, &e),
-        })?;
-        let mut rules = Vec::new();
-        let mut seen = std::collections::BTreeSet::new();
-        for raw in file.rule {
-            let at = |problem: String| RuleError::Rule {
-                source_name: source.to_string(),
-                id: raw.id.clone(),
-                problem,
-            };
-            if !seen.insert(raw.id.clone()) {
-                return Err(at("the id is used twice".into()));
-            }
-            let severity = Severity::parse(&raw.severity).ok_or_else(|| {
-                at(format!(
-                    "severity {:?} is not one of critical, high, medium, low, info",
-                    raw.severity
-                ))
-            })?;
-            let pattern =
-                Regex::new(&raw.pattern).map_err(|e| at(format!("invalid pattern: {e}")))?;
-            let not_pattern = raw
-                .not_pattern
-                .as_deref()
-                .map(Regex::new)
-                .transpose()
-                .map_err(|e| at(format!("invalid not_pattern: {e}")))?;
-            if raw.cwe.is_empty() {
-                return Err(at(
-                    "names no CWE: add `cwe = [N]` with the CWE id(s) of the weakness it finds, most specific first (e.g. `cwe = [89]` for SQL injection)".into(),
-                ));
-            }
-            if let Some(zero) = raw.cwe.iter().find(|c| **c == 0) {
-                return Err(at(format!(
-                    "`cwe` holds {zero}, which is no CWE id: write the number of CWE-N, e.g. `cwe = [89]`"
-                )));
-            }
-            let mut distinct = std::collections::BTreeSet::new();
-            if let Some(twice) = raw.cwe.iter().find(|c| !distinct.insert(**c)) {
-                return Err(at(format!("`cwe` names {twice} twice: keep one")));
-            }
-            let rule = Rule {
-                id: raw.id.clone(),
-                languages: raw.languages,
-                severity,
-                title: raw.title,
-                message: raw.message,
-                pattern,
-                not_pattern,
-                skip_tests: raw.skip_tests,
-                skip_comments: raw.skip_comments,
-                cwe: raw.cwe,
-            };
-            if let Some(line) = raw.examples.iter().find(|l| !rule.reports(l)) {
-                return Err(at(format!(
-                    "example {line:?} is not reported: fix the pattern/not_pattern or the example"
-                )));
-            }
-            if let Some(line) = raw.counterexamples.iter().find(|l| rule.reports(l)) {
-                return Err(at(format!(
-                    "counterexample {line:?} is reported: fix the pattern/not_pattern or the counterexample"
-                )));
-            }
-            rules.push(rule);
-        }
+        let rules = compile(source, text)?;
         Ok(Self {
-            rules,
             source: source.to_string(),
             hash: crate::util::sha256_hex(text.as_bytes()),
+            text: "",
+            compiled: OnceLock::from(Ok(rules)),
         })
+    }
+
+    /// The compiled rules, compiled now if this is their first use; the
+    /// error names the source and the rule.
+    pub(crate) fn rules(&self) -> Result<&[Rule], &RuleError> {
+        self.compiled
+            .get_or_init(|| compile(&self.source, self.text))
+            .as_deref()
     }
 
     /// The CWE ids of rule `id` (see [`Rule::cwe`]), if the set has it: a
     /// finding names its rule, so this is how it gets its CWE.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn cwe_of(&self, id: &str) -> Option<&[u32]> {
-        self.rules.iter().find(|r| r.id == id).map(Rule::cwe)
+        self.rules()
+            .ok()?
+            .iter()
+            .find(|r| r.id == id)
+            .map(Rule::cwe)
     }
 
-    /// The built-in rule set.
-    pub(crate) fn builtin() -> Result<Self, RuleError> {
-        Self::parse("builtin:configs/rules.toml", BUILTIN_RULES)
+    /// The built-in rule set, compiled on first use.
+    pub(crate) fn builtin() -> Self {
+        Self::compiled_on_first_use("builtin:configs/rules.toml", BUILTIN_RULES)
+    }
+
+    /// A set of text that ships with the binary, compiled when first
+    /// applied: its errors surface there (see [`RuleSet::rules`]).
+    pub(crate) fn compiled_on_first_use(source: &str, text: &'static str) -> Self {
+        Self {
+            source: source.to_string(),
+            hash: crate::util::sha256_hex(text.as_bytes()),
+            text,
+            compiled: OnceLock::new(),
+        }
     }
 
     /// The rule file at `path`.
@@ -214,7 +182,12 @@ impl RuleSet {
 
     /// Applies every rule to the numbered lines of one file. `lines` must be
     /// in ascending order; they need not be the whole file.
-    pub(crate) fn apply(&self, path: &str, lines: &[(u32, String)]) -> Vec<Finding> {
+    pub(crate) fn apply(
+        &self,
+        path: &str,
+        lines: &[(u32, String)],
+    ) -> Result<Vec<Finding>, &RuleError> {
+        let rules = self.rules()?;
         let language = language_of(path);
         let test_file = is_test_path(path);
         // In Rust, code after `#[cfg(test)]` is test code.
@@ -223,7 +196,7 @@ impl RuleSet {
             .find(|(_, l)| l.trim_start().starts_with("#[cfg(test)]"))
             .map(|(n, _)| *n);
         let mut out = Vec::new();
-        for rule in &self.rules {
+        for rule in rules {
             if !rule.languages.is_empty()
                 && !language.is_some_and(|l| rule.languages.iter().any(|r| r == l))
             {
@@ -258,8 +231,79 @@ impl RuleSet {
             }
         }
         out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
-        out
+        Ok(out)
     }
+}
+
+/// Parses and compiles rule text: every rule's pattern, CWE and samples.
+fn compile(source: &str, text: &str) -> Result<Vec<Rule>, RuleError> {
+    let file: RuleFile = toml::from_str(text).map_err(|e| RuleError::Toml {
+        source_name: source.to_string(),
+        detail: crate::util::toml_error(text, &e),
+    })?;
+    let mut rules = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for raw in file.rule {
+        let at = |problem: String| RuleError::Rule {
+            source_name: source.to_string(),
+            id: raw.id.clone(),
+            problem,
+        };
+        if !seen.insert(raw.id.clone()) {
+            return Err(at("the id is used twice".into()));
+        }
+        let severity = Severity::parse(&raw.severity).ok_or_else(|| {
+            at(format!(
+                "severity {:?} is not one of critical, high, medium, low, info",
+                raw.severity
+            ))
+        })?;
+        let pattern = Regex::new(&raw.pattern).map_err(|e| at(format!("invalid pattern: {e}")))?;
+        let not_pattern = raw
+            .not_pattern
+            .as_deref()
+            .map(Regex::new)
+            .transpose()
+            .map_err(|e| at(format!("invalid not_pattern: {e}")))?;
+        if raw.cwe.is_empty() {
+            return Err(at(
+                    "names no CWE: add `cwe = [N]` with the CWE id(s) of the weakness it finds, most specific first (e.g. `cwe = [89]` for SQL injection)".into(),
+                ));
+        }
+        if let Some(zero) = raw.cwe.iter().find(|c| **c == 0) {
+            return Err(at(format!(
+                "`cwe` holds {zero}, which is no CWE id: write the number of CWE-N, e.g. `cwe = [89]`"
+            )));
+        }
+        let mut distinct = std::collections::BTreeSet::new();
+        if let Some(twice) = raw.cwe.iter().find(|c| !distinct.insert(**c)) {
+            return Err(at(format!("`cwe` names {twice} twice: keep one")));
+        }
+        let rule = Rule {
+            id: raw.id.clone(),
+            languages: raw.languages,
+            severity,
+            title: raw.title,
+            message: raw.message,
+            pattern,
+            not_pattern,
+            skip_tests: raw.skip_tests,
+            skip_comments: raw.skip_comments,
+            cwe: raw.cwe,
+        };
+        if let Some(line) = raw.examples.iter().find(|l| !rule.reports(l)) {
+            return Err(at(format!(
+                "example {line:?} is not reported: fix the pattern/not_pattern or the example"
+            )));
+        }
+        if let Some(line) = raw.counterexamples.iter().find(|l| rule.reports(l)) {
+            return Err(at(format!(
+                "counterexample {line:?} is reported: fix the pattern/not_pattern or the counterexample"
+            )));
+        }
+        rules.push(rule);
+    }
+    Ok(rules)
 }
 
 /// Paths that hold tests by convention.
@@ -335,15 +379,42 @@ mod tests {
 
     #[test]
     fn builtin_rules_compile() {
-        let rules = RuleSet::builtin().unwrap();
-        assert!(rules.rules.len() >= 20, "{}", rules.rules.len());
+        let rules = RuleSet::builtin();
+        assert!(
+            rules.rules().unwrap().len() >= 20,
+            "{}",
+            rules.rules().unwrap().len()
+        );
+    }
+
+    #[test]
+    fn the_builtin_set_is_compiled_on_first_use_and_a_bad_one_fails_there() {
+        let rules = RuleSet::builtin();
+        assert!(rules.compiled.get().is_none(), "not compiled by builtin()");
+        assert_eq!(
+            rules.hash,
+            crate::util::sha256_hex(BUILTIN_RULES.as_bytes())
+        );
+        assert!(rules.rules().is_ok());
+        assert!(rules.compiled.get().is_some());
+        let bad = RuleSet::compiled_on_first_use(
+            "builtin:bad.toml",
+            "[[rule]]\nid = \"x\"\nseverity = \"high\"\ntitle = \"t\"\nmessage = \"m\"\npattern = \"(\"\ncwe = [1]\n",
+        );
+        let e = bad.apply("a.rs", &numbered("x")).unwrap_err().to_string();
+        assert!(
+            e.contains("builtin:bad.toml: rule \"x\": invalid pattern"),
+            "{e}"
+        );
+        // The error stays: every later use fails the same way.
+        assert!(bad.rules().is_err());
     }
 
     #[test]
     fn rust_unwrap_outside_tests_only() {
-        let rules = RuleSet::builtin().unwrap();
+        let rules = RuleSet::builtin();
         let code = "fn a() {\n    let x = y.unwrap();\n    let z = y.unwrap_or(1);\n    // c.unwrap()\n}\n#[cfg(test)]\nmod tests { fn t() { y.unwrap(); } }\n";
-        let found = rules.apply("src/a.rs", &numbered(code));
+        let found = rules.apply("src/a.rs", &numbered(code)).unwrap();
         let unwraps: Vec<u32> = found
             .iter()
             .filter(|f| f.rule.as_deref() == Some("rust/unwrap"))
@@ -353,6 +424,7 @@ mod tests {
         assert!(
             rules
                 .apply("tests/a.rs", &numbered(code))
+                .unwrap()
                 .iter()
                 .all(|f| f.rule.as_deref() != Some("rust/unwrap"))
         );
@@ -383,20 +455,20 @@ mod tests {
                 raw.id
             );
         }
-        let rules = RuleSet::builtin().unwrap();
+        let rules = RuleSet::builtin();
         assert_eq!(rules.cwe_of("sql/concat"), Some(&[89][..]));
         assert_eq!(rules.cwe_of("crypto/weak-hash-go"), Some(&[328, 327][..]));
         assert_eq!(rules.cwe_of("no/such-rule"), None);
-        assert!(rules.rules.iter().all(|r| !r.cwe().is_empty()));
+        assert!(rules.rules().unwrap().iter().all(|r| !r.cwe().is_empty()));
     }
 
     #[test]
     fn findings_carry_their_rules_first_cwe_named_from_the_table() {
-        let rules = RuleSet::builtin().unwrap();
+        let rules = RuleSet::builtin();
         let table = crate::cwe::CweTable::builtin().unwrap();
         // Every CWE a built-in rule declares is one the table names: a
         // rule's finding is never flagged as unknown.
-        for rule in &rules.rules {
+        for rule in rules.rules().unwrap() {
             for &n in rule.cwe() {
                 let id = crate::cwe::CweId::from_number(n).unwrap();
                 assert!(
@@ -406,7 +478,9 @@ mod tests {
                 );
             }
         }
-        let found = rules.apply("a.go", &[(3, "h := md5.New()".to_string())]);
+        let found = rules
+            .apply("a.go", &[(3, "h := md5.New()".to_string())])
+            .unwrap();
         let f = found
             .iter()
             .find(|f| f.rule.as_deref() == Some("crypto/weak-hash-go"))
@@ -440,7 +514,7 @@ mod tests {
             "[[rule]]\nid='x'\nseverity='low'\ncwe=[89]\ntitle='t'\nmessage='m'\npattern='a'\n",
         )
         .unwrap();
-        assert_eq!(ok.rules[0].cwe(), &[89]);
+        assert_eq!(ok.rules().unwrap()[0].cwe(), &[89]);
     }
 
     #[test]
@@ -476,6 +550,7 @@ mod tests {
     fn rules_at(rules: &RuleSet, path: &str, code: &str, id: &str) -> Vec<u32> {
         rules
             .apply(path, &numbered(code))
+            .unwrap()
             .iter()
             .filter(|f| f.rule.as_deref() == Some(id))
             .map(|f| f.line)
@@ -484,7 +559,7 @@ mod tests {
 
     #[test]
     fn sql_concat_skips_constants_and_numeric_values_but_not_strings() {
-        let rules = RuleSet::builtin().unwrap();
+        let rules = RuleSet::builtin();
         let code = "class Q {\n\
             String a = \"SELECT id FROM \" + Tables.USERS + \" WHERE id = ?\";\n\
             String b = \"SELECT id FROM users WHERE id = \" + Integer.parseInt(raw);\n\
@@ -500,7 +575,7 @@ mod tests {
 
     #[test]
     fn runtime_exec_reports_built_commands_not_constant_ones() {
-        let rules = RuleSet::builtin().unwrap();
+        let rules = RuleSet::builtin();
         let code = "class R {\n\
             void a() throws Exception { Runtime.getRuntime().exec(\"uptime\"); }\n\
             void b() throws Exception { Runtime.getRuntime().exec(new String[] {\"git\", \"status\"}); }\n\

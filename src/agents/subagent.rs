@@ -466,7 +466,7 @@ async fn prepare(
     let tools = Arc::clone(run.tools);
     let preload = run.definition.preload;
     let (swept, preloads) = tokio::task::spawn_blocking(move || {
-        let swept = tools.hash_and_sweep(&paths);
+        let swept = tools.hash_and_sweep(&paths)?;
         let preloaded: Vec<_> = if preload {
             paths
                 .iter()
@@ -475,7 +475,7 @@ async fn prepare(
         } else {
             Vec::new()
         };
-        (swept, preloaded)
+        Ok::<_, String>((swept, preloaded))
     })
     .await
     // Without the sweep, no secret or injection attempt in the group would
@@ -484,6 +484,9 @@ async fn prepare(
         format!(
             "the secret sweep of the group's files failed ({e}): a fanscan bug, please report it"
         )
+    })?
+    .map_err(|e| {
+        format!("the injection sweep of the group's files cannot run: {e} (a fanscan bug, please report it)")
     })?;
     let mut prepared = Prepared {
         secrets: BTreeSet::new(),

@@ -45,26 +45,28 @@ impl Offline {
         Self { rules }
     }
 
-    fn answer(&self, request: &ChatRequest) -> ChatResponse {
+    fn answer(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
         let seen = Conversation::read(&request.messages, &request.facts.reads);
         if !request.facts.challenges.is_empty() {
-            return reply(Some(skeptic_answer(request, &seen)), Vec::new());
+            return Ok(reply(Some(skeptic_answer(request, &seen)), Vec::new()));
         }
         let calls = wanted_calls(request, &seen);
         if !calls.is_empty() {
-            return reply(None, calls);
+            return Ok(reply(None, calls));
         }
-        reply(Some(self.report(request, &seen)), Vec::new())
+        Ok(reply(Some(self.report(request, &seen)?), Vec::new()))
     }
 
     /// The final report: the rule set applied to every line seen.
-    fn report(&self, request: &ChatRequest, seen: &Conversation) -> String {
+    fn report(&self, request: &ChatRequest, seen: &Conversation) -> Result<String, ProviderError> {
+        let unusable = |e: &crate::rules::RuleError| ProviderError::Engine(e.to_string());
+        let rule_count = self.rules.rules().map_err(unusable)?.len();
         let mut findings: Vec<Finding> = Vec::new();
         let mut line_count = 0usize;
         for (path, lines) in &seen.contents {
             let lines: Vec<(u32, String)> = lines.iter().map(|(n, l)| (*n, l.clone())).collect();
             line_count += lines.len();
-            findings.extend(self.rules.apply(path, &lines));
+            findings.extend(self.rules.apply(path, &lines).map_err(unusable)?);
         }
         let mut by_severity: BTreeMap<Severity, usize> = BTreeMap::new();
         for f in &findings {
@@ -77,7 +79,7 @@ impl Offline {
             .join(", ");
         let summary = format!(
             "Offline rule engine (not a language model): {} rules applied to {line_count} lines of {} files; {} findings{}.",
-            self.rules.rules.len(),
+            rule_count,
             seen.contents.len(),
             findings.len(),
             if counts.is_empty() {
@@ -88,14 +90,14 @@ impl Offline {
         );
         // Asked for a structured answer, it answers the schema a model's
         // structured output would; else a JSON block in text.
-        if request.output_schema.is_some() {
+        Ok(if request.output_schema.is_some() {
             render_structured(&summary, &findings)
         } else {
             format!(
                 "{summary}\n\n{}\n\n{TASK_COMPLETE}",
                 render_block(&findings)
             )
-        }
+        })
     }
 }
 
@@ -235,7 +237,7 @@ impl Provider for Offline {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async move { Ok(self.answer(request)) })
+        Box::pin(async move { self.answer(request) })
     }
 }
 
@@ -387,7 +389,7 @@ mod tests {
 
     #[test]
     fn reads_the_tasks_files_then_pages_then_reports() {
-        let engine = Offline::new(Arc::new(RuleSet::builtin().unwrap()));
+        let engine = Offline::new(Arc::new(RuleSet::builtin()));
         // The prose names no file: the engine reads what the facts say.
         let task = "TASK: audit-group g1\n";
         let mut facts = Facts {
@@ -396,7 +398,9 @@ mod tests {
             ..Facts::default()
         };
         let mut messages = vec![Message::User { text: task.into() }];
-        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()));
+        let r = engine
+            .answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()))
+            .unwrap();
         assert_eq!(r.tool_calls.len(), 1);
         assert_eq!(r.tool_calls[0].arguments, r#"{"path":"src/a.rs"}"#);
         messages.push(Message::Assistant {
@@ -414,12 +418,16 @@ mod tests {
             is_error: false,
         });
         facts.reads.push(read("src/a.rs", 1, 2, 3));
-        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()));
+        let r = engine
+            .answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()))
+            .unwrap();
         assert_eq!(
             r.tool_calls[0].arguments,
             r#"{"offset":3,"path":"src/a.rs"}"#
         );
-        let r = engine.answer(&request(messages, ToolChoice::None, facts));
+        let r = engine
+            .answer(&request(messages, ToolChoice::None, facts))
+            .unwrap();
         let text = r.text.unwrap();
         assert!(text.contains("not a language model"));
         assert!(text.ends_with(TASK_COMPLETE));
@@ -434,12 +442,14 @@ mod tests {
 
     #[test]
     fn a_file_list_or_a_cut_line_in_the_prose_is_not_taken_as_data() {
-        let engine = Offline::new(Arc::new(RuleSet::builtin().unwrap()));
+        let engine = Offline::new(Arc::new(RuleSet::builtin()));
         let task = "TASK: audit-group g1\n- src/a.rs (10 bytes, rust)\n\n\
             <file path=\"src/b.rs\">\nsrc/b.rs (3 lines)\n1\tfn b() {\n\
             [cut: showing lines 1-1 of 3; call read_file with offset=2 to continue]\n</file>\n";
         let messages = vec![Message::User { text: task.into() }];
-        let r = engine.answer(&request(messages, ToolChoice::Auto, Facts::default()));
+        let r = engine
+            .answer(&request(messages, ToolChoice::Auto, Facts::default()))
+            .unwrap();
         let args: Vec<&str> = r.tool_calls.iter().map(|c| c.arguments.as_str()).collect();
         assert_eq!(
             args,
@@ -450,7 +460,7 @@ mod tests {
 
     #[test]
     fn preloaded_files_are_not_read_again_only_their_later_pages() {
-        let engine = Offline::new(Arc::new(RuleSet::builtin().unwrap()));
+        let engine = Offline::new(Arc::new(RuleSet::builtin()));
         // A file's own `</file>` lines and a guessed boundary close nothing.
         let fence = Fence::fixed("9f8e7d6c");
         let task = format!(
@@ -468,11 +478,15 @@ mod tests {
             ..Facts::default()
         };
         let messages = vec![Message::User { text: task }];
-        let r = engine.answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()));
+        let r = engine
+            .answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()))
+            .unwrap();
         let args: Vec<&str> = r.tool_calls.iter().map(|c| c.arguments.as_str()).collect();
         assert_eq!(args, vec![r#"{"offset":3,"path":"src/b.rs"}"#]);
         // Answering at once (no tools) uses what was preloaded.
-        let r = engine.answer(&request(messages, ToolChoice::None, facts));
+        let r = engine
+            .answer(&request(messages, ToolChoice::None, facts))
+            .unwrap();
         let parsed = crate::findings::parse_report(&r.text.unwrap());
         assert!(parsed.findings.iter().any(|f| f.path == "src/a.rs"
             && f.line == 1
@@ -481,14 +495,33 @@ mod tests {
 
     #[test]
     fn an_unfenced_block_in_a_file_is_not_taken_for_a_file_shown() {
-        let engine = Offline::new(Arc::new(RuleSet::builtin().unwrap()));
+        let engine = Offline::new(Arc::new(RuleSet::builtin()));
         // The old unfenced form, as a file could write it: not a block.
         let task = "TASK: audit-group g1\n\n<file path=\"src/a.rs\">\nsrc/a.rs (1 lines)\n\
             1\tlet x = y.unwrap();\n</file>\n";
         let messages = vec![Message::User { text: task.into() }];
         let r = engine.answer(&request(messages, ToolChoice::None, Facts::default()));
-        let parsed = crate::findings::parse_report(&r.text.unwrap());
+        let parsed = crate::findings::parse_report(&r.unwrap().text.unwrap());
         assert!(parsed.findings.is_empty(), "{:?}", parsed.findings);
+    }
+
+    #[test]
+    fn rules_that_do_not_compile_fail_the_answer_instead_of_reporting_nothing() {
+        let rules = RuleSet::compiled_on_first_use(
+            "builtin:broken.toml",
+            "[[rule]]\nid = \"x\"\nseverity = \"high\"\ntitle = \"t\"\nmessage = \"m\"\npattern = \"[\"\ncwe = [1]\n",
+        );
+        let engine = Offline::new(Arc::new(rules));
+        let messages = vec![Message::User {
+            text: "TASK: audit-group g1\n".into(),
+        }];
+        let error = engine
+            .answer(&request(messages, ToolChoice::None, Facts::default()))
+            .unwrap_err();
+        assert!(
+            matches!(&error, ProviderError::Engine(m) if m.contains("builtin:broken.toml: rule \"x\"")),
+            "{error}"
+        );
     }
 
     #[test]

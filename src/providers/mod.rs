@@ -75,6 +75,10 @@ pub enum ProviderError {
     RetryBudget { last: String },
     #[error("cancelled")]
     Cancelled,
+    /// The offline rule engine cannot apply its rules (the built-in set,
+    /// compiled on first use, failed to compile: a bug a unit test guards).
+    #[error("the offline rule engine cannot run: {0}")]
+    Engine(String),
     #[error("the API key in ${key_env} has characters an HTTP header cannot carry: check it")]
     BadKey { key_env: String },
     #[error("invalid {name} header value {value:?}")]

@@ -127,6 +127,37 @@ struct Rule {
     matcher: Matcher,
 }
 
+/// The built-in rule table as a run holds it: its hash at once (store keys
+/// and the run manifest need it), the compiled [`Detector`] when a sweep
+/// first needs it. `plan` never does, and compiling the table was a large
+/// share of its time; a unit test compiles the table on every change, and
+/// should it ever fail at run time the group that needed it fails, naming
+/// the table (a sweep is never skipped).
+pub(crate) struct BuiltinTable {
+    hash: String,
+    compiled: std::sync::OnceLock<Result<Detector, InjectionRuleError>>,
+}
+
+impl BuiltinTable {
+    /// `configs/injection.toml`, not compiled yet.
+    pub(crate) fn new() -> Self {
+        Self {
+            hash: crate::util::sha256_hex(BUILTIN_RULES.as_bytes()),
+            compiled: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// SHA-256 of the table's text.
+    pub(crate) fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// The compiled table, compiled now on first use.
+    pub(crate) fn detector(&self) -> Result<&Detector, &InjectionRuleError> {
+        self.compiled.get_or_init(Detector::new).as_ref()
+    }
+}
+
 /// The compiled rule table. Build once per run and share.
 pub(crate) struct Detector {
     rules: Vec<Rule>,
@@ -135,8 +166,6 @@ pub(crate) struct Detector {
     phrase_set: RegexSet,
     /// The same patterns one by one, with the index of their rule.
     phrases: Vec<(usize, BytesRegex)>,
-    /// SHA-256 of the table's text, for the run manifest and cache keys.
-    hash: String,
 }
 
 /// One hit of one rule on one line.
@@ -247,13 +276,7 @@ impl Detector {
             rules,
             phrase_set,
             phrases,
-            hash: crate::util::sha256_hex(text.as_bytes()),
         })
-    }
-
-    /// SHA-256 of the rule table's text.
-    pub(crate) fn hash(&self) -> &str {
-        &self.hash
     }
 
     /// The hits in `text`, the content of the file at repo-relative
@@ -324,7 +347,6 @@ impl std::fmt::Debug for Detector {
                 "rules",
                 &self.rules.iter().map(|r| &r.id).collect::<Vec<_>>(),
             )
-            .field("hash", &self.hash)
             .finish()
     }
 }

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use crate::conversation::{FileRead, ToolSpec};
 use crate::findings::Finding;
 use fence::{Fence, FenceError};
-use injection::{Detector, InjectionRuleError};
+use injection::{BuiltinTable, Detector, InjectionRuleError};
 use paths::{Resolved, resolve};
 use secrets::{Redaction, Redactor};
 
@@ -69,7 +69,7 @@ pub(crate) struct ToolContext {
     /// The run's fence around file text (one boundary per run).
     fence: Fence,
     /// The prompt-injection and deceptive-text rules, for the sweep.
-    detector: Arc<Detector>,
+    injection: Arc<BuiltinTable>,
 }
 
 /// A tool context that cannot be built.
@@ -78,9 +78,6 @@ pub(crate) enum ToolSetupError {
     /// The scan root cannot be canonicalized (missing, unreadable).
     #[error(transparent)]
     Root(#[from] std::io::Error),
-    /// The bundled injection rule table does not compile: a fanscan bug.
-    #[error(transparent)]
-    Injection(#[from] InjectionRuleError),
     #[error(transparent)]
     Fence(#[from] FenceError),
 }
@@ -137,7 +134,7 @@ impl ToolContext {
             redactor,
             scope: None,
             fence: Fence::random()?,
-            detector: Arc::new(Detector::new()?),
+            injection: Arc::new(BuiltinTable::new()),
         })
     }
 
@@ -148,7 +145,12 @@ impl ToolContext {
 
     /// SHA-256 of the injection rule table the sweep applies.
     pub(crate) fn injection_hash(&self) -> &str {
-        self.detector.hash()
+        self.injection.hash()
+    }
+
+    /// The compiled injection rule table (compiled on first use).
+    pub(crate) fn injection_detector(&self) -> Result<&Detector, &InjectionRuleError> {
+        self.injection.detector()
     }
 
     /// The same context, limited to `files` (repo-relative paths).
@@ -236,11 +238,18 @@ impl ToolContext {
     /// the secrets in it, and text in it addressed to AI agents or hidden
     /// by deceptive characters. Used to pin what a group audited and to
     /// report every secret and injection attempt whatever the model reads.
-    pub(crate) fn hash_and_sweep(&self, paths: &[String]) -> Vec<Swept> {
-        paths.iter().map(|path| self.sweep(path)).collect()
+    /// Fails only when the injection table cannot be compiled (a fanscan
+    /// bug a unit test guards): the group then fails, it is not swept as
+    /// clean.
+    pub(crate) fn hash_and_sweep(&self, paths: &[String]) -> Result<Vec<Swept>, String> {
+        let detector = self.injection.detector().map_err(|e| e.to_string())?;
+        Ok(paths
+            .iter()
+            .map(|path| self.sweep(detector, path))
+            .collect())
     }
 
-    fn sweep(&self, path: &str) -> Swept {
+    fn sweep(&self, detector: &Detector, path: &str) -> Swept {
         let Ok(file) = self.resolve(path) else {
             return Swept::default();
         };
@@ -260,8 +269,7 @@ impl ToolContext {
         let text = String::from_utf8_lossy(&bytes);
         let (redacted, redactions) = self.redactor.redact(&text);
         // On the redacted text: a hit's description never carries a secret.
-        let injections = self
-            .detector
+        let injections = detector
             .scan(&file.rel, &redacted)
             .iter()
             .map(|hit| hit.finding(&file.rel))
