@@ -448,6 +448,7 @@ impl Writer<'_> {
             messages: vec![Message::User { text: task.clone() }],
             tools: ToolContext::specs(&self.definition.tools),
             max_output_tokens: self.max_output_tokens,
+            counter: crate::tokens::TokenCounter::for_model(&model),
             ..ChatRequest::default()
         });
         // Its reads make later calls larger than the first: room for a few.

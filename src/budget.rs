@@ -10,12 +10,13 @@
 //! dollars, is read from here for the report: usage and cost are accounted
 //! where the budget lives.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::control::RunControl;
 use crate::conversation::Usage;
 use crate::prices::Price;
+use crate::tokens::TokenCounter;
 
 /// A `--max-tokens` or `--max-cost` that cannot pay for even the cheapest
 /// group: such a run would start nothing and call itself stopped by its
@@ -129,15 +130,30 @@ const CALIBRATE_AFTER: u32 = 2;
 /// stopping early.
 const CALIBRATION_MARGIN: f64 = 1.05;
 
-/// Token estimates (bytes / 3) against what the server counted for the
-/// same requests: after the first responses, a run's estimates are its
-/// own ratio (with [`CALIBRATION_MARGIN`]) instead of a guess for every
-/// language and tokenizer.
-#[derive(Clone, Copy, Debug, Default)]
+/// The range a calibration ratio is kept in: a server that reports less
+/// than half or more than four times our estimate is more likely
+/// misreporting (some compatible servers leave out part of the prompt)
+/// than tokenizing that differently.
+const RATIO_RANGE: (f64, f64) = (0.5, 4.0);
+
+/// Token estimates against what the server counted for the same requests:
+/// after the first responses, a run's estimates are scaled by its own
+/// ratio (with [`CALIBRATION_MARGIN`]) instead of a guess for every
+/// language and tokenizer. With the model's own tokenizer the ratio stays
+/// near 1 (the chat format's framing is all it corrects); with bytes / 3
+/// it is the language's and the tokenizer's density, in either direction.
+#[derive(Clone, Debug, Default)]
 struct Calibration {
     estimated: u64,
     reported: u64,
     calls: u32,
+    /// How the estimates were counted (`o200k_base`, `bytes / 3`).
+    counters: BTreeSet<&'static str>,
+    /// Calls sent once the ratio was known: their calibrated estimates
+    /// and what the server counted, the measure of how good they were.
+    checked_estimated: u64,
+    checked_reported: u64,
+    checked_calls: u32,
 }
 
 impl Calibration {
@@ -147,31 +163,54 @@ impl Calibration {
             .then(|| self.reported as f64 / self.estimated as f64)
     }
 
-    /// `tokens` (a bytes / 3 estimate) as budgets count them: raised to
-    /// what the server's ratio (with the margin) makes of them when its
-    /// tokenizer counts more than bytes / 3, never lowered (the ratio is an
-    /// average over calls: a lower estimate could let one call cross a
-    /// budget).
+    /// `tokens` (an estimate of the request's counter) as budgets count
+    /// them: scaled by the server's ratio, kept in [`RATIO_RANGE`], with
+    /// the margin; unchanged until the ratio is known.
     fn apply(&self, tokens: u64) -> u64 {
         match self.ratio() {
-            Some(ratio) if ratio * CALIBRATION_MARGIN > 1.0 => {
+            Some(ratio) => {
+                let ratio = ratio.clamp(RATIO_RANGE.0, RATIO_RANGE.1);
                 (tokens as f64 * ratio * CALIBRATION_MARGIN).ceil() as u64
             }
-            Some(_) | None => tokens,
+            None => tokens,
         }
+    }
+
+    /// Counts a call: checks the calibrated estimate it had against the
+    /// server's count (once there was a ratio), then learns from it.
+    fn observe(&mut self, counter: &'static str, estimated: u64, reported: u64) {
+        if self.ratio().is_some() {
+            self.checked_estimated = self.checked_estimated.saturating_add(self.apply(estimated));
+            self.checked_reported = self.checked_reported.saturating_add(reported);
+            self.checked_calls += 1;
+        }
+        self.estimated = self.estimated.saturating_add(estimated);
+        self.reported = self.reported.saturating_add(reported);
+        self.calls += 1;
+        self.counters.insert(counter);
     }
 }
 
 /// How a run's token estimates were made, for the report.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TokenEstimate {
-    /// `calibrated`: budgets count bytes / 3 times the ratio the server's
-    /// own counts gave, with a 5% margin, when that is more (never less).
+    /// How text was counted: `o200k_base` or `cl100k_base` (the model's
+    /// own tokenizer), `bytes / 3` (no public tokenizer); several joined
+    /// by `, ` when agents used models of different families.
+    pub counted_with: String,
+    /// `calibrated`: after the first responses, budgets scale estimates by
+    /// the ratio the server's own counts gave, with a 5% margin.
     pub method: String,
-    /// Server-counted input tokens per bytes / 3 estimate.
+    /// Server-counted input tokens per estimated one.
     pub ratio: f64,
     /// The calls whose reported usage the ratio comes from.
     pub calls: u32,
+    /// The calls sent with a calibrated estimate, checked against the
+    /// server's counts.
+    pub checked_calls: u32,
+    /// Their calibrated estimates against what the server counted, as a
+    /// fraction (`0.04`: 4% above); none before a calibrated call.
+    pub error: Option<f64>,
 }
 
 /// A group in flight.
@@ -312,30 +351,34 @@ impl Spend {
     }
 
     /// Records a call whose input the server counted as `reported` tokens
-    /// and we estimated at `estimated` (bytes / 3): later estimates use the
-    /// ratio. A zero count (the offline engine bills nothing) teaches
+    /// and we estimated at `estimated` with `counter`: later estimates use
+    /// the ratio. A zero count (the offline engine bills nothing) teaches
     /// nothing.
-    pub(crate) fn observe(&self, estimated: u64, reported: u64) {
+    pub(crate) fn observe(&self, counter: TokenCounter, estimated: u64, reported: u64) {
         if estimated == 0 || reported == 0 {
             return;
         }
         if let Some(mut spent) = self.spent() {
-            let c = &mut spent.calibration;
-            c.estimated = c.estimated.saturating_add(estimated);
-            c.reported = c.reported.saturating_add(reported);
-            c.calls += 1;
+            spent
+                .calibration
+                .observe(counter.name(), estimated, reported);
         }
     }
 
-    /// How this run's estimates were made: none while they are bytes / 3
-    /// (no server count yet, or none reported).
+    /// How this run's estimates were made: none before the server's counts
+    /// calibrated them (no count yet, or none reported).
     pub(crate) fn token_estimate(&self) -> Option<TokenEstimate> {
         let spent = self.spent.lock().ok()?;
-        let c = spent.calibration;
+        let c = &spent.calibration;
+        let round = |x: f64| (x * 1000.0).round() / 1000.0;
         c.ratio().map(|ratio| TokenEstimate {
+            counted_with: c.counters.iter().copied().collect::<Vec<_>>().join(", "),
             method: "calibrated".into(),
-            ratio: (ratio * 1000.0).round() / 1000.0,
+            ratio: round(ratio),
             calls: c.calls,
+            checked_calls: c.checked_calls,
+            error: (c.checked_reported > 0)
+                .then(|| round(c.checked_estimated as f64 / c.checked_reported as f64 - 1.0)),
         })
     }
 
@@ -712,40 +755,51 @@ mod tests {
 
     #[test]
     fn estimates_are_calibrated_on_the_servers_counts_within_ten_percent() {
-        // A server whose tokenizer counts bytes / 2.5 where we estimate
-        // bytes / 3 (dense code, some languages).
-        let spend = Spend::new(Some(1_000_000), None, None, RunControl::default());
-        assert_eq!(spend.token_estimate(), None, "bytes / 3 before any count");
-        for bytes in [3_000u64, 12_000, 30_000] {
-            spend.observe(bytes.div_ceil(3), bytes * 2 / 5);
-        }
-        let estimate = spend.token_estimate().unwrap();
-        assert_eq!(
-            (estimate.method.as_str(), estimate.calls),
-            ("calibrated", 3)
-        );
-        let spent = spend.spent().unwrap();
-        for bytes in [900u64, 45_000, 300_000] {
-            let calibrated = spent.calibration.apply(bytes.div_ceil(3)) as f64;
-            let counted = (bytes * 2 / 5) as f64;
-            assert!(
-                (calibrated - counted).abs() / counted <= 0.10,
-                "{calibrated} against {counted}"
+        // Servers whose tokenizers count bytes / 2.5 (dense code, some
+        // languages) and bytes / 4 (prose, other tokenizers) where we
+        // estimate bytes / 3: after two counts, estimates are within 10%
+        // of theirs in both directions, and never below (the margin).
+        for per_byte in [0.4, 0.25] {
+            let spend = Spend::new(Some(1_000_000), None, None, RunControl::default());
+            assert_eq!(spend.token_estimate(), None, "bytes / 3 before any count");
+            let counted = |bytes: u64| (bytes as f64 * per_byte) as u64;
+            for bytes in [3_000u64, 12_000] {
+                spend.observe(TokenCounter::Bytes, bytes.div_ceil(3), counted(bytes));
+            }
+            for bytes in [900u64, 45_000, 300_000] {
+                let calibrated = spend.spent().unwrap().calibration.apply(bytes.div_ceil(3));
+                let (calibrated, counted) = (calibrated as f64, counted(bytes) as f64);
+                assert!(
+                    (calibrated - counted).abs() / counted <= 0.10,
+                    "{calibrated} against {counted}"
+                );
+                assert!(calibrated >= counted, "the margin errs on the safe side");
+                spend.observe(TokenCounter::Bytes, bytes.div_ceil(3), counted as u64);
+            }
+            let estimate = spend.token_estimate().unwrap();
+            assert_eq!(
+                (
+                    estimate.counted_with.as_str(),
+                    estimate.method.as_str(),
+                    estimate.calls,
+                    estimate.checked_calls
+                ),
+                ("bytes / 3", "calibrated", 5, 3)
             );
-            assert!(calibrated >= counted, "the margin errs on the safe side");
+            let error = estimate.error.unwrap();
+            assert!((0.0..=0.10).contains(&error), "{estimate:?}");
         }
-        drop(spent);
-        // A server counting fewer (bytes / 4): budgets keep bytes / 3, the
-        // safe side; the report still gives the ratio.
-        let sparse = Spend::unlimited();
-        sparse.observe(1000, 750);
-        sparse.observe(1000, 750);
-        assert_eq!(sparse.token_estimate().unwrap().ratio, 0.75);
-        assert_eq!(sparse.spent().unwrap().calibration.apply(1000), 1000);
+        // A server reporting a tenth of the estimate is held at half.
+        let odd = Spend::unlimited();
+        odd.observe(TokenCounter::O200k, 1000, 100);
+        odd.observe(TokenCounter::O200k, 1000, 100);
+        assert_eq!(odd.token_estimate().unwrap().ratio, 0.1);
+        assert_eq!(odd.spent().unwrap().calibration.apply(1000), 525);
+        assert_eq!(odd.token_estimate().unwrap().counted_with, "o200k_base");
         // The offline engine's zero counts teach nothing.
         let offline = Spend::unlimited();
-        offline.observe(1000, 0);
-        offline.observe(1000, 0);
+        offline.observe(TokenCounter::Bytes, 1000, 0);
+        offline.observe(TokenCounter::Bytes, 1000, 0);
         assert_eq!(offline.token_estimate(), None);
     }
 

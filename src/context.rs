@@ -302,11 +302,25 @@ impl Context {
 
     /// A token and cost range for a scan of `plan` by the run's agent;
     /// calls nothing.
-    pub fn estimate(&self, plan: &Plan) -> Result<crate::plan::estimate::Estimate, SetupError> {
+    pub fn estimate(
+        &self,
+        plan: &Plan,
+        inventory: &Inventory,
+    ) -> Result<crate::plan::estimate::Estimate, SetupError> {
+        use crate::plan::estimate::Content;
         let agent = self.agent(&self.settings.agent)?;
         let model = agent.model.as_deref().unwrap_or(self.provider.model());
+        // The model's own tokenizer counts the files' text when it has a
+        // public one; else the plan's bytes / 3 stands.
+        let counter = crate::tokens::TokenCounter::for_model(model);
+        let content = if counter.exact() {
+            Content::counted(plan, inventory, counter)
+        } else {
+            Content::walked(plan)
+        };
         Ok(crate::plan::estimate::estimate(
             plan,
+            content,
             model,
             self.pricer()(model),
             self.settings.max_output_tokens,

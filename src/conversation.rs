@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::tokens::TokenCounter;
+
 /// One message of a conversation. The system prompt is not a message: it
 /// travels in [`ChatRequest::system`], because wire formats disagree on
 /// where it goes.
@@ -208,18 +210,64 @@ pub(crate) struct ChatRequest {
     pub output_schema: Option<OutputSchema>,
     /// What the agent knows of its task as data (never sent).
     pub facts: Facts,
+    /// How the request's tokens are counted: the model's own tokenizer
+    /// where it has a public one, else bytes / 3.
+    pub counter: TokenCounter,
     /// [`ChatRequest::estimated_tokens`], computed once: the budget, the
     /// rate limiter and a missing usage all ask for it.
     pub estimate: std::sync::OnceLock<u64>,
 }
 
+/// Tokens a chat format adds around each message (role and delimiters),
+/// and once to prime the answer: OpenAI's documented 3 a message and 3 for
+/// the reply, with one more a message for the name or call id it carries.
+const PER_MESSAGE: u64 = 4;
+const REPLY_PRIMING: u64 = 3;
+
 impl ChatRequest {
-    /// A rough token estimate of the request (bytes / 3), used to reserve
-    /// tokens-per-minute capacity before it is sent.
+    /// The request's input tokens plus its output limit, counted with
+    /// [`ChatRequest::counter`]: what the rate limiter reserves of a
+    /// tokens-per-minute limit and the budget weighs before it is sent.
     pub(crate) fn estimated_tokens(&self) -> u64 {
-        *self.estimate.get_or_init(|| self.estimate_tokens())
+        *self.estimate.get_or_init(|| match self.counter {
+            TokenCounter::Bytes => self.estimate_tokens(),
+            TokenCounter::O200k | TokenCounter::Cl100k => self.count_tokens(self.counter),
+        })
     }
 
+    /// The input counted text by text with the model's tokenizer, plus
+    /// what the chat format adds around each message.
+    fn count_tokens(&self, counter: TokenCounter) -> u64 {
+        let mut tokens = counter.count(&self.system) + PER_MESSAGE + REPLY_PRIMING;
+        for message in &self.messages {
+            tokens += PER_MESSAGE
+                + match message {
+                    Message::User { text } => counter.count(text),
+                    Message::Assistant { text, tool_calls } => {
+                        text.as_deref().map_or(0, |t| counter.count(t))
+                            + tool_calls
+                                .iter()
+                                .map(|c| {
+                                    counter.count(&c.name)
+                                        + counter.count(&c.arguments)
+                                        + PER_MESSAGE
+                                })
+                                .sum::<u64>()
+                    }
+                    Message::ToolResult { content, .. } => counter.count(content),
+                };
+        }
+        for tool in &self.tools {
+            tokens += PER_MESSAGE
+                + counter.count(&tool.name)
+                + counter.count(&tool.description)
+                + counter.count(&tool.parameters.to_string());
+        }
+        tokens + u64::from(self.max_output_tokens)
+    }
+
+    /// The input as bytes / 3 (the estimate for models without a public
+    /// tokenizer, calibrated by the budget on the server's counts).
     fn estimate_tokens(&self) -> u64 {
         let mut bytes = self.system.len();
         for message in &self.messages {

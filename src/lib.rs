@@ -48,6 +48,7 @@ mod rules;
 mod skeptic;
 mod store;
 mod suppress;
+mod tokens;
 mod tools;
 mod util;
 mod verify;

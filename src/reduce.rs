@@ -542,6 +542,12 @@ impl Reducer<'_> {
             tools: Vec::new(),
             tool_choice: ToolChoice::None,
             max_output_tokens: self.max_output_tokens,
+            counter: crate::tokens::TokenCounter::for_model(
+                self.definition
+                    .model
+                    .as_deref()
+                    .unwrap_or_else(|| self.provider.model()),
+            ),
             ..ChatRequest::default()
         };
         match self.provider.chat(&request).await {

@@ -361,6 +361,12 @@ impl Ready {
             }],
             tools: ToolContext::specs(&run.definition.tools),
             max_output_tokens: run.max_output_tokens,
+            counter: crate::tokens::TokenCounter::for_model(
+                run.definition
+                    .model
+                    .as_deref()
+                    .unwrap_or_else(|| run.provider.model()),
+            ),
             ..ChatRequest::default()
         })
     }

@@ -380,6 +380,7 @@ impl Loop<'_> {
             cache_key: self.cache_key.clone(),
             output_schema,
             facts: std::mem::take(&mut s.facts),
+            counter: crate::tokens::TokenCounter::for_model(self.model),
             ..ChatRequest::default()
         }
     }
@@ -401,6 +402,7 @@ impl Loop<'_> {
         if let Some(reported) = response.usage {
             // What the server counted calibrates the run's estimates.
             self.spend.observe(
+                request.counter,
                 request
                     .estimated_tokens()
                     .saturating_sub(u64::from(request.max_output_tokens)),

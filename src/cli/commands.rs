@@ -99,7 +99,7 @@ pub(crate) async fn plan(settings: Settings, json: bool, estimate: bool) -> Resu
     let (plan, _) = ctx.plan_uncapped(&inventory).await?;
     let over_cap = plan.check_cap(ctx.settings.max_groups()).err();
     let estimate = if estimate {
-        Some(ctx.estimate(&plan)?)
+        Some(ctx.estimate(&plan, &inventory)?)
     } else {
         None
     };

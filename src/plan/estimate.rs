@@ -12,12 +12,17 @@
 //! follow-up turn and a repair turn. An agent that reads its files itself
 //! re-sends what it read every round: three calls at best, six at worst.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use serde::Serialize;
 
 use super::Plan;
 use crate::budget::Cheapest;
 use crate::conversation::Usage;
+use crate::inventory::Inventory;
 use crate::prices::Price;
+use crate::tokens::TokenCounter;
 
 /// Tokens of the system prompt, task text and tool specs sent every round.
 pub(crate) const OVERHEAD: u64 = 1_500;
@@ -118,6 +123,12 @@ pub struct Estimate {
     pub model: String,
     /// Whether the agent's files are preloaded (two turns a group).
     pub preload: bool,
+    /// How the files' tokens were counted: `o200k_base` or `cl100k_base`
+    /// (the model's own tokenizer, over each file's text), or `bytes / 3`.
+    pub counted_with: String,
+    /// Files that could not be read to be counted (changed or removed
+    /// since the walk): counted as bytes / 3 of their walked size.
+    pub unread: Vec<String>,
 }
 
 impl Estimate {
@@ -127,8 +138,24 @@ impl Estimate {
             (Some(l), Some(h)) => format!("${l:.2} to ${h:.2}"),
             _ => "unknown cost (model not in the price table)".to_string(),
         };
+        let counted = if self.counted_with == TokenCounter::Bytes.name() {
+            "tokens counted as bytes / 3 (a scan calibrates its budgets on the server's own counts)"
+                .to_string()
+        } else {
+            format!(
+                "file tokens counted with {}, the model's own tokenizer{}",
+                self.counted_with,
+                match self.unread.len() {
+                    0 => String::new(),
+                    n => format!(
+                        " ({} not readable now, counted as bytes / 3)",
+                        crate::util::count(n, "file")
+                    ),
+                }
+            )
+        };
         format!(
-            "estimate for model {}: {} groups, {} content tokens; {} to {} tokens in all ({} of the low end read from the prompt cache{}), {cost}; tokens counted as bytes / 3 (a scan calibrates its budgets on the server's own counts)",
+            "estimate for model {}: {} groups, {} content tokens; {} to {} tokens in all ({} of the low end read from the prompt cache{}), {cost}; {counted}",
             self.model,
             self.groups,
             crate::util::human_count(self.content_tokens),
@@ -144,9 +171,97 @@ impl Estimate {
     }
 }
 
-/// Estimates a scan of `plan` with `model` at `price` (unknown: `None`).
+/// What the groups' files hold in tokens, in plan order.
+pub(crate) struct Content {
+    pub(crate) tokens: Vec<u64>,
+    pub(crate) counted_with: TokenCounter,
+    pub(crate) unread: Vec<String>,
+}
+
+impl Content {
+    /// The plan's own estimates (bytes / 3 of each file's size).
+    pub(crate) fn walked(plan: &Plan) -> Self {
+        Self {
+            tokens: plan.groups.iter().map(|g| g.tokens).collect(),
+            counted_with: TokenCounter::Bytes,
+            unread: Vec::new(),
+        }
+    }
+
+    /// Each group's files under `root` counted with `counter` (the
+    /// model's own tokenizer), on every core: a file that cannot be read
+    /// now is counted as bytes / 3 of its walked size and listed.
+    pub(crate) fn counted(plan: &Plan, inventory: &Inventory, counter: TokenCounter) -> Self {
+        let sizes: HashMap<&str, u64> = inventory
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f.bytes))
+            .collect();
+        let files: Vec<(usize, &str)> = plan
+            .groups
+            .iter()
+            .enumerate()
+            .flat_map(|(i, g)| g.files.iter().map(move |f| (i, f.as_str())))
+            .collect();
+        let next = AtomicUsize::new(0);
+        let workers = std::thread::available_parallelism().map_or(1, usize::from);
+        let counted: Vec<Vec<(usize, Result<u64, String>)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let at = next.fetch_add(1, Ordering::Relaxed);
+                            let Some((group, path)) = files.get(at) else {
+                                break;
+                            };
+                            let tokens = std::fs::read(inventory.root.join(path))
+                                .map(|bytes| counter.count_bytes(&bytes))
+                                .map_err(|_| (*path).to_string());
+                            out.push((*group, tokens));
+                        }
+                        out
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        let mut content = Self {
+            tokens: vec![0; plan.groups.len()],
+            counted_with: counter,
+            unread: Vec::new(),
+        };
+        let mut seen = 0;
+        for (group, tokens) in counted.into_iter().flatten() {
+            seen += 1;
+            content.tokens[group] += match tokens {
+                Ok(tokens) => tokens,
+                Err(path) => {
+                    let tokens = crate::util::estimate_tokens(
+                        sizes.get(path.as_str()).copied().unwrap_or(0),
+                    );
+                    content.unread.push(path);
+                    tokens
+                }
+            };
+        }
+        if seen < files.len() {
+            // A counting thread panicked: the plan's own estimates, whole.
+            return Self::walked(plan);
+        }
+        content.unread.sort();
+        content
+    }
+}
+
+/// Estimates a scan of `plan` whose groups hold `content` tokens, with
+/// `model` at `price` (unknown: `None`).
 pub(crate) fn estimate(
     plan: &Plan,
+    content: Content,
     model: &str,
     price: Option<Price>,
     max_output_tokens: u32,
@@ -155,9 +270,9 @@ pub(crate) fn estimate(
     let mut low = Usage::default();
     let mut high = Usage::default();
     let mut content_tokens = 0;
-    for g in &plan.groups {
-        content_tokens += g.tokens;
-        let e = group(g.tokens, preload, max_output_tokens);
+    for &tokens in &content.tokens {
+        content_tokens += tokens;
+        let e = group(tokens, preload, max_output_tokens);
         low.add(e.low);
         high.add(e.high);
     }
@@ -171,6 +286,8 @@ pub(crate) fn estimate(
         high_cost_usd: price.map(|p| p.cost(&high)),
         model: model.to_string(),
         preload,
+        counted_with: content.counted_with.name().to_string(),
+        unread: content.unread,
     }
 }
 

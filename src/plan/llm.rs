@@ -96,6 +96,12 @@ pub(crate) async fn plan(
         tools: Vec::new(),
         tool_choice: ToolChoice::None,
         max_output_tokens,
+        counter: crate::tokens::TokenCounter::for_model(
+            definition
+                .model
+                .as_deref()
+                .unwrap_or_else(|| provider.model()),
+        ),
         ..ChatRequest::default()
     };
     match provider.chat(&request).await {

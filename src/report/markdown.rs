@@ -335,10 +335,18 @@ fn cost(out: &mut String, report: &Report) {
         human_count(s.output_tokens)
     );
     if let Some(e) = &s.token_estimate {
+        let checked = match e.error {
+            Some(error) => format!(
+                "; the {} calls estimated after that were {:+.1}% off the server's counts",
+                e.checked_calls,
+                error * 100.0
+            ),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "- token estimates: bytes / 3, calibrated on the server's counts ({} calls: {:.3} counted per estimated token; budgets raise estimates by it, +5%, never lower them)",
-            e.calls, e.ratio
+            "- token estimates: {}, calibrated on the server's counts ({} calls: {:.3} counted per estimated token, budgets scale estimates by it +5%{checked})",
+            e.counted_with, e.calls, e.ratio
         );
     }
     match s.cost_usd {

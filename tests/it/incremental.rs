@@ -400,4 +400,5 @@ async fn the_report_says_how_token_estimates_were_calibrated_on_the_servers_coun
         markdown.contains("token estimates: bytes / 3, calibrated"),
         "{markdown}"
     );
+    assert_eq!(estimate.counted_with, "bytes / 3");
 }

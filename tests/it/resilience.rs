@@ -186,12 +186,18 @@ async fn concurrency_shrinks_under_a_429_storm_and_recovers() {
 #[tokio::test]
 async fn a_token_budget_stops_the_run_inside_it_with_a_complete_partial_report() {
     let repo = tree(6);
-    let mock = MockModel::openai(auditor_behaviour("risky")).await;
+    // The mock counts a prompt as its body's bytes / 4, as a server counts
+    // by its own tokenizer: estimates are calibrated on that after two
+    // calls, in either direction.
+    let mock = MockModel::openai(Box::new(|body: &Value, _| {
+        let reply = crate::common::metered(crate::common::auditor_reply("risky", body), body);
+        ResponseTemplate::new(200).set_body_json(reply)
+    }))
+    .await;
     // A group starts only when its estimate (about 4,800 tokens: two turns
     // of its prefix, the system prompt's fence notice included) fits beside
-    // what was spent and reserved; the mock charges 110 a call, so some
-    // groups run (how many depends on the estimate's size) and the rest
-    // never start.
+    // what was spent and reserved, so some groups run (how many depends on
+    // the estimate's size) and the rest never start.
     let budget = ScanArgs {
         max_tokens: Some(5_000),
         ..one_dir_per_group(1)

@@ -2,7 +2,7 @@
 //! against a scripted Chat Completions server, and the fallbacks when a
 //! compatible server rejects them.
 
-use serde_json::json;
+use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
 use fanscan::{Context, Report, ScanArgs, Ui};
@@ -618,4 +618,154 @@ async fn a_server_that_rejects_the_path_enum_gets_the_schema_without_it_and_a_no
     );
     assert_eq!(forced.iter().filter(|s| has_path_enum(s)).count(), 1);
     assert!(note(&report.notes), "{:?}", report.notes);
+}
+
+/// What an OpenAI server counts for a Chat Completions body, by its own
+/// rule: each message's text (or the tool calls' names and arguments) and
+/// 3 tokens of framing, the tools as their JSON, 3 to prime the answer,
+/// all with `o200k_base` (GPT-4o's tokenizer).
+fn o200k_prompt_tokens(body: &Value) -> u64 {
+    let bpe = bpe_openai::o200k_base();
+    let mut tokens = 3;
+    for message in body["messages"].as_array().into_iter().flatten() {
+        tokens += 3;
+        if let Some(text) = message["content"].as_str() {
+            tokens += bpe.count(text) as u64;
+        }
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            let f = &call["function"];
+            tokens += bpe.count(f["name"].as_str().unwrap_or_default()) as u64
+                + bpe.count(f["arguments"].as_str().unwrap_or_default()) as u64;
+        }
+    }
+    if let Some(tools) = body.get("tools") {
+        tokens += bpe.count(&tools.to_string()) as u64;
+    }
+    tokens
+}
+
+fn counted_by(count: fn(&Value) -> u64) -> crate::common::Behaviour {
+    Box::new(move |body: &Value, _| {
+        let mut reply = crate::common::auditor_reply("os.system", body);
+        let prompt = count(body);
+        reply["usage"] =
+            json!({"prompt_tokens": prompt, "completion_tokens": 60, "total_tokens": prompt + 60});
+        ResponseTemplate::new(200).set_body_json(reply)
+    })
+}
+
+fn many_groups() -> Repo {
+    let files: Vec<(String, String)> = (0..8)
+        .map(|i| {
+            (
+                format!("d{i}/code.py"),
+                format!(
+                    "import os\n\ndef run_{i}(cmd):\n    \"\"\"Runs {i}.\"\"\"\n    os.system(cmd)\n{}",
+                    "    value = compute(cmd, {i}) + len(cmd) * 3\n".repeat(20)
+                ),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    Repo::new(&refs)
+}
+
+#[tokio::test]
+async fn an_openai_model_is_counted_with_its_own_tokenizer_within_ten_percent() {
+    let repo = many_groups();
+    let mock = MockModel::openai(counted_by(o200k_prompt_tokens)).await;
+    let args = fanscan::RunArgs {
+        provider: fanscan::ProviderArgs {
+            model: Some("gpt-4o-mini".into()),
+            ..fanscan::ProviderArgs::default()
+        },
+        scan: ScanArgs {
+            group_tokens: Some(400),
+            jobs: Some(1),
+            ..ScanArgs::default()
+        },
+        ..fanscan::RunArgs::default()
+    };
+    let ctx = Context::new(mock.settings_with(repo.path(), args)).unwrap();
+    let report = scan(&ctx).await;
+    assert!(report.complete, "{:?}", report.incomplete_reasons);
+    let e = report.stats.token_estimate.clone().unwrap();
+    assert_eq!(e.counted_with, "o200k_base");
+    // Before any calibration the counts were the server's within 10%
+    // (the ratio is the server's count per estimated token)...
+    assert!((0.9..=1.1).contains(&e.ratio), "{e:?}");
+    // ...and after it, the calls estimated were within 10% too.
+    assert!(e.checked_calls >= 8, "{e:?}");
+    assert!(e.error.unwrap().abs() <= 0.10, "{e:?}");
+}
+
+#[tokio::test]
+async fn a_model_without_a_public_tokenizer_is_calibrated_within_ten_percent() {
+    let repo = many_groups();
+    // This server's tokenizer counts a body's bytes / 4.
+    let mock = MockModel::openai(counted_by(|body| body.to_string().len() as u64 / 4)).await;
+    let scan_args = ScanArgs {
+        group_tokens: Some(400),
+        jobs: Some(1),
+        ..ScanArgs::default()
+    };
+    let ctx = Context::new(mock.settings(repo.path(), &scan_args)).unwrap();
+    let report = scan(&ctx).await;
+    assert!(report.complete, "{:?}", report.incomplete_reasons);
+    let e = report.stats.token_estimate.clone().unwrap();
+    assert_eq!(e.counted_with, "bytes / 3");
+    assert!(e.checked_calls >= 8, "{e:?}");
+    // Calibrated on the first counts (with a 5% margin), the later calls'
+    // estimates were within 10% of the server's counts.
+    let error = e.error.unwrap();
+    assert!(error.abs() <= 0.10, "{e:?}");
+    let markdown = report.render(fanscan::Format::Md).unwrap();
+    assert!(
+        markdown.contains(&format!(
+            "the {} calls estimated after that were {:+.1}% off the server's counts",
+            e.checked_calls,
+            error * 100.0
+        )),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn plan_estimate_counts_an_openai_models_files_with_its_tokenizer() {
+    let repo = many_groups();
+    let root = repo.path().to_str().unwrap();
+    let plan = |model: &str| {
+        let out = crate::common::fanscan(&[
+            "plan",
+            root,
+            "--provider",
+            "openai",
+            "--model",
+            model,
+            "--estimate",
+            "--json",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["estimate"].clone()
+    };
+    let exact = plan("gpt-4o");
+    assert_eq!(exact["counted_with"], "o200k_base");
+    let truth: u64 = (0..8)
+        .map(|i| {
+            let text = std::fs::read_to_string(repo.path().join(format!("d{i}/code.py"))).unwrap();
+            bpe_openai::o200k_base().count(&text) as u64
+        })
+        .sum();
+    assert_eq!(exact["content_tokens"], truth);
+    let guessed = plan("llama-3.1-8b");
+    assert_eq!(guessed["counted_with"], "bytes / 3");
+    assert_ne!(guessed["content_tokens"], truth);
 }
