@@ -455,7 +455,7 @@ impl Writer<'_> {
         let reserve = first.saturating_mul(2).saturating_add(8_000);
         match self.spend.reserve(BUDGET_GROUP, reserve) {
             Admission::Admitted => {}
-            Admission::Wait | Admission::Never => {
+            Admission::Wait | Admission::Never(_) => {
                 return Written {
                     notes: vec![format!(
                         "no repository brief: the budget has no room for it (~{reserve} tokens); the auditors ran without one"

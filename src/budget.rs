@@ -147,6 +147,9 @@ struct Calibration {
     estimated: u64,
     reported: u64,
     calls: u32,
+    /// The highest ratio of one call: scaling by less could let a call
+    /// like it cross a budget.
+    highest: f64,
     /// How the estimates were counted (`o200k_base`, `bytes / 3`).
     counters: BTreeSet<&'static str>,
     /// Calls sent once the ratio was known: their calibrated estimates
@@ -164,13 +167,18 @@ impl Calibration {
     }
 
     /// `tokens` (an estimate of the request's counter) as budgets count
-    /// them: scaled by the server's ratio, kept in [`RATIO_RANGE`], with
-    /// the margin; unchanged until the ratio is known.
+    /// them: scaled by the server's ratio with the margin, or by the
+    /// highest ratio a single call had when that is more (an average could
+    /// let a call like that one cross a budget: measured, 2.6% over a 25%
+    /// budget), kept in [`RATIO_RANGE`]; unchanged until the ratio is
+    /// known.
     fn apply(&self, tokens: u64) -> u64 {
         match self.ratio() {
             Some(ratio) => {
-                let ratio = ratio.clamp(RATIO_RANGE.0, RATIO_RANGE.1);
-                (tokens as f64 * ratio * CALIBRATION_MARGIN).ceil() as u64
+                let ratio = (ratio * CALIBRATION_MARGIN)
+                    .max(self.highest)
+                    .clamp(RATIO_RANGE.0, RATIO_RANGE.1);
+                (tokens as f64 * ratio).ceil() as u64
             }
             None => tokens,
         }
@@ -186,6 +194,7 @@ impl Calibration {
         }
         self.estimated = self.estimated.saturating_add(estimated);
         self.reported = self.reported.saturating_add(reported);
+        self.highest = self.highest.max(reported as f64 / estimated as f64);
         self.calls += 1;
         self.counters.insert(counter);
     }
@@ -259,8 +268,10 @@ pub(crate) enum Admission {
     /// ask again when one of them ends and frees what it did not spend.
     Wait,
     /// It does not fit with no group in flight. Spending only grows, so it
-    /// never will.
-    Never,
+    /// never will. The tokens it was weighed at (its estimate as budgets
+    /// count it, calibrated then): what [`Spend::shortfall`] must be told,
+    /// since a later calibration could weigh it differently.
+    Never(u64),
 }
 
 /// Token and cost limits and what was spent.
@@ -463,7 +474,7 @@ impl Spend {
     /// means (see [`Admission`]).
     pub(crate) fn reserve(&self, group: &str, tokens: u64) -> Admission {
         let Some(mut spent) = self.spent() else {
-            return Admission::Never;
+            return Admission::Never(tokens);
         };
         let tokens = spent.calibration.apply(tokens);
         if self
@@ -471,7 +482,7 @@ impl Spend {
             .is_some()
         {
             return if spent.open.is_empty() {
-                Admission::Never
+                Admission::Never(tokens)
             } else {
                 Admission::Wait
             };
@@ -487,7 +498,8 @@ impl Spend {
     }
 
     /// Why `groups` groups were not started because none of them fit, the
-    /// smallest needing `need` tokens: "reached" only when what was spent
+    /// smallest needing `need` tokens (as [`Admission::Never`] weighed
+    /// it): "reached" only when what was spent
     /// and reserved met the budget; otherwise what was spent, reserved and
     /// left, and what the smallest of them needs, all true numbers. `None`
     /// when the ledger was lost to a panic (the run was aborted, and says
@@ -794,8 +806,16 @@ mod tests {
         odd.observe(TokenCounter::O200k, 1000, 100);
         odd.observe(TokenCounter::O200k, 1000, 100);
         assert_eq!(odd.token_estimate().unwrap().ratio, 0.1);
-        assert_eq!(odd.spent().unwrap().calibration.apply(1000), 525);
+        assert_eq!(odd.spent().unwrap().calibration.apply(1000), 500);
         assert_eq!(odd.token_estimate().unwrap().counted_with, "o200k_base");
+        // Calls that differ (a short one with the tool schemas, a long one
+        // of file text): no call's ratio is undercut, or one like it could
+        // cross a budget.
+        let mixed = Spend::unlimited();
+        mixed.observe(TokenCounter::Bytes, 1000, 950);
+        mixed.observe(TokenCounter::Bytes, 9000, 6000);
+        assert_eq!(mixed.token_estimate().unwrap().ratio, 0.695);
+        assert_eq!(mixed.spent().unwrap().calibration.apply(1000), 950);
         // The offline engine's zero counts teach nothing.
         let offline = Spend::unlimited();
         offline.observe(TokenCounter::Bytes, 1000, 0);
@@ -849,7 +869,7 @@ mod tests {
         .join();
         assert!(joined.is_err());
         assert!(!spend.allows(None, 1), "nothing more may start");
-        assert_eq!(spend.reserve("g", 1), Admission::Never);
+        assert_eq!(spend.reserve("g", 1), Admission::Never(1));
         assert_eq!(spend.shortfall(1, 1), None, "no numbers it cannot know");
         assert!(control.cancel.is_cancelled());
         assert!(control.reasons()[0].contains("poisoned"));
@@ -919,7 +939,7 @@ mod tests {
         let control = RunControl::default();
         let spend = Spend::new(Some(1_000), None, None, control.clone());
         spend.add("auditor", usage(700), "m");
-        assert_eq!(spend.reserve("big", 400), Admission::Never);
+        assert_eq!(spend.reserve("big", 400), Admission::Never(400));
         assert_eq!(spend.reserve("small", 200), Admission::Admitted);
         assert_eq!(spend.reserve("big", 400), Admission::Wait);
         assert!(control.reasons().is_empty(), "admission never stops a run");

@@ -163,7 +163,7 @@ impl FanOut {
             }
             match self.spend.reserve(&task.group, reserve) {
                 Admission::Admitted => return Admit::Admitted,
-                Admission::Never => return Admit::Never(reserve),
+                Admission::Never(weighed) => return Admit::Never(weighed),
                 Admission::Wait => {
                     let joined = tokio::select! {
                         biased;

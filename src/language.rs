@@ -61,6 +61,7 @@ pub(crate) fn language_of(path: &str) -> Option<&'static str> {
         "md" | "markdown" => "markdown",
         "xml" => "xml",
         "ini" | "cfg" | "conf" => "ini",
+        "s" | "asm" => "assembly",
         _ => return None,
     })
 }

@@ -12,10 +12,14 @@
 //! server's own counts (`budget.rs`). A leaf: it imports nothing of the
 //! crate but the bytes estimate.
 
+#[cfg(feature = "openai-tokenizer")]
 use bpe_openai::Tokenizer;
 
 /// How text is turned into a token count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+// Built without the `openai-tokenizer` feature, no model is counted with
+// an encoding.
+#[cfg_attr(not(feature = "openai-tokenizer"), allow(dead_code))]
 pub(crate) enum TokenCounter {
     /// bytes / 3, rounded up: a deliberately high estimate for code.
     #[default]
@@ -49,8 +53,12 @@ const FAMILIES: &[(&str, TokenCounter)] = &[
 
 impl TokenCounter {
     /// The counter for `model`: its family's encoding when it is one of
-    /// OpenAI's, else bytes / 3.
+    /// OpenAI's (and the binary has the `openai-tokenizer` feature), else
+    /// bytes / 3.
     pub(crate) fn for_model(model: &str) -> Self {
+        if cfg!(not(feature = "openai-tokenizer")) {
+            return Self::Bytes;
+        }
         let name = model.rsplit('/').next().unwrap_or(model);
         let name = name
             .strip_prefix("ft:")
@@ -90,33 +98,42 @@ impl TokenCounter {
 
     /// The tokens of `text`.
     pub(crate) fn count(self, text: &str) -> u64 {
-        match self.tokenizer() {
-            Some(tokenizer) => tokenizer.count(text) as u64,
-            None => crate::util::estimate_tokens(text.len() as u64),
+        match self {
+            Self::Bytes => crate::util::estimate_tokens(text.len() as u64),
+            Self::O200k | Self::Cl100k => self.count_bpe(text),
         }
     }
 
     /// The tokens of `bytes` read from a file (not UTF-8: counted as the
     /// text a tool would show, with replacement characters).
     pub(crate) fn count_bytes(self, bytes: &[u8]) -> u64 {
-        match self.tokenizer() {
-            Some(_) => self.count(&String::from_utf8_lossy(bytes)),
-            None => crate::util::estimate_tokens(bytes.len() as u64),
+        match self {
+            Self::Bytes => crate::util::estimate_tokens(bytes.len() as u64),
+            Self::O200k | Self::Cl100k => self.count(&String::from_utf8_lossy(bytes)),
         }
     }
 
-    /// The BPE tokenizer, loaded once per process on first use (about
-    /// 70 ms): an immutable table.
-    fn tokenizer(self) -> Option<&'static Tokenizer> {
-        match self {
-            Self::Bytes => None,
-            Self::O200k => Some(bpe_openai::o200k_base()),
-            Self::Cl100k => Some(bpe_openai::cl100k_base()),
-        }
+    /// Counted with the BPE tokenizer, loaded once per process on first
+    /// use (about 70 ms): an immutable table.
+    #[cfg(feature = "openai-tokenizer")]
+    fn count_bpe(self, text: &str) -> u64 {
+        let tokenizer: &Tokenizer = match self {
+            Self::O200k => bpe_openai::o200k_base(),
+            Self::Cl100k => bpe_openai::cl100k_base(),
+            Self::Bytes => return crate::util::estimate_tokens(text.len() as u64),
+        };
+        tokenizer.count(text) as u64
+    }
+
+    /// Without the tables (never reached: [`TokenCounter::for_model`]
+    /// gives only bytes / 3 then).
+    #[cfg(not(feature = "openai-tokenizer"))]
+    fn count_bpe(self, text: &str) -> u64 {
+        crate::util::estimate_tokens(text.len() as u64)
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "openai-tokenizer"))]
 mod tests {
     use super::*;
 

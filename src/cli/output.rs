@@ -52,9 +52,9 @@ pub(crate) fn write_outputs(ctx: &Context, report: &Report, quiet: bool) -> i32 
     }
     if !quiet {
         eprintln!(
-            "fanscan: {} groups, {} open verified findings, {} unverified, {} suppressed, {} baselined; {}; gate {}",
-            report.groups.len(),
-            report.findings.len(),
+            "fanscan: {}, {}, {} unverified, {} suppressed, {} baselined; {}; gate {}",
+            plural(report.groups.len(), "group"),
+            plural(report.findings.len(), "open verified finding"),
             report.unverified.len(),
             report.suppressed.len(),
             report.baselined.len(),
@@ -177,6 +177,15 @@ fn write_baseline(ctx: &Context, report: &Report, file: &Path, quiet: bool) -> a
         );
     }
     Ok(())
+}
+
+/// `1 group`, `2 groups`.
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 #[cfg(test)]

@@ -405,7 +405,7 @@ fn classify(real: &Path, path: String, bytes: u64, max: u64) -> Item {
     }
     // Files of a known text kind are not opened here (the walk stays as
     // fast as listing); the tools still refuse a NUL byte when read.
-    if language.is_none() && !TEXT_EXTENSIONS.contains(&extension.as_str()) {
+    if language.is_none() && !known_text(&path, &extension) {
         match sniff_binary(real) {
             Ok(true) => {
                 return Item::Skip(Skipped {
@@ -455,6 +455,52 @@ const BINARY_EXTENSIONS: &[&str] = &[
     "npz", "pt", "onnx", "h5",
 ];
 
+/// Whether a file of no known language is text by convention, by its
+/// extension (`notes.txt`), as a dotfile (`.gitignore`), or by a name
+/// projects give their text files (`LICENSE-MIT`, `COPYING`, `AUTHORS`).
+/// Such a file is not opened to be sniffed: on a tree of crates, licence
+/// files and the like were most of the files the walk opened.
+fn known_text(path: &str, extension: &str) -> bool {
+    if TEXT_EXTENSIONS.contains(&extension) {
+        return true;
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if let Some(rest) = name.strip_prefix('.')
+        && TEXT_EXTENSIONS.contains(&rest.to_ascii_lowercase().as_str())
+    {
+        return true;
+    }
+    let upper = name.to_ascii_uppercase();
+    TEXT_NAMES.iter().any(|known| {
+        upper
+            .strip_prefix(known)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '_', '.']))
+    })
+}
+
+/// Names of text files by convention (upper case; `-MIT`, `_1`, `.old`
+/// may follow).
+const TEXT_NAMES: &[&str] = &[
+    "LICENSE",
+    "LICENCE",
+    "UNLICENSE",
+    "COPYING",
+    "COPYRIGHT",
+    "NOTICE",
+    "AUTHORS",
+    "CONTRIBUTORS",
+    "PATENTS",
+    "README",
+    "CHANGELOG",
+    "CHANGES",
+    "HISTORY",
+    "NEWS",
+    "TODO",
+    "INSTALL",
+    "CODEOWNERS",
+    "OWNERS",
+];
+
 const TEXT_EXTENSIONS: &[&str] = &[
     "md",
     "markdown",
@@ -495,6 +541,13 @@ const TEXT_EXTENSIONS: &[&str] = &[
     "example",
     "sample",
     "template",
+    "orig",
+    "rej",
+    "snap",
+    "stderr",
+    "stdout",
+    "gitmodules",
+    "npmignore",
 ];
 
 #[cfg(test)]
@@ -574,6 +627,44 @@ mod tests {
         );
         assert_eq!(inv.files[4].language.as_deref(), Some("rust"));
         assert_eq!(inv.files[4].tokens, 3);
+    }
+
+    #[test]
+    fn text_by_convention_is_not_opened_and_anything_else_unknown_is_sniffed() {
+        for (path, text) in [
+            ("notes.txt", true),
+            (".gitignore", true),
+            ("a/.gitmodules", true),
+            ("LICENSE", true),
+            ("crate/LICENSE-MIT", true),
+            ("license_apache", true),
+            ("COPYING.LIB", true),
+            ("tests/ui/x.stderr", true),
+            ("src/snapshots/a.snap", true),
+            ("Cargo.toml.orig", true),
+            ("LICENSED_DATA", false),
+            ("data.weird", false),
+            ("blob", false),
+            (".cargo-ok", false),
+        ] {
+            assert_eq!(known_text(path, &extension(path)), text, "{path}");
+        }
+        // A licence file that is binary after all goes in (the tools
+        // refuse it when read); an unknown name is sniffed and skipped.
+        let dir = tree(&[
+            ("LICENSE", b"a\0b"),
+            ("blob", b"a\0b"),
+            ("x.s", b"mov r0, r1"),
+        ]);
+        let inv = walk(dir.path(), &InventoryOptions::default()).unwrap();
+        let files: Vec<(&str, Option<&str>)> = inv
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f.language.as_deref()))
+            .collect();
+        assert_eq!(files, [("LICENSE", None), ("x.s", Some("assembly"))]);
+        assert_eq!(inv.skipped[0].path, "blob");
+        assert_eq!(inv.skipped[0].reason, SkipReason::Binary);
     }
 
     #[test]

@@ -155,9 +155,9 @@ impl Estimate {
             )
         };
         format!(
-            "estimate for model {}: {} groups, {} content tokens; {} to {} tokens in all ({} of the low end read from the prompt cache{}), {cost}; {counted}",
+            "estimate for model {}: {}, {} content tokens; {} to {} tokens in all ({} of the low end read from the prompt cache{}), {cost}; {counted}",
             self.model,
-            self.groups,
+            crate::util::count(self.groups, "group"),
             crate::util::human_count(self.content_tokens),
             crate::util::human_count(self.low_tokens),
             crate::util::human_count(self.high_tokens),

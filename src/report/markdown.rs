@@ -39,13 +39,13 @@ fn header(out: &mut String, report: &Report) {
     let _ = writeln!(out, "# fanscan report: {}\n", report.root);
     let _ = writeln!(
         out,
-        "Provider `{}`, model `{}`: {}. {} groups, {} files reviewed, {} open verified findings{}.\n",
+        "Provider `{}`, model `{}`: {}. {}, {} reviewed, {}{}.\n",
         report.provider,
         report.model,
         report.engine,
-        report.groups.len(),
-        report.coverage.reviewed.len(),
-        report.findings.len(),
+        crate::util::count(report.groups.len(), "group"),
+        crate::util::count(report.coverage.reviewed.len(), "file"),
+        crate::util::count(report.findings.len(), "open verified finding"),
         match (report.suppressed.len(), report.baselined.len()) {
             (0, 0) => String::new(),
             (s, b) => format!(" (besides {s} suppressed and {b} baselined, listed below)"),

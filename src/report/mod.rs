@@ -538,7 +538,10 @@ fn incomplete_reasons(
     let mut reasons = stopped;
     let failed_groups = reports.iter().filter(|r| !r.status.reviewed()).count();
     if failed_groups > 0 {
-        reasons.push(format!("{failed_groups} groups failed."));
+        reasons.push(format!(
+            "{} failed.",
+            crate::util::count(failed_groups, "group")
+        ));
     }
     if !not_started.is_empty() {
         reasons.push(match not_started.len() {

@@ -624,6 +624,7 @@ async fn a_server_that_rejects_the_path_enum_gets_the_schema_without_it_and_a_no
 /// rule: each message's text (or the tool calls' names and arguments) and
 /// 3 tokens of framing, the tools as their JSON, 3 to prime the answer,
 /// all with `o200k_base` (GPT-4o's tokenizer).
+#[cfg(feature = "openai-tokenizer")]
 fn o200k_prompt_tokens(body: &Value) -> u64 {
     let bpe = bpe_openai::o200k_base();
     let mut tokens = 3;
@@ -673,6 +674,7 @@ fn many_groups() -> Repo {
     Repo::new(&refs)
 }
 
+#[cfg(feature = "openai-tokenizer")]
 #[tokio::test]
 async fn an_openai_model_is_counted_with_its_own_tokenizer_within_ten_percent() {
     let repo = many_groups();
@@ -733,6 +735,7 @@ async fn a_model_without_a_public_tokenizer_is_calibrated_within_ten_percent() {
     );
 }
 
+#[cfg(feature = "openai-tokenizer")]
 #[test]
 fn plan_estimate_counts_an_openai_models_files_with_its_tokenizer() {
     let repo = many_groups();
