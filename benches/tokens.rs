@@ -9,10 +9,12 @@
 //! - per language, bytes / 3 against `o200k_base` (GPT-4o's tokenizer) and
 //!   `cl100k_base` (GPT-4's), as a signed error of the estimate;
 //! - a run's calibration replayed: the files in plan order, in groups of
-//!   8; the ratio learned from the first two groups' counts (as a scan
-//!   learns it from its first two calls) with the 5% margin, applied to
-//!   every later group; the error of each group's calibrated estimate
-//!   (median and 90th percentile of its absolute value, and of the total);
+//!   8, each group a call; after two, each group's estimate scaled by the
+//!   average ratio so far (the report's estimate) and as budgets weigh it
+//!   (the average +5%, or the 90th percentile of the groups' ratios if
+//!   more), then learned from: the errors (median and 90th percentile,
+//!   and of the run's total) and how many groups budgets weighed below
+//!   their true count;
 //! - the cost: loading each tokenizer (first use in the process), counting
 //!   (MB/s, criterion), and `fanscan plan --estimate` for `gpt-4o` (counts
 //!   every file) against the same for a model counted as bytes / 3, side by
@@ -168,10 +170,14 @@ fn by_language(files: &[File]) -> Vec<String> {
     lines
 }
 
-/// A run's calibration replayed over groups of 8 files in plan order.
+/// A run's calibration replayed over groups of 8 files in plan order, as
+/// `budget.rs` does it: once two groups are counted, each group's
+/// estimate is its bytes / 3 times the average ratio so far (what the
+/// report checks), and budgets weigh it at the larger of the average +5%
+/// and the 90th percentile of the groups' own ratios so far (all held in
+/// 0.5..4); then it is counted too.
 fn calibration(files: &[File]) -> Vec<String> {
     const GROUP: usize = 8;
-    const MARGIN: f64 = 1.05;
     let groups: Vec<(u64, u64)> = files
         .chunks(GROUP)
         .map(|g| {
@@ -180,39 +186,61 @@ fn calibration(files: &[File]) -> Vec<String> {
                 g.iter().map(|f| f.o200k).sum::<u64>(),
             )
         })
+        .filter(|(estimate, truth)| *estimate > 0 && *truth > 0)
         .collect();
     if groups.len() < 3 {
         return vec!["calibration: fewer than 3 groups, not replayed".into()];
     }
-    let (learned_est, learned_true) = groups[..2]
-        .iter()
-        .fold((0, 0), |(a, b), (e, t)| (a + e, b + t));
-    let ratio = learned_true as f64 / learned_est as f64;
-    let mut errors: Vec<f64> = Vec::new();
-    let (mut raw_errors, mut est_sum, mut true_sum) = (Vec::new(), 0.0, 0.0);
-    for &(estimate, truth) in &groups[2..] {
-        if truth == 0 {
-            continue;
+    let (mut estimated, mut reported) = (0u64, 0u64);
+    let mut ratios: Vec<f64> = Vec::new();
+    let (mut errors, mut weighed, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut est_sum, mut true_sum, mut under) = (0.0, 0.0, 0usize);
+    for (i, &(estimate, truth)) in groups.iter().enumerate() {
+        if i >= 2 {
+            let average = (reported as f64 / estimated as f64).clamp(0.5, 4.0);
+            let mut sorted = ratios.clone();
+            sorted.sort_by(f64::total_cmp);
+            let p90 = sorted[((sorted.len() as f64 * 0.9).ceil() as usize).max(1) - 1];
+            let budget = (average * 1.05).max(p90).clamp(0.5, 4.0);
+            let truth = truth as f64;
+            errors.push((estimate as f64 * average / truth - 1.0) * 100.0);
+            weighed.push((estimate as f64 * budget / truth - 1.0) * 100.0);
+            raw.push((estimate as f64 / truth - 1.0).abs() * 100.0);
+            under += usize::from(estimate as f64 * budget < truth);
+            est_sum += estimate as f64 * average;
+            true_sum += truth;
         }
-        let calibrated = estimate as f64 * ratio * MARGIN;
-        errors.push((calibrated / truth as f64 - 1.0).abs() * 100.0);
-        raw_errors.push((estimate as f64 / truth as f64 - 1.0).abs() * 100.0);
-        est_sum += calibrated;
-        true_sum += truth as f64;
+        estimated += estimate;
+        reported += truth;
+        ratios.push(truth as f64 / estimate as f64);
     }
-    let pct = |v: &mut Vec<f64>, q: f64| {
+    let pct = |v: &[f64], q: f64| {
+        let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
         v[((v.len() - 1) as f64 * q).round() as usize]
     };
-    vec![format!(
-        "calibration on the first 2 groups of {GROUP} files (ratio {ratio:.3}, +5% margin), over the {} later groups: |error| median {:.1}%, p90 {:.1}%, total {:+.1}% (bytes / 3 alone: median {:.1}%, p90 {:.1}%)",
-        errors.len(),
-        pct(&mut errors, 0.5),
-        pct(&mut errors, 0.9),
-        (est_sum / true_sum - 1.0) * 100.0,
-        pct(&mut raw_errors, 0.5),
-        pct(&mut raw_errors, 0.9),
-    )]
+    let abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
+    vec![
+        format!(
+            "calibration replayed over {} groups of {GROUP} files (after the first two): the estimate's |error| median {:.1}%, p90 {:.1}%, and the run's total {:+.1}% (bytes / 3 alone: |error| median {:.1}%, p90 {:.1}%, total {:+.1}%)",
+            errors.len(),
+            pct(&abs, 0.5),
+            pct(&abs, 0.9),
+            (est_sum / true_sum - 1.0) * 100.0,
+            pct(&raw, 0.5),
+            pct(&raw, 0.9),
+            (groups[2..].iter().map(|g| g.0).sum::<u64>() as f64
+                / groups[2..].iter().map(|g| g.1).sum::<u64>() as f64
+                - 1.0)
+                * 100.0,
+        ),
+        format!(
+            "as budgets weigh the groups: median {:+.1}%, p90 {:+.1}%; {under} of {} groups weighed below their count",
+            pct(&weighed, 0.5),
+            pct(&weighed, 0.9),
+            weighed.len(),
+        ),
+    ]
 }
 
 /// `fanscan plan --estimate` for a model counted exactly and one counted

@@ -136,20 +136,25 @@ const CALIBRATION_MARGIN: f64 = 1.05;
 /// than tokenizing that differently.
 const RATIO_RANGE: (f64, f64) = (0.5, 4.0);
 
+/// Buckets of the per-call ratio histogram: log-spaced over
+/// [`RATIO_RANGE`], each about 6.7% wide.
+const RATIO_BUCKETS: usize = 32;
+
 /// Token estimates against what the server counted for the same requests:
 /// after the first responses, a run's estimates are scaled by its own
-/// ratio (with [`CALIBRATION_MARGIN`]) instead of a guess for every
-/// language and tokenizer. With the model's own tokenizer the ratio stays
-/// near 1 (the chat format's framing is all it corrects); with bytes / 3
-/// it is the language's and the tokenizer's density, in either direction.
+/// ratio instead of a guess for every language and tokenizer. With the
+/// model's own tokenizer the ratio stays near 1 (the chat format's framing
+/// is all it corrects); with bytes / 3 it is the language's and the
+/// tokenizer's density, in either direction.
 #[derive(Clone, Debug, Default)]
 struct Calibration {
     estimated: u64,
     reported: u64,
     calls: u32,
-    /// The highest ratio of one call: scaling by less could let a call
-    /// like it cross a budget.
-    highest: f64,
+    /// How many calls had each ratio (see [`RATIO_BUCKETS`]): budgets weigh
+    /// a call at the 90th percentile, so that a call denser than the
+    /// average does not cross them.
+    histogram: [u32; RATIO_BUCKETS],
     /// How the estimates were counted (`o200k_base`, `bytes / 3`).
     counters: BTreeSet<&'static str>,
     /// Calls sent once the ratio was known: their calibrated estimates
@@ -166,17 +171,29 @@ impl Calibration {
             .then(|| self.reported as f64 / self.estimated as f64)
     }
 
-    /// `tokens` (an estimate of the request's counter) as budgets count
-    /// them: scaled by the server's ratio with the margin, or by the
-    /// highest ratio a single call had when that is more (an average could
-    /// let a call like that one cross a budget: measured, 2.6% over a 25%
-    /// budget), kept in [`RATIO_RANGE`]; unchanged until the ratio is
-    /// known.
+    /// `tokens` (an estimate of the request's counter) as the server will
+    /// count them, by the run's average ratio (kept in [`RATIO_RANGE`]);
+    /// unchanged until the ratio is known. What the report checks.
+    fn estimate(&self, tokens: u64) -> u64 {
+        match self.ratio() {
+            Some(ratio) => {
+                (tokens as f64 * ratio.clamp(RATIO_RANGE.0, RATIO_RANGE.1)).ceil() as u64
+            }
+            None => tokens,
+        }
+    }
+
+    /// `tokens` as budgets weigh them: scaled by the average ratio +5%, or
+    /// by the 90th percentile of the calls' own ratios when that is more
+    /// (the average alone let a call denser than most cross a budget:
+    /// measured, 2.6% over a 25% budget), kept in [`RATIO_RANGE`];
+    /// unchanged until the ratio is known. Spent tokens are counted as the
+    /// server reports them, so this weighs only the calls still to come.
     fn apply(&self, tokens: u64) -> u64 {
         match self.ratio() {
             Some(ratio) => {
                 let ratio = (ratio * CALIBRATION_MARGIN)
-                    .max(self.highest)
+                    .max(self.percentile(0.9))
                     .clamp(RATIO_RANGE.0, RATIO_RANGE.1);
                 (tokens as f64 * ratio).ceil() as u64
             }
@@ -184,17 +201,42 @@ impl Calibration {
         }
     }
 
+    /// The bucket of a call's ratio.
+    fn bucket(ratio: f64) -> usize {
+        let (low, high) = RATIO_RANGE;
+        let at = (ratio / low).ln() / (high / low).ln() * RATIO_BUCKETS as f64;
+        (at.max(0.0) as usize).min(RATIO_BUCKETS - 1)
+    }
+
+    /// The upper edge of the bucket that holds the `q` quantile of the
+    /// calls' ratios (0 before any call).
+    fn percentile(&self, q: f64) -> f64 {
+        let rank = (f64::from(self.calls) * q).ceil() as u32;
+        let mut seen = 0;
+        for (i, n) in self.histogram.iter().enumerate() {
+            seen += n;
+            if *n > 0 && seen >= rank {
+                let (low, high) = RATIO_RANGE;
+                let edge = (i + 1) as f64 / RATIO_BUCKETS as f64;
+                return low * (high / low).powf(edge);
+            }
+        }
+        0.0
+    }
+
     /// Counts a call: checks the calibrated estimate it had against the
     /// server's count (once there was a ratio), then learns from it.
     fn observe(&mut self, counter: &'static str, estimated: u64, reported: u64) {
         if self.ratio().is_some() {
-            self.checked_estimated = self.checked_estimated.saturating_add(self.apply(estimated));
+            self.checked_estimated = self
+                .checked_estimated
+                .saturating_add(self.estimate(estimated));
             self.checked_reported = self.checked_reported.saturating_add(reported);
             self.checked_calls += 1;
         }
         self.estimated = self.estimated.saturating_add(estimated);
         self.reported = self.reported.saturating_add(reported);
-        self.highest = self.highest.max(reported as f64 / estimated as f64);
+        self.histogram[Self::bucket(reported as f64 / estimated as f64)] += 1;
         self.calls += 1;
         self.counters.insert(counter);
     }
@@ -806,16 +848,29 @@ mod tests {
         odd.observe(TokenCounter::O200k, 1000, 100);
         odd.observe(TokenCounter::O200k, 1000, 100);
         assert_eq!(odd.token_estimate().unwrap().ratio, 0.1);
-        assert_eq!(odd.spent().unwrap().calibration.apply(1000), 500);
+        // (Budgets weigh it at the upper edge of the histogram's first
+        // bucket, 6.7% above the bound.)
+        assert_eq!(odd.spent().unwrap().calibration.estimate(1000), 500);
+        assert_eq!(odd.spent().unwrap().calibration.apply(1000), 534);
         assert_eq!(odd.token_estimate().unwrap().counted_with, "o200k_base");
-        // Calls that differ (a short one with the tool schemas, a long one
-        // of file text): no call's ratio is undercut, or one like it could
-        // cross a budget.
+        // Calls that differ (a short one with the tool schemas, many long
+        // ones of file text): the estimate is the average, budgets weigh
+        // a call at the 90th percentile of the calls' ratios.
         let mixed = Spend::unlimited();
         mixed.observe(TokenCounter::Bytes, 1000, 950);
-        mixed.observe(TokenCounter::Bytes, 9000, 6000);
-        assert_eq!(mixed.token_estimate().unwrap().ratio, 0.695);
-        assert_eq!(mixed.spent().unwrap().calibration.apply(1000), 950);
+        for _ in 0..9 {
+            mixed.observe(TokenCounter::Bytes, 9000, 6000);
+        }
+        assert_eq!(mixed.token_estimate().unwrap().ratio, 0.67);
+        let c = mixed.spent().unwrap().calibration.clone();
+        assert_eq!(c.estimate(1000), 671);
+        // Nine calls of ten at 0.667: the 90th percentile is theirs, above
+        // the average +5% (0.70).
+        let weighed = c.apply(1000);
+        assert!((704..=720).contains(&weighed), "{weighed}");
+        mixed.observe(TokenCounter::Bytes, 1000, 950);
+        let c = mixed.spent().unwrap().calibration.clone();
+        assert!(c.apply(1000) >= 950, "two calls of eleven at 0.95");
         // The offline engine's zero counts teach nothing.
         let offline = Spend::unlimited();
         offline.observe(TokenCounter::Bytes, 1000, 0);

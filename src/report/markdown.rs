@@ -345,7 +345,7 @@ fn cost(out: &mut String, report: &Report) {
         };
         let _ = writeln!(
             out,
-            "- token estimates: {}, calibrated on the server's counts ({} calls: {:.3} counted per estimated token, budgets scale estimates by it +5%{checked})",
+            "- token estimates: {}, calibrated on the server's counts ({} calls: {:.3} counted per estimated token, budgets weigh calls by it +5%, or by the 90th percentile of the calls' ratios when more{checked})",
             e.counted_with, e.calls, e.ratio
         );
     }

@@ -656,22 +656,17 @@ fn counted_by(count: fn(&Value) -> u64) -> crate::common::Behaviour {
 }
 
 fn many_groups() -> Repo {
-    let files: Vec<(String, String)> = (0..8)
-        .map(|i| {
-            (
-                format!("d{i}/code.py"),
-                format!(
-                    "import os\n\ndef run_{i}(cmd):\n    \"\"\"Runs {i}.\"\"\"\n    os.system(cmd)\n{}",
-                    "    value = compute(cmd, {i}) + len(cmd) * 3\n".repeat(20)
-                ),
-            )
-        })
-        .collect();
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
-    Repo::new(&refs)
+    let dirs: Vec<String> = (0..8).map(|i| format!("d{i}")).collect();
+    let names: Vec<&str> = dirs.iter().map(String::as_str).collect();
+    Repo::tree(&names, 1, |dir, _| {
+        (
+            format!("{dir}/code.py"),
+            format!(
+                "import os\n\ndef run_{dir}(cmd):\n    \"\"\"Runs {dir}.\"\"\"\n    os.system(cmd)\n{}",
+                format!("    value = compute(cmd, \"{dir}\") + len(cmd) * 3\n").repeat(20)
+            ),
+        )
+    })
 }
 
 #[cfg(feature = "openai-tokenizer")]
