@@ -43,20 +43,20 @@ pub fn text(inventory: &Inventory, plan: &Plan, estimate: Option<&Estimate>) -> 
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} files ({} estimated tokens), {} skipped; {} groups of at most {} tokens (planner: {})",
-        inventory.files.len(),
+        "{} ({} estimated tokens), {} skipped; {} of at most {} tokens (planner: {})",
+        crate::util::count(inventory.files.len(), "file"),
         human_count(inventory.total_tokens()),
         inventory.skipped.len(),
-        plan.groups.len(),
+        crate::util::count(plan.groups.len(), "group"),
         human_count(plan.group_tokens),
         plan.planner
     );
     for g in &plan.groups {
         let _ = writeln!(
             out,
-            "\n{} ({} files, {} tokens, agent {})",
+            "\n{} ({}, {} tokens, agent {})",
             g.id,
-            g.files.len(),
+            crate::util::count(g.files.len(), "file"),
             human_count(g.tokens),
             g.agent
         );
