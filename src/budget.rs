@@ -247,10 +247,14 @@ impl Calibration {
 pub struct TokenEstimate {
     /// How text was counted: `o200k_base` or `cl100k_base` (the model's
     /// own tokenizer), `bytes / 3` (no public tokenizer); several joined
-    /// by `, ` when agents used models of different families.
+    /// by `, ` when agents used models of different families. Reports
+    /// written before exact counting have none: they counted bytes / 3.
+    #[serde(default = "bytes_over_three")]
     pub counted_with: String,
-    /// `calibrated`: after the first responses, budgets scale estimates by
-    /// the ratio the server's own counts gave, with a 5% margin.
+    /// `calibrated`: after the first responses, estimates are scaled by
+    /// the ratio the server's own counts gave (held in 0.5..4), and
+    /// budgets weigh a call at that ratio +5% or at the 90th percentile of
+    /// the calls' own ratios, whichever is more.
     pub method: String,
     /// Server-counted input tokens per estimated one.
     pub ratio: f64,
@@ -258,10 +262,16 @@ pub struct TokenEstimate {
     pub calls: u32,
     /// The calls sent with a calibrated estimate, checked against the
     /// server's counts.
+    #[serde(default)]
     pub checked_calls: u32,
     /// Their calibrated estimates against what the server counted, as a
     /// fraction (`0.04`: 4% above); none before a calibrated call.
+    #[serde(default)]
     pub error: Option<f64>,
+}
+
+fn bytes_over_three() -> String {
+    TokenCounter::Bytes.name().to_string()
 }
 
 /// A group in flight.
@@ -853,29 +863,46 @@ mod tests {
         assert_eq!(odd.spent().unwrap().calibration.estimate(1000), 500);
         assert_eq!(odd.spent().unwrap().calibration.apply(1000), 534);
         assert_eq!(odd.token_estimate().unwrap().counted_with, "o200k_base");
-        // Calls that differ (a short one with the tool schemas, many long
-        // ones of file text): the estimate is the average, budgets weigh
-        // a call at the 90th percentile of the calls' ratios.
+        // Calls that differ (two sparse ones, eight of dense file text):
+        // the estimate is the average, budgets weigh a call at the 90th
+        // percentile of the calls' ratios when that is more than the
+        // average +5%, so that a dense call does not cross them.
         let mixed = Spend::unlimited();
-        mixed.observe(TokenCounter::Bytes, 1000, 950);
-        for _ in 0..9 {
-            mixed.observe(TokenCounter::Bytes, 9000, 6000);
+        mixed.observe(TokenCounter::Bytes, 9000, 2250);
+        mixed.observe(TokenCounter::Bytes, 9000, 2250);
+        for _ in 0..8 {
+            mixed.observe(TokenCounter::Bytes, 9000, 9000);
         }
-        assert_eq!(mixed.token_estimate().unwrap().ratio, 0.67);
+        assert_eq!(mixed.token_estimate().unwrap().ratio, 0.85);
         let c = mixed.spent().unwrap().calibration.clone();
-        assert_eq!(c.estimate(1000), 671);
-        // Nine calls of ten at 0.667: the 90th percentile is theirs, above
-        // the average +5% (0.70).
-        let weighed = c.apply(1000);
-        assert!((704..=720).contains(&weighed), "{weighed}");
-        mixed.observe(TokenCounter::Bytes, 1000, 950);
-        let c = mixed.spent().unwrap().calibration.clone();
-        assert!(c.apply(1000) >= 950, "two calls of eleven at 0.95");
+        assert_eq!(c.estimate(1000), 850);
+        // The average +5% would weigh 893; the dense calls' bucket (1.0
+        // lies in 0.957..1.022) weighs more.
+        assert_eq!(c.apply(1000), 1022);
+        // One dense call of ten: the 90th percentile is the others'
+        // (0.8 lies in 0.771..0.841), and the average +5% weighs more.
+        let even = Spend::unlimited();
+        for _ in 0..9 {
+            even.observe(TokenCounter::Bytes, 9000, 7200);
+        }
+        even.observe(TokenCounter::Bytes, 9000, 9000);
+        let c = even.spent().unwrap().calibration.clone();
+        assert_eq!((c.estimate(1000), c.apply(1000)), (820, 861));
         // The offline engine's zero counts teach nothing.
         let offline = Spend::unlimited();
         offline.observe(TokenCounter::Bytes, 1000, 0);
         offline.observe(TokenCounter::Bytes, 1000, 0);
         assert_eq!(offline.token_estimate(), None);
+    }
+
+    #[test]
+    fn a_report_written_before_exact_counting_still_reads() {
+        let old: TokenEstimate =
+            serde_json::from_str(r#"{"method":"calibrated","ratio":0.912,"calls":7}"#).unwrap();
+        assert_eq!(
+            (old.counted_with.as_str(), old.checked_calls, old.error),
+            ("bytes / 3", 0, None)
+        );
     }
 
     #[test]

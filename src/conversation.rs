@@ -218,9 +218,10 @@ pub(crate) struct ChatRequest {
     pub estimate: std::sync::OnceLock<u64>,
 }
 
-/// Tokens a chat format adds around each message (role and delimiters),
-/// and once to prime the answer: OpenAI's documented 3 a message and 3 for
-/// the reply, with one more a message for the name or call id it carries.
+/// Tokens a chat format adds around each message, tool call and tool
+/// definition (role and delimiters), and once to prime the answer: OpenAI's
+/// documented 3 a message and 3 for the reply, plus one for the name or
+/// call id most of them carry.
 const PER_MESSAGE: u64 = 4;
 const REPLY_PRIMING: u64 = 3;
 
@@ -262,6 +263,14 @@ impl ChatRequest {
                 + counter.count(&tool.name)
                 + counter.count(&tool.description)
                 + counter.count(&tool.parameters.to_string());
+        }
+        // A structured answer's schema is sent too (a response format or
+        // a forced tool).
+        if let Some(schema) = &self.output_schema {
+            tokens += PER_MESSAGE
+                + counter.count(&schema.name)
+                + counter.count(&schema.description)
+                + counter.count(&schema.schema.to_string());
         }
         tokens + u64::from(self.max_output_tokens)
     }

@@ -472,14 +472,14 @@ fn known_text(path: &str, extension: &str) -> bool {
     }
     let upper = name.to_ascii_uppercase();
     TEXT_NAMES.iter().any(|known| {
-        upper
-            .strip_prefix(known)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '_', '.']))
+        upper.strip_prefix(known).is_some_and(|rest| {
+            rest.is_empty() || (rest.starts_with(['-', '_']) && !rest.contains('.'))
+        })
     })
 }
 
-/// Names of text files by convention (upper case; `-MIT`, `_1`, `.old`
-/// may follow).
+/// Names of text files by convention (upper case; a suffix such as `-MIT`
+/// or `_APACHE` may follow, but no extension: `HISTORY.dat` is sniffed).
 const TEXT_NAMES: &[&str] = &[
     "LICENSE",
     "LICENCE",
@@ -543,7 +543,6 @@ const TEXT_EXTENSIONS: &[&str] = &[
     "template",
     "orig",
     "rej",
-    "snap",
     "stderr",
     "stdout",
     "gitmodules",
@@ -638,9 +637,11 @@ mod tests {
             ("LICENSE", true),
             ("crate/LICENSE-MIT", true),
             ("license_apache", true),
-            ("COPYING.LIB", true),
+            ("COPYING.LIB", false),
+            ("HISTORY.dat", false),
             ("tests/ui/x.stderr", true),
-            ("src/snapshots/a.snap", true),
+            // An Ubuntu snap package is binary.
+            ("src/snapshots/a.snap", false),
             ("Cargo.toml.orig", true),
             ("LICENSED_DATA", false),
             ("data.weird", false),
