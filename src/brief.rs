@@ -442,18 +442,22 @@ impl Writer<'_> {
             .model
             .clone()
             .unwrap_or_else(|| self.provider.model().to_string());
+        let counter = crate::tokens::TokenCounter::for_model(&model);
         let first = expected_tokens(&ChatRequest {
             model: self.definition.model.clone(),
             system: self.definition.prompt.clone(),
             messages: vec![Message::User { text: task.clone() }],
             tools: ToolContext::specs(&self.definition.tools),
             max_output_tokens: self.max_output_tokens,
-            counter: crate::tokens::TokenCounter::for_model(&model),
+            counter,
             ..ChatRequest::default()
         });
         // Its reads make later calls larger than the first: room for a few.
         let reserve = first.saturating_mul(2).saturating_add(8_000);
-        match self.spend.reserve(BUDGET_GROUP, reserve) {
+        match self.spend.reserve(
+            BUDGET_GROUP,
+            crate::budget::Tokens::counted(counter, reserve),
+        ) {
             Admission::Admitted => {}
             Admission::Wait | Admission::Never(_) => {
                 return Written {

@@ -10,7 +10,7 @@
 //! dollars, is read from here for the report: usage and cost are accounted
 //! where the budget lives.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::control::RunControl;
@@ -119,8 +119,10 @@ struct Spent {
     /// used since). What they are still expected to spend counts before
     /// more work starts, so a run stops near its budget, not past it.
     open: HashMap<String, Open>,
-    /// How the server's counts compare with our estimates so far.
-    calibration: Calibration,
+    /// How the server's counts compare with our estimates so far, for each
+    /// way of counting (a run whose agents use models of two families has
+    /// two).
+    calibrations: BTreeMap<&'static str, Calibration>,
 }
 
 /// Calls whose usage the server reported before estimates are calibrated.
@@ -155,8 +157,6 @@ struct Calibration {
     /// a call at the 90th percentile, so that a call denser than the
     /// average does not cross them.
     histogram: [u32; RATIO_BUCKETS],
-    /// How the estimates were counted (`o200k_base`, `bytes / 3`).
-    counters: BTreeSet<&'static str>,
     /// Calls sent once the ratio was known: their calibrated estimates
     /// and what the server counted, the measure of how good they were.
     checked_estimated: u64,
@@ -226,7 +226,7 @@ impl Calibration {
 
     /// Counts a call: checks the calibrated estimate it had against the
     /// server's count (once there was a ratio), then learns from it.
-    fn observe(&mut self, counter: &'static str, estimated: u64, reported: u64) {
+    fn observe(&mut self, estimated: u64, reported: u64) {
         if self.ratio().is_some() {
             self.checked_estimated = self
                 .checked_estimated
@@ -238,7 +238,6 @@ impl Calibration {
         self.reported = self.reported.saturating_add(reported);
         self.histogram[Self::bucket(reported as f64 / estimated as f64)] += 1;
         self.calls += 1;
-        self.counters.insert(counter);
     }
 }
 
@@ -308,6 +307,35 @@ impl Spent {
             .filter(|(g, _)| Some(g.as_str()) != except)
             .map(|(_, open)| open.outstanding())
             .sum()
+    }
+}
+
+/// An estimate of tokens and how it was counted: budgets weigh it with
+/// that counter's calibration. A bare number is bytes / 3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Tokens {
+    pub(crate) counter: TokenCounter,
+    pub(crate) n: u64,
+}
+
+impl Tokens {
+    pub(crate) fn counted(counter: TokenCounter, n: u64) -> Self {
+        Self { counter, n }
+    }
+}
+
+impl From<u64> for Tokens {
+    fn from(n: u64) -> Self {
+        Self::counted(TokenCounter::Bytes, n)
+    }
+}
+
+impl Spent {
+    /// `tokens` as budgets weigh them (see [`Calibration::apply`]).
+    fn weigh(&self, tokens: Tokens) -> u64 {
+        self.calibrations
+            .get(tokens.counter.name())
+            .map_or(tokens.n, |c| c.apply(tokens.n))
     }
 }
 
@@ -423,8 +451,10 @@ impl Spend {
         }
         if let Some(mut spent) = self.spent() {
             spent
-                .calibration
-                .observe(counter.name(), estimated, reported);
+                .calibrations
+                .entry(counter.name())
+                .or_default()
+                .observe(estimated, reported);
         }
     }
 
@@ -432,16 +462,32 @@ impl Spend {
     /// calibrated them (no count yet, or none reported).
     pub(crate) fn token_estimate(&self) -> Option<TokenEstimate> {
         let spent = self.spent.lock().ok()?;
-        let c = &spent.calibration;
+        let calibrated: Vec<(&&str, &Calibration)> = spent
+            .calibrations
+            .iter()
+            .filter(|(_, c)| c.ratio().is_some())
+            .collect();
+        if calibrated.is_empty() {
+            return None;
+        }
+        // Over every way of counting the run used (one, most often).
+        let sum = |f: fn(&Calibration) -> u64| calibrated.iter().map(|(_, c)| f(c)).sum::<u64>();
+        let (estimated, reported) = (sum(|c| c.estimated), sum(|c| c.reported));
+        let (checked_estimated, checked_reported) =
+            (sum(|c| c.checked_estimated), sum(|c| c.checked_reported));
         let round = |x: f64| (x * 1000.0).round() / 1000.0;
-        c.ratio().map(|ratio| TokenEstimate {
-            counted_with: c.counters.iter().copied().collect::<Vec<_>>().join(", "),
+        Some(TokenEstimate {
+            counted_with: calibrated
+                .iter()
+                .map(|(name, _)| **name)
+                .collect::<Vec<_>>()
+                .join(", "),
             method: "calibrated".into(),
-            ratio: round(ratio),
-            calls: c.calls,
-            checked_calls: c.checked_calls,
-            error: (c.checked_reported > 0)
-                .then(|| round(c.checked_estimated as f64 / c.checked_reported as f64 - 1.0)),
+            ratio: round(reported as f64 / estimated as f64),
+            calls: calibrated.iter().map(|(_, c)| c.calls).sum(),
+            checked_calls: calibrated.iter().map(|(_, c)| c.checked_calls).sum(),
+            error: (checked_reported > 0)
+                .then(|| round(checked_estimated as f64 / checked_reported as f64 - 1.0)),
         })
     }
 
@@ -470,11 +516,11 @@ impl Spend {
     /// others keep their reservations, and the scheduler goes on admitting
     /// groups as reservations are freed. Any other refused call (the lead
     /// of `ask`, its tasks) winds the run down, with the reason.
-    pub(crate) fn allows(&self, group: Option<&str>, tokens: u64) -> bool {
+    pub(crate) fn allows(&self, group: Option<&str>, tokens: impl Into<Tokens>) -> bool {
         let Some(mut spent) = self.spent() else {
             return false;
         };
-        let tokens = spent.calibration.apply(tokens);
+        let tokens = spent.weigh(tokens.into());
         let (used, cost, others) = (spent.total, spent.cost, spent.outstanding(group));
         let own = match group.and_then(|g| spent.open.get(g)) {
             Some(_) => tokens.saturating_mul(2),
@@ -506,11 +552,11 @@ impl Spend {
     /// beside what was spent and what the other groups in flight are still
     /// expected to spend. It is asked either way (the caller makes it
     /// smaller when it does not fit), so this never winds the run down.
-    pub(crate) fn summary_fits(&self, group: &str, tokens: u64) -> bool {
+    pub(crate) fn summary_fits(&self, group: &str, tokens: impl Into<Tokens>) -> bool {
         let Some(spent) = self.spent() else {
             return false;
         };
-        let tokens = spent.calibration.apply(tokens);
+        let tokens = spent.weigh(tokens.into());
         self.over(
             &spent.total,
             spent.cost,
@@ -524,11 +570,12 @@ impl Spend {
     /// spent and what the groups in flight are still expected to spend.
     /// Never winds the run down: the scheduler decides what a refusal
     /// means (see [`Admission`]).
-    pub(crate) fn reserve(&self, group: &str, tokens: u64) -> Admission {
+    pub(crate) fn reserve(&self, group: &str, tokens: impl Into<Tokens>) -> Admission {
+        let tokens = tokens.into();
         let Some(mut spent) = self.spent() else {
-            return Admission::Never(tokens);
+            return Admission::Never(tokens.n);
         };
-        let tokens = spent.calibration.apply(tokens);
+        let tokens = spent.weigh(tokens);
         if self
             .over(&spent.total, spent.cost, spent.outstanding(None), tokens)
             .is_some()
@@ -831,7 +878,7 @@ mod tests {
                 spend.observe(TokenCounter::Bytes, bytes.div_ceil(3), counted(bytes));
             }
             for bytes in [900u64, 45_000, 300_000] {
-                let calibrated = spend.spent().unwrap().calibration.apply(bytes.div_ceil(3));
+                let calibrated = spend.spent().unwrap().weigh(bytes.div_ceil(3).into());
                 let (calibrated, counted) = (calibrated as f64, counted(bytes) as f64);
                 assert!(
                     (calibrated - counted).abs() / counted <= 0.10,
@@ -860,8 +907,14 @@ mod tests {
         assert_eq!(odd.token_estimate().unwrap().ratio, 0.1);
         // (Budgets weigh it at the upper edge of the histogram's first
         // bucket, 6.7% above the bound.)
-        assert_eq!(odd.spent().unwrap().calibration.estimate(1000), 500);
-        assert_eq!(odd.spent().unwrap().calibration.apply(1000), 534);
+        assert_eq!(
+            odd.spent().unwrap().calibrations["o200k_base"].estimate(1000),
+            500
+        );
+        assert_eq!(
+            odd.spent().unwrap().calibrations["o200k_base"].apply(1000),
+            534
+        );
         assert_eq!(odd.token_estimate().unwrap().counted_with, "o200k_base");
         // Calls that differ (two sparse ones, eight of dense file text):
         // the estimate is the average, budgets weigh a call at the 90th
@@ -874,7 +927,7 @@ mod tests {
             mixed.observe(TokenCounter::Bytes, 9000, 9000);
         }
         assert_eq!(mixed.token_estimate().unwrap().ratio, 0.85);
-        let c = mixed.spent().unwrap().calibration.clone();
+        let c = mixed.spent().unwrap().calibrations["bytes / 3"].clone();
         assert_eq!(c.estimate(1000), 850);
         // The average +5% would weigh 893; the dense calls' bucket (1.0
         // lies in 0.957..1.022) weighs more.
@@ -886,13 +939,41 @@ mod tests {
             even.observe(TokenCounter::Bytes, 9000, 7200);
         }
         even.observe(TokenCounter::Bytes, 9000, 9000);
-        let c = even.spent().unwrap().calibration.clone();
+        let c = even.spent().unwrap().calibrations["bytes / 3"].clone();
         assert_eq!((c.estimate(1000), c.apply(1000)), (820, 861));
         // The offline engine's zero counts teach nothing.
         let offline = Spend::unlimited();
         offline.observe(TokenCounter::Bytes, 1000, 0);
         offline.observe(TokenCounter::Bytes, 1000, 0);
         assert_eq!(offline.token_estimate(), None);
+    }
+
+    #[test]
+    fn each_way_of_counting_is_calibrated_on_its_own() {
+        // An auditor on an OpenAI model (exact counts) and a specialist on
+        // another family (bytes / 3, which its server counts at half).
+        let spend = Spend::unlimited();
+        for _ in 0..2 {
+            spend.observe(TokenCounter::O200k, 1000, 1000);
+            spend.observe(TokenCounter::Bytes, 1000, 500);
+        }
+        let spent = spend.spent().unwrap();
+        assert_eq!(
+            spent.weigh(Tokens::counted(TokenCounter::O200k, 1000)),
+            1050
+        );
+        assert_eq!(spent.weigh(Tokens::counted(TokenCounter::Bytes, 1000)), 534);
+        // A counter with no counts yet is weighed as estimated.
+        assert_eq!(
+            spent.weigh(Tokens::counted(TokenCounter::Cl100k, 1000)),
+            1000
+        );
+        drop(spent);
+        let e = spend.token_estimate().unwrap();
+        assert_eq!(
+            (e.counted_with.as_str(), e.calls, e.ratio),
+            ("bytes / 3, o200k_base", 4, 0.75)
+        );
     }
 
     #[test]

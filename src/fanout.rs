@@ -157,11 +157,22 @@ impl FanOut {
             Ok((_, first)) => *first,
         };
         let reserve = self.reserve_of(task).max(first.saturating_mul(2));
+        // Weighed with the calibration of the agent's model's counter.
+        let definition = self.definition_of(&task.group);
+        let counter = crate::tokens::TokenCounter::for_model(
+            definition
+                .model
+                .as_deref()
+                .unwrap_or_else(|| self.provider.model()),
+        );
         loop {
             if self.control.stop.is_cancelled() {
                 return Admit::Stopped;
             }
-            match self.spend.reserve(&task.group, reserve) {
+            match self.spend.reserve(
+                &task.group,
+                crate::budget::Tokens::counted(counter, reserve),
+            ) {
                 Admission::Admitted => return Admit::Admitted,
                 Admission::Never(weighed) => return Admit::Never(weighed),
                 Admission::Wait => {

@@ -299,7 +299,11 @@ impl Loop<'_> {
             // goes straight to its final turn, or, if it has done nothing
             // yet, ends without one.
             let expected = expected_tokens(&request);
-            let go = !stopping && self.spend.allows(self.group, expected);
+            let go = !stopping
+                && self.spend.allows(
+                    self.group,
+                    crate::budget::Tokens::counted(request.counter, expected),
+                );
             if !go && !stopping {
                 s.refused = Some(expected);
             }
@@ -348,7 +352,11 @@ impl Loop<'_> {
         let (Some(group), Some(tokens)) = (self.group, s.refused) else {
             return;
         };
-        if self.spend.summary_fits(group, tokens) {
+        let counter = crate::tokens::TokenCounter::for_model(self.model);
+        if self
+            .spend
+            .summary_fits(group, crate::budget::Tokens::counted(counter, tokens))
+        {
             return;
         }
         for message in s.messages.iter_mut().rev() {
