@@ -232,13 +232,14 @@ impl ChatRequest {
     pub(crate) fn estimated_tokens(&self) -> u64 {
         *self.estimate.get_or_init(|| match self.counter {
             TokenCounter::Bytes => self.estimate_tokens(),
-            TokenCounter::O200k | TokenCounter::Cl100k => self.count_tokens(self.counter),
+            TokenCounter::O200k | TokenCounter::Cl100k => self.count_tokens(),
         })
     }
 
     /// The input counted text by text with the model's tokenizer, plus
     /// what the chat format adds around each message.
-    fn count_tokens(&self, counter: TokenCounter) -> u64 {
+    fn count_tokens(&self) -> u64 {
+        let counter = self.counter;
         let mut tokens = counter.count(&self.system) + PER_MESSAGE + REPLY_PRIMING;
         for message in &self.messages {
             tokens += PER_MESSAGE

@@ -5,8 +5,9 @@
 //! models use the BPE encodings `o200k_base` (GPT-4o, GPT-4.1, GPT-4.5,
 //! GPT-5, the o-series, gpt-oss) and `cl100k_base` (GPT-4, GPT-3.5, the
 //! embedding models), counted with `bpe-openai` (GitHub's tokenizer crate:
-//! the same counts as OpenAI's tiktoken, about four times faster than
-//! `tiktoken-rs` on code, measured in `benches/tokens.rs`). Any other model
+//! tiktoken's counts; chosen over `tiktoken-rs`, which an earlier
+//! measurement here found four times slower on code and slower to load;
+//! `benches/tokens.rs` measures this crate's load and speed). Any other model
 //! (Claude, Llama, Qwen, DeepSeek, ...) has no public tokenizer we can
 //! ship, so it is counted as bytes / 3 and a run calibrates that on the
 //! server's own counts (`budget.rs`). A leaf: it imports nothing of the
