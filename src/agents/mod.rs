@@ -234,6 +234,49 @@ impl AgentSet {
 mod tests {
     use super::*;
 
+    /// Path-like tokens: a name with `/` inside, or a name of two or more
+    /// characters with an extension that starts with a letter.
+    fn path_like(text: &str) -> Vec<String> {
+        let re = regex::Regex::new(
+            r"[A-Za-z0-9_.-]*[A-Za-z0-9_]/[A-Za-z0-9_][A-Za-z0-9_./-]*|\b[A-Za-z0-9_-]{2,}\.[A-Za-z][A-Za-z0-9]{0,7}\b",
+        )
+        .unwrap();
+        re.find_iter(text).map(|m| m.as_str().to_string()).collect()
+    }
+
+    /// Models copy the examples of their prompt, and small ones read every
+    /// file it names: no built-in prompt, report format or schema holds a
+    /// token that looks like a path (the scan's own requests are checked
+    /// end to end in `tests/it/prompts.rs`).
+    #[test]
+    fn no_builtin_prompt_holds_a_path_like_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = AgentSet::load(dir.path()).unwrap();
+        let mut texts: Vec<(String, String)> = set
+            .iter()
+            .map(|d| (format!("agent {}", d.name), d.prompt.clone()))
+            .collect();
+        texts.push((
+            "REPORT_FORMAT".into(),
+            crate::findings::REPORT_FORMAT.into(),
+        ));
+        texts.push((
+            "summary_request".into(),
+            crate::agents::subagent::summary_request(),
+        ));
+        texts.push((
+            "report_schema".into(),
+            crate::findings::report_schema().to_string(),
+        ));
+        for (what, text) in texts {
+            assert_eq!(path_like(&text), Vec::<String>::new(), "{what}");
+        }
+        assert_eq!(
+            path_like("path/to/file.ext or main.rs, e.g. 0.5"),
+            ["path/to/file.ext", "main.rs"]
+        );
+    }
+
     #[test]
     fn builtins_parse_and_are_read_only() {
         let dir = tempfile::tempdir().unwrap();

@@ -32,18 +32,22 @@ pub(crate) const TASK_COMPLETE: &str = "[TASK_COMPLETE]";
 
 /// What the report format asks for; part of every audit task and of the
 /// forced-summary turn.
-pub(crate) const REPORT_FORMAT: &str = r#"Answer with a short prose summary, then ONE fenced JSON block:
+///
+/// The shape names each field's content instead of giving an example:
+/// models copy examples, and small ones read every file an example names.
+/// No token in it looks like a path (`tests/it/prompts.rs` checks every
+/// stage's requests).
+pub(crate) const REPORT_FORMAT: &str = r#"Answer with a short prose summary, then ONE fenced JSON block of this shape, each <...> filled in:
 
 ```json
 {"findings": [
-  {"path": "path/to/file.ext", "line": 42, "end_line": 44, "severity": "high",
-   "title": "short title", "detail": "why it matters and how to fix it",
-   "evidence": "the exact code at those lines, copied verbatim", "rule": "optional-category",
-   "cwe": "CWE-<number> or null"}
+  {"path": "<the file's path as listed>", "line": <first line>, "end_line": <last line or null>,
+   "severity": "<critical|high|medium|low|info>", "title": "<short title>", "detail": "<why it matters, how to fix it>",
+   "evidence": "<the code at those lines, copied verbatim>", "rule": "<short category>" or null, "cwe": "<CWE id>" or null}
 ]}
 ```
 
-severity is one of critical, high, medium, low, info. cwe is the CWE id of the weakness (CWE-89 for SQL injection, CWE-79 for cross-site scripting), or null when none fits. path is relative to the repository root. evidence must be copied from the file as read_file showed it (without the line numbers); findings whose evidence is not in the file are dropped. Use an empty list when there is nothing to report."#;
+cwe is written CWE-<number> (CWE-89 for SQL injection, CWE-79 for cross-site scripting). evidence must be copied from the file as read_file showed it (without the line numbers); findings whose evidence is not in the file are dropped. Use an empty list when there is nothing to report."#;
 
 /// The JSON schema of a final report, for structured output (OpenAI's
 /// `response_format`, Anthropic's forced report tool). Strict: every key is

@@ -28,6 +28,7 @@ mod injection;
 mod large_plans;
 mod module_graph;
 mod pipeline;
+mod prompts;
 mod resilience;
 mod review;
 mod shards;
