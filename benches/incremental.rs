@@ -11,7 +11,8 @@
 //!
 //! `cargo bench --bench incremental` runs the full size; `cargo test
 //! --bench incremental` (or `-- --test`) a small one as a smoke test. The
-//! lines after `== results ==` go into the README.
+//! lines after `== results ==` go into docs/benchmarks.md,
+//! with the date they were measured.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -11,7 +11,8 @@
 //!
 //! Run with `cargo bench --bench memory` (well under a minute after the
 //! build). Under `cargo test --benches` it runs at a small size as a smoke
-//! test. The lines after `== results ==` go into the README.
+//! test. The lines after `== results ==` go into docs/benchmarks.md,
+//! with the date they were measured.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -27,7 +27,8 @@
 //! Run with `cargo bench --bench pipeline` (about 70 s after the
 //! build; a filter such as `-- fanout` runs one part). Under `cargo test
 //! --benches` (criterion's test mode) every part runs once at a small size
-//! as a smoke test. The lines after `== results ==` go into the README.
+//! as a smoke test. The lines after `== results ==` go into
+//! docs/benchmarks.md, with the date they were measured.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -17,7 +17,8 @@
 //!
 //! `cargo bench --bench store` runs the full sizes; `cargo test --bench
 //! store -- --test` (criterion's test mode) runs each part once at a small
-//! size as a smoke test. The lines after `== results ==` go into the README.
+//! size as a smoke test. The lines after `== results ==` go into
+//! docs/benchmarks.md, with the date they were measured.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -22,7 +22,8 @@
 //!
 //! Run with `cargo bench --bench tokens`; under `cargo test --benches` it
 //! runs once over this repository's `src/` as a smoke test. The lines after
-//! `== results ==` go into the README.
+//! `== results ==` go into docs/benchmarks.md,
+//! with the date they were measured.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -21,7 +21,8 @@
 //! Run with `cargo bench --bench walk` (about 40 s after the build). Under
 //! `cargo test --benches` it runs once on a small tree as a smoke test. A
 //! tool that is not installed is skipped with a note (`apt-get install
-//! fd-find ripgrep`). The lines after `== results ==` go into the README.
+//! fd-find ripgrep`). The lines after `== results ==` go into
+//! docs/benchmarks.md, with the date they were measured.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -1,20 +1,6 @@
-//! fanscan audits a code repository with LLM agents, fanned out.
-//!
-//! The pipeline reads straight off [`scan`]: inventory → plan → brief →
-//! fan-out → verify → challenge → reduce → report; the tail after the
-//! fan-out is one `finish_run`, shared with [`merge`]. Each stage is a
-//! module with a plain data type at each boundary: `scan` takes the
-//! resolved run ([`Context`]: settings, provider, agents, prices) and hands
-//! each stage the values it needs; nothing is global. The modules form
-//! layers, and none imports from one above it: `util`, `language`,
-//! `conversation`, `cwe`, `control`, `git` and `suppress` at the bottom;
-//! then `findings`, `prices`, `rules`, `budget`, `events`, `progress`,
-//! `challenge`, `tools`, `providers` and `engine` (the offline rule engine);
-//! then `agents`; then the stages
-//! (`inventory`, `plan`, `brief`, `fanout`, `verify`, `reduce`,
-//! `baseline`, `gate`); then `report`, `config`, `store` and `context`,
-//! with `skeptic`, `ask` and `eval` on top. The README's architecture
-//! table says what each takes and gives.
+//! fanscan audits a code repository with LLM agents, fanned out; the pipeline
+//! reads straight off [`scan`] and [`merge`]. Its stages, the module layers
+//! and what each takes and gives are described once, in `docs/architecture.md`.
 
 mod agents;
 mod ask;

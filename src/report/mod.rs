@@ -2,8 +2,8 @@
 //! ([`assemble`]), rendered as Markdown, JSON, SARIF, GitHub annotations or
 //! GitLab Code Quality by pure functions, and the exit code.
 //!
-//! The JSON schema is versioned (`schema_version`) and documented in the
-//! README; it carries a run manifest (fanscan version, provider, model,
+//! The JSON schema is versioned (`schema_version`) and documented in
+//! `docs/reports.md`; it carries a run manifest (fanscan version, provider, model,
 //! hashes of the agent definitions, rule set and plan) so that a run can be
 //! reproduced and compared.
 

@@ -1,4 +1,4 @@
-//! The crate's modules form layers (README, "Architecture"): no import
+//! The crate's modules form layers (docs/architecture.md): no import
 //! circle between the top-level modules of `src/`, nor between the files of
 //! one folder, and the leaves (`util`, `language`) import no other module.
 //! Edges come from each file's `use` trees and its `crate::…`, `super::…`
