@@ -4,6 +4,17 @@
 
 use sha2::{Digest, Sha256};
 
+/// A built-in regular expression, compiled on first use. Its pattern is a
+/// constant of fanscan's source, never input: one that does not compile is
+/// a fanscan bug, and it fails loudly (a panic naming the pattern) instead
+/// of switching a feature off. Each module forces its built-in statics in
+/// a test (`every_builtin_pattern_compiles`), so such a bug cannot ship.
+pub(crate) fn builtin_regex(pattern: &str) -> regex::Regex {
+    regex::Regex::new(pattern).unwrap_or_else(|e| {
+        panic!("built-in pattern {pattern:?} does not compile (a fanscan bug): {e}")
+    })
+}
+
 /// Estimated tokens of `bytes` bytes of text (bytes / 3, rounded up): a
 /// deliberately high estimate for code, so budgets err on the safe side.
 pub(crate) fn estimate_tokens(bytes: u64) -> u64 {

@@ -25,6 +25,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::util::builtin_regex;
+
 use serde::Serialize;
 
 use crate::agents::{AgentStatus, GroupReport};
@@ -332,14 +334,14 @@ fn strip_pair(text: &str, quotes: bool) -> Option<&str> {
 
 /// A location at the start of a line: `app.py:12:`, `src/a.rs:3-5:`,
 /// `app.py:12:7:`, `app.py:12 ` (grep's and compilers' form).
-static PATH_LINE_PREFIX: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r#"^\s*[^\s:'"`()]+:\d+(?:-\d+)?(?::\d+)?(?::\s*|\s+)"#).ok());
+static PATH_LINE_PREFIX: LazyLock<Regex> =
+    LazyLock::new(|| builtin_regex(r#"^\s*[^\s:'"`()]+:\d+(?:-\d+)?(?::\d+)?(?::\s*|\s+)"#));
 /// `line 12:`, `Lines 3-5:`, `L12:` at the start of a line.
-static LINE_WORD_PREFIX: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)^\s*(?:lines?\s*|l)\d+(?:\s*[-–]\s*l?\d+)?\s*[:|]\s?").ok());
+static LINE_WORD_PREFIX: LazyLock<Regex> =
+    LazyLock::new(|| builtin_regex(r"(?i)^\s*(?:lines?\s*|l)\d+(?:\s*[-–]\s*l?\d+)?\s*[:|]\s?"));
 /// read_file's `    12\t` and the compact `12:`, `12|`, `12 |` forms.
-static LINE_NUMBER_PREFIX: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"^\s*\d+(?:\t|\s*[:|]\s?)").ok());
+static LINE_NUMBER_PREFIX: LazyLock<Regex> =
+    LazyLock::new(|| builtin_regex(r"^\s*\d+(?:\t|\s*[:|]\s?)"));
 
 /// Every line without the location and line-number prefixes models copy
 /// from read_file, grep or their own habits.
@@ -349,7 +351,7 @@ fn strip_line_prefixes(evidence: &str) -> String {
         .map(|line| {
             let mut l = line;
             for re in [&PATH_LINE_PREFIX, &LINE_WORD_PREFIX, &LINE_NUMBER_PREFIX] {
-                if let Some(m) = re.as_ref().and_then(|re| re.find(l)) {
+                if let Some(m) = re.find(l) {
                     l = &l[m.end()..];
                 }
             }
@@ -405,6 +407,15 @@ fn strip_line_numbers(evidence: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A built-in pattern that does not compile is a bug that fails loudly
+    /// on first use: force every one here, so none can ship.
+    #[test]
+    fn every_builtin_pattern_compiles() {
+        for re in [&PATH_LINE_PREFIX, &LINE_WORD_PREFIX, &LINE_NUMBER_PREFIX] {
+            std::sync::LazyLock::force(re);
+        }
+    }
     use crate::findings::Severity;
     use crate::inventory::{InventoryOptions, walk};
     use crate::tools::ToolLimits;

@@ -28,6 +28,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
 use regex::Regex;
+
+use crate::util::builtin_regex;
 use serde::Deserialize;
 
 use crate::language::language_of;
@@ -414,11 +416,10 @@ fn params(lines: &BTreeMap<u32, String>, n: u32) -> BTreeSet<String> {
     names(inner).map(str::to_string).collect()
 }
 
-static NAME: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"[A-Za-z_$][\w$]*").ok());
+static NAME: LazyLock<Regex> = LazyLock::new(|| builtin_regex(r"[A-Za-z_$][\w$]*"));
 
 fn names(text: &str) -> impl Iterator<Item = &str> {
-    NAME.iter()
-        .flat_map(move |re| re.find_iter(text).map(|m| m.as_str()))
+    NAME.find_iter(text).map(|m| m.as_str())
 }
 
 /// A line's code with string literals blanked (`""`) and its line comment
@@ -603,12 +604,12 @@ fn chain_args(text: &str) -> Option<String> {
     if calls == 0 { None } else { last }
 }
 
-static ASSIGN: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?:\+=|:=|\.=|[^=!<>+\-*/%&|^:.]=)(?:[^=]|$)").ok());
+static ASSIGN: LazyLock<Regex> =
+    LazyLock::new(|| builtin_regex(r"(?:\+=|:=|\.=|[^=!<>+\-*/%&|^:.]=)(?:[^=]|$)"));
 
 /// Where the right side of the line's first assignment starts.
 fn assignment_end(code: &str) -> Option<usize> {
-    let m = ASSIGN.as_ref()?.find(code)?;
+    let m = ASSIGN.find(code)?;
     Some(m.start() + m.as_str().find('=')? + 1)
 }
 
@@ -697,11 +698,11 @@ struct Trace<'a> {
     flow: BTreeSet<u32>,
 }
 
-static TOKEN: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"([A-Za-z_$][\w$]*(?:\s*(?:\.|::|->)\s*[A-Za-z_$][\w$]*)*)(\s*!?\s*\()?").ok()
+static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
+    builtin_regex(r"([A-Za-z_$][\w$]*(?:\s*(?:\.|::|->)\s*[A-Za-z_$][\w$]*)*)(\s*!?\s*\()?")
 });
-static KWARG: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(^|[(,])\s*[A-Za-z_]\w*\s*=([^=]|$)").ok());
+static KWARG: LazyLock<Regex> =
+    LazyLock::new(|| builtin_regex(r"(^|[(,])\s*[A-Za-z_]\w*\s*=([^=]|$)"));
 
 impl Trace<'_> {
     /// Follows the names of an expression.
@@ -711,18 +712,14 @@ impl Trace<'_> {
         }
         // Keyword arguments' names are not values; what a sanitizer
         // returns is safe.
-        let code = match KWARG.as_ref() {
-            Some(re) => re.replace_all(code, "$1 $2").into_owned(),
-            None => code.to_string(),
-        };
+        let code = KWARG.replace_all(code, "$1 $2").into_owned();
         let code = self.table.unsanitized(&code);
         let mut text = code;
         for part in interps {
             text.push(' ');
             text.push_str(part);
         }
-        let Some(token) = TOKEN.as_ref() else { return };
-        let tokens: Vec<(String, bool)> = token
+        let tokens: Vec<(String, bool)> = TOKEN
             .captures_iter(&text)
             .map(|c| (c[1].to_string(), c.get(2).is_some()))
             .collect();
@@ -960,6 +957,15 @@ fn is_constant(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A built-in pattern that does not compile is a bug that fails loudly
+    /// on first use: force every one here, so none can ship.
+    #[test]
+    fn every_builtin_pattern_compiles() {
+        for re in [&NAME, &ASSIGN, &TOKEN, &KWARG] {
+            std::sync::LazyLock::force(re);
+        }
+    }
 
     fn judge_text(path: &str, text: &str, rule: &str) -> Judged {
         let table = SourceTable::bundled().unwrap();

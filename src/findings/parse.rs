@@ -5,6 +5,8 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
+
+use crate::util::builtin_regex;
 use serde_json::Value;
 
 use super::model::{
@@ -381,9 +383,7 @@ fn repair_candidates(text: &str) -> Vec<String> {
 /// claims: from each `path`/`file` key back to its `{` and on to the next
 /// `}` (clipped).
 fn salvage_entries(block: &str, reason: &str) -> Vec<Unparsed> {
-    let (Some(key), Some(line_key)) = (&*ENTRY_PATH, &*ENTRY_LINE) else {
-        return Vec::new();
-    };
+    let (key, line_key) = (&*ENTRY_PATH, &*ENTRY_LINE);
     let mut out = Vec::new();
     for caps in key.captures_iter(block) {
         let (Some(whole), Some(path)) = (caps.get(0), caps.get(1)) else {
@@ -409,25 +409,27 @@ fn salvage_entries(block: &str, reason: &str) -> Vec<Unparsed> {
 }
 
 /// `"path": "app.py"` (or `file`, single quotes, bare key) in a broken block.
-static ENTRY_PATH: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r#"["']?\b(?:path|file)["']?\s*:\s*["']([^"'\n]{1,300})["']"#).ok()
-});
+static ENTRY_PATH: LazyLock<Regex> =
+    LazyLock::new(|| builtin_regex(r#"["']?\b(?:path|file)["']?\s*:\s*["']([^"'\n]{1,300})["']"#));
 /// `"line": 12` (or `"12"`, `start_line`) in a broken entry.
-static ENTRY_LINE: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r#"["']?\b(?:line|start_line)["']?\s*:\s*["']?L?(\d{1,9})"#).ok());
+static ENTRY_LINE: LazyLock<Regex> =
+    LazyLock::new(|| builtin_regex(r#"["']?\b(?:line|start_line)["']?\s*:\s*["']?L?(\d{1,9})"#));
 /// `app.py:12`, `src/a.rs:12:3` anywhere in a line.
-static CLAIM_PATH_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[\s(\[`*])([\w./\\-]*\w\.[A-Za-z0-9]{1,10}):(\d{1,9})\b").ok()
+static CLAIM_PATH_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    builtin_regex(r"(?:^|[\s(\[`*])([\w./\\-]*\w\.[A-Za-z0-9]{1,10}):(\d{1,9})\b")
 });
 /// `app.py line 12`, `app.py (line 12)`, `app.py, L12` anywhere in a line.
-static CLAIM_PATH_WORD_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:^|[\s(\[`*])([\w./\\-]*\w\.[A-Za-z0-9]{1,10})[`*]*,?\s*\(?\s*(?:on\s+|at\s+)?(?:line\s+|L)(\d{1,9})\b").ok()
+static CLAIM_PATH_WORD_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    builtin_regex(
+        r"(?i)(?:^|[\s(\[`*])([\w./\\-]*\w\.[A-Za-z0-9]{1,10})[`*]*,?\s*\(?\s*(?:on\s+|at\s+)?(?:line\s+|L)(\d{1,9})\b",
+    )
 });
 /// `line 19: ...`, `L19 - ...`, `lines 3-5: ...`, `42: short title` at
 /// the start of a line (list markers and emphasis removed).
-static CLAIM_LINE_FIRST: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:lines?\s*|l)?(\d{1,9})(?:\s*[-–]\s*\d{1,9})?\s*[:)\-–—]\s*[A-Za-z`'\x22]")
-        .ok()
+static CLAIM_LINE_FIRST: LazyLock<Regex> = LazyLock::new(|| {
+    builtin_regex(
+        r"(?i)^(?:lines?\s*|l)?(\d{1,9})(?:\s*[-–]\s*\d{1,9})?\s*[:)\-–—]\s*[A-Za-z`'\x22]",
+    )
 });
 
 /// Lines of the text outside fenced code that read like a claim about a
@@ -445,8 +447,8 @@ fn claim_lines(text: &str, reason: &str) -> Vec<Unparsed> {
             continue;
         }
         let body = strip_list_marker(line);
-        let place = |re: &Option<Regex>| {
-            re.as_ref()?.captures(body).and_then(|c| {
+        let place = |re: &Regex| {
+            re.captures(body).and_then(|c| {
                 let path = c.get(1)?.as_str().replace('\\', "/");
                 let line = c.get(2)?.as_str().parse().ok()?;
                 Some((path.trim_start_matches("./").to_string(), line))
@@ -456,8 +458,12 @@ fn claim_lines(text: &str, reason: &str) -> Vec<Unparsed> {
             .or_else(|| place(&CLAIM_PATH_WORD_LINE))
             .map(|(p, l)| (Some(p), Some(l)))
             .or_else(|| {
-                let re = CLAIM_LINE_FIRST.as_ref()?;
-                let n = re.captures(body)?.get(1)?.as_str().parse().ok()?;
+                let n = CLAIM_LINE_FIRST
+                    .captures(body)?
+                    .get(1)?
+                    .as_str()
+                    .parse()
+                    .ok()?;
                 Some((None, Some(n)))
             });
         if let Some((path, line_no)) = found {
@@ -541,6 +547,21 @@ fn finding_from(item: &Value) -> Result<Finding, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A built-in pattern that does not compile is a bug that fails loudly
+    /// on first use: force every one here, so none can ship.
+    #[test]
+    fn every_builtin_pattern_compiles() {
+        for re in [
+            &ENTRY_PATH,
+            &ENTRY_LINE,
+            &CLAIM_PATH_LINE,
+            &CLAIM_PATH_WORD_LINE,
+            &CLAIM_LINE_FIRST,
+        ] {
+            std::sync::LazyLock::force(re);
+        }
+    }
 
     #[test]
     fn a_clean_block_is_marked_clean() {
@@ -666,19 +687,6 @@ mod tests {
         assert_eq!(strip_marker("naïve – ünïcode"), "naïve – ünïcode");
         let r = parse_report("Summary.\n```json\n{\"findings\":[]}\n```\n**TASK_COMPLETE**");
         assert_eq!(r.text, "Summary.\n```json\n{\"findings\":[]}\n```");
-    }
-
-    #[test]
-    fn the_claim_patterns_compile() {
-        for re in [
-            &ENTRY_PATH,
-            &ENTRY_LINE,
-            &CLAIM_PATH_LINE,
-            &CLAIM_PATH_WORD_LINE,
-            &CLAIM_LINE_FIRST,
-        ] {
-            assert!(re.is_some());
-        }
     }
 
     #[test]
