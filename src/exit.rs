@@ -121,7 +121,7 @@ impl EvalError {
             | Self::Truth { .. }
             | Self::ReadReport { .. }
             | Self::Report { .. } => USAGE,
-            Self::Table(_) | Self::BuiltinRules { .. } | Self::Json(_) => ERROR,
+            Self::Table(_) | Self::BuiltinRules { .. } | Self::Json(_) | Self::Markdown(_) => ERROR,
         }
     }
 }

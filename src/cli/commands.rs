@@ -112,6 +112,8 @@ pub(crate) async fn plan(settings: Settings, json: bool, estimate: bool) -> Resu
             .map_err(Failure::Output)?
     } else {
         fanscan::plan_text(&inventory, &plan, estimate.as_ref())
+            .context("cannot write the plan")
+            .map_err(Failure::Output)?
     };
     print(&text)?;
     Ok(exit::OK)

@@ -82,6 +82,9 @@ pub enum EvalError {
     BuiltinRules { problem: String },
     #[error("cannot encode the evaluation as JSON: {0}")]
     Json(#[source] serde_json::Error),
+    /// Writing the Markdown failed: a `Display` of ours returned an error.
+    #[error("cannot write the evaluation as Markdown: a fanscan bug, please report it")]
+    Markdown(#[source] std::fmt::Error),
 }
 
 /// serde_json's message without the position it appends: the position
@@ -109,7 +112,7 @@ pub fn evaluate(args: &EvalArgs) -> Result<String, EvalError> {
     };
     let evaluation = render::Evaluation::new(&truth, &runs, method, table);
     match args.format {
-        EvalFormat::Md => Ok(evaluation.markdown()),
+        EvalFormat::Md => evaluation.markdown().map_err(EvalError::Markdown),
         EvalFormat::Json => evaluation.json().map_err(EvalError::Json),
     }
 }

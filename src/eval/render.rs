@@ -154,25 +154,26 @@ impl Evaluation {
         Ok(text)
     }
 
-    /// The evaluation as Markdown.
-    pub(crate) fn markdown(&self) -> String {
+    /// The evaluation as Markdown (a `fmt::Error` is a `Display` of ours
+    /// that failed: a bug, reported, never an empty page).
+    pub(crate) fn markdown(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
-        md_header(&mut out, self);
-        md_overall(&mut out, self);
-        md_cost(&mut out, self);
-        md_per_cwe(&mut out, self);
-        md_unmatched(&mut out, self);
-        md_missed(&mut out, self);
-        md_notes(&mut out, self);
-        out
+        md_header(&mut out, self)?;
+        md_overall(&mut out, self)?;
+        md_cost(&mut out, self)?;
+        md_per_cwe(&mut out, self)?;
+        md_unmatched(&mut out, self)?;
+        md_missed(&mut out, self)?;
+        md_notes(&mut out, self)?;
+        Ok(out)
     }
 }
 
 /// The title, the truth set and how findings were counted.
-fn md_header(out: &mut String, eval: &Evaluation) {
+fn md_header(out: &mut String, eval: &Evaluation) -> std::fmt::Result {
     let t = &eval.truth;
-    let _ = writeln!(out, "# fanscan eval\n");
-    let _ = writeln!(
+    writeln!(out, "# fanscan eval\n")?;
+    writeln!(
         out,
         "Truth: {} ({}): {} cases, {} vulnerable and {} safe, in {} CWE classes.\n",
         code(&t.path),
@@ -181,49 +182,51 @@ fn md_header(out: &mut String, eval: &Evaluation) {
         t.vulnerable,
         t.safe,
         t.cwe_classes
-    );
+    )?;
     let matching = match eval.method.match_by {
         MatchBy::Cwe => "the same CWE or a documented relative",
         MatchBy::Location => "any CWE (--match location)",
     };
-    let _ = writeln!(
+    writeln!(
         out,
         "Counted: {}. A finding matches a case in its file with {matching} and, where the case labels lines, cites a line within {} of one.\n",
         eval.method.count.describe(),
         eval.method.line_slack
-    );
+    )?;
+    Ok(())
 }
 
 /// Counts and rates over all CWE classes, one row per run.
-fn md_overall(out: &mut String, eval: &Evaluation) {
-    let _ = writeln!(out, "## Overall\n");
-    let _ = writeln!(
+fn md_overall(out: &mut String, eval: &Evaluation) -> std::fmt::Result {
+    writeln!(out, "## Overall\n")?;
+    writeln!(
         out,
         "Counts are summed over the CWE classes; rates are the mean of the classes' rates (a rate with nothing to divide by shows as – and is left out of the mean).\n"
-    );
-    let _ = writeln!(out, "| run {RATE_HEADER}");
-    let _ = writeln!(out, "|---{RATE_RULE}");
+    )?;
+    writeln!(out, "| run {RATE_HEADER}")?;
+    writeln!(out, "|---{RATE_RULE}")?;
     for run in &eval.runs {
-        let _ = writeln!(
+        writeln!(
             out,
             "| {} {}",
             code(&run.report),
             rate_cells(&run.overall.counts, &run.overall.macro_rates)
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// Usage and cost, one row per run.
-fn md_cost(out: &mut String, eval: &Evaluation) {
-    let _ = writeln!(out, "\n## Cost\n");
-    let _ = writeln!(
+fn md_cost(out: &mut String, eval: &Evaluation) -> std::fmt::Result {
+    writeln!(out, "\n## Cost\n")?;
+    writeln!(
         out,
         "| run | provider | model | requests | input tokens | output tokens | cached tokens | cost | cost per TP |"
-    );
-    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|");
+    )?;
+    writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|")?;
     for run in &eval.runs {
         let u = &run.usage;
-        let _ = writeln!(
+        writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             code(&run.report),
@@ -235,15 +238,16 @@ fn md_cost(out: &mut String, eval: &Evaluation) {
             u.cached_tokens,
             money(u.cost_usd, "unknown"),
             money(u.cost_per_true_positive, "–"),
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// Counts and rates per CWE class, the runs side by side.
-fn md_per_cwe(out: &mut String, eval: &Evaluation) {
-    let _ = writeln!(out, "\n## Per CWE\n");
-    let _ = writeln!(out, "| CWE | cases (vulnerable/safe) | run {RATE_HEADER}");
-    let _ = writeln!(out, "|---|---|---{RATE_RULE}");
+fn md_per_cwe(out: &mut String, eval: &Evaluation) -> std::fmt::Result {
+    writeln!(out, "\n## Per CWE\n")?;
+    writeln!(out, "| CWE | cases (vulnerable/safe) | run {RATE_HEADER}")?;
+    writeln!(out, "|---|---|---{RATE_RULE}")?;
     let class_count = eval.runs.first().map_or(0, |r| r.per_cwe.len());
     for i in 0..class_count {
         for (r, run) in eval.runs.iter().enumerate() {
@@ -268,27 +272,28 @@ fn md_per_cwe(out: &mut String, eval: &Evaluation) {
             } else {
                 (String::new(), String::new())
             };
-            let _ = writeln!(
+            writeln!(
                 out,
                 "| {label} | {cases} | {} {}",
                 code(&run.report),
                 rate_cells(&class.counts, &class.rates)
-            );
+            )?;
         }
     }
+    Ok(())
 }
 
 /// Why findings matched no case, one row per run.
-fn md_unmatched(out: &mut String, eval: &Evaluation) {
-    let _ = writeln!(out, "\n## Findings that matched no case\n");
-    let _ = writeln!(
+fn md_unmatched(out: &mut String, eval: &Evaluation) -> std::fmt::Result {
+    writeln!(out, "\n## Findings that matched no case\n")?;
+    writeln!(
         out,
         "| run | findings counted | matched a case | other CWE | off the labelled lines | in an unlabelled file | without a CWE | unreadable CWE |"
-    );
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    )?;
+    writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|")?;
     for run in &eval.runs {
         let f = &run.findings;
-        let _ = writeln!(
+        writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
             code(&run.report),
@@ -299,22 +304,24 @@ fn md_unmatched(out: &mut String, eval: &Evaluation) {
             f.unlabelled,
             f.without_cwe,
             f.unreadable_cwe
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// Each run's missed cases and false alarms.
-fn md_missed(out: &mut String, eval: &Evaluation) {
-    let _ = writeln!(out, "\n## Missed and false alarms\n");
+fn md_missed(out: &mut String, eval: &Evaluation) -> std::fmt::Result {
+    writeln!(out, "\n## Missed and false alarms\n")?;
     for run in &eval.runs {
-        let _ = writeln!(out, "### {}\n", code(&run.report));
-        list_cases(out, run, Outcome::Fn, "Missed (FN)");
-        list_cases(out, run, Outcome::Fp, "False alarms (FP)");
+        writeln!(out, "### {}\n", code(&run.report))?;
+        list_cases(out, run, Outcome::Fn, "Missed (FN)")?;
+        list_cases(out, run, Outcome::Fp, "False alarms (FP)")?;
     }
+    Ok(())
 }
 
 /// The evaluation's and the runs' notes.
-fn md_notes(out: &mut String, eval: &Evaluation) {
+fn md_notes(out: &mut String, eval: &Evaluation) -> std::fmt::Result {
     let notes: Vec<String> = eval
         .notes
         .iter()
@@ -326,11 +333,12 @@ fn md_notes(out: &mut String, eval: &Evaluation) {
         }))
         .collect();
     if !notes.is_empty() {
-        let _ = writeln!(out, "## Notes\n");
+        writeln!(out, "## Notes\n")?;
         for note in notes {
-            let _ = writeln!(out, "- {note}");
+            writeln!(out, "- {note}")?;
         }
     }
+    Ok(())
 }
 
 const RATE_HEADER: &str = "| TP | FP | FN | TN | TPR | FPR | precision | recall | F1 | TPR−FPR |";
@@ -368,13 +376,13 @@ fn code(text: &str) -> String {
     format!("`{}`", cell(&text.replace('`', "'")))
 }
 
-fn list_cases(out: &mut String, run: &RunEval, outcome: Outcome, title: &str) {
+fn list_cases(out: &mut String, run: &RunEval, outcome: Outcome, title: &str) -> std::fmt::Result {
     let cases: Vec<&CaseEval> = run.cases.iter().filter(|c| c.outcome == outcome).collect();
     if cases.is_empty() {
-        let _ = writeln!(out, "{title}: none.\n");
-        return;
+        writeln!(out, "{title}: none.\n")?;
+        return Ok(());
     }
-    let _ = writeln!(out, "{title}: {}\n", cases.len());
+    writeln!(out, "{title}: {}\n", cases.len())?;
     for case in cases.iter().take(LISTED) {
         let lines = if case.lines.is_empty() {
             String::new()
@@ -388,16 +396,17 @@ fn list_cases(out: &mut String, run: &RunEval, outcome: Outcome, title: &str) {
             let list: Vec<String> = case.matched_by.iter().map(|m| code(m)).collect();
             format!(": {}", list.join(", "))
         };
-        let _ = writeln!(out, "- {} {}{lines}{by}", code(&case.file), case.cwe);
+        writeln!(out, "- {} {}{lines}{by}", code(&case.file), case.cwe)?;
     }
     if cases.len() > LISTED {
-        let _ = writeln!(
+        writeln!(
             out,
             "- … and {} more (all of them in --format json)",
             cases.len() - LISTED
-        );
+        )?;
     }
     out.push('\n');
+    Ok(())
 }
 
 fn run_eval(

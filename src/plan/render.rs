@@ -38,10 +38,15 @@ pub fn json(
     Ok(serde_json::to_string_pretty(&value)? + "\n")
 }
 
-/// The plan as text for people.
-pub fn text(inventory: &Inventory, plan: &Plan, estimate: Option<&Estimate>) -> String {
+/// The plan as text for people (a `fmt::Error` is a `Display` of ours
+/// that failed: a bug, reported, never a short listing).
+pub fn text(
+    inventory: &Inventory,
+    plan: &Plan,
+    estimate: Option<&Estimate>,
+) -> Result<String, std::fmt::Error> {
     let mut out = String::new();
-    let _ = writeln!(
+    writeln!(
         out,
         "{} ({} estimated tokens), {} skipped; {} of at most {} tokens (planner: {})",
         crate::util::count(inventory.files.len(), "file"),
@@ -50,25 +55,25 @@ pub fn text(inventory: &Inventory, plan: &Plan, estimate: Option<&Estimate>) -> 
         crate::util::count(plan.groups.len(), "group"),
         human_count(plan.group_tokens),
         plan.planner
-    );
+    )?;
     for g in &plan.groups {
-        let _ = writeln!(
+        writeln!(
             out,
             "\n{} ({}, {} tokens, agent {})",
             g.id,
             crate::util::count(g.files.len(), "file"),
             human_count(g.tokens),
             g.agent
-        );
+        )?;
         for f in &g.files {
-            let _ = writeln!(out, "  {f}");
+            writeln!(out, "  {f}")?;
         }
     }
     for n in &plan.notes {
-        let _ = writeln!(out, "\nnote: {n}");
+        writeln!(out, "\nnote: {n}")?;
     }
     if let Some(e) = estimate {
-        let _ = writeln!(out, "\n{}", e.describe());
+        writeln!(out, "\n{}", e.describe())?;
     }
-    out
+    Ok(out)
 }

@@ -28,11 +28,7 @@ impl Fence {
     pub(crate) fn random() -> Result<Self, FenceError> {
         let mut bytes = [0u8; BOUNDARY_BYTES];
         getrandom::fill(&mut bytes).map_err(|e| FenceError(e.to_string()))?;
-        let boundary = bytes.iter().fold(String::new(), |mut s, b| {
-            use std::fmt::Write as _;
-            let _ = write!(s, "{b:02x}");
-            s
-        });
+        let boundary = bytes.iter().map(|b| format!("{b:02x}")).collect();
         Ok(Self { boundary })
     }
 

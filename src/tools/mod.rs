@@ -120,6 +120,15 @@ pub(crate) enum ToolError {
     Internal(String),
 }
 
+/// Writing a tool's output into its text failed: a `Display` of ours
+/// returned an error (a fanscan bug), which fails the group, never the
+/// model's turn.
+impl From<std::fmt::Error> for ToolError {
+    fn from(_: std::fmt::Error) -> Self {
+        Self::Internal("writing the tool's output failed: a fanscan bug, please report it".into())
+    }
+}
+
 impl ToolContext {
     /// A context for `root`, which is canonicalized here, with a fresh
     /// random fence and the bundled injection rules.
@@ -464,10 +473,10 @@ impl Tool for ListDir {
         let shown_dir = if dir.rel.is_empty() { "." } else { &dir.rel };
         let mut text = format!("{shown_dir}/ ({total} entries)\n");
         for (_, label) in &entries[..shown] {
-            let _ = writeln!(text, "{label}");
+            writeln!(text, "{label}")?;
         }
         if shown < total {
-            let _ = writeln!(text, "[cut: {shown} of {total} entries shown]");
+            writeln!(text, "[cut: {shown} of {total} entries shown]")?;
         }
         Ok(ToolOutput {
             text: cap(text, ctx.limits.max_output_bytes),
@@ -541,15 +550,15 @@ impl Tool for ReadFile {
             if out.len() + line.len() + 8 > budget && end > start {
                 break;
             }
-            let _ = writeln!(out, "{}\t{line}", end + 1);
+            writeln!(out, "{}\t{line}", end + 1)?;
             end += 1;
         }
         if end < total {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "[cut: showing lines {offset}-{end} of {total}; call read_file with offset={} to continue]",
                 end + 1
-            );
+            )?;
         }
         // Only redactions on the lines shown count as seen here; the sweep
         // of the whole group reports the rest.
@@ -678,7 +687,7 @@ impl Tool for Grep {
                 }
                 hits += 1;
                 hit_lines.push(index + 1);
-                let _ = writeln!(out, "{rel}:{}:{}", index + 1, truncate_line(line));
+                writeln!(out, "{rel}:{}:{}", index + 1, truncate_line(line))?;
             }
             redactions.extend(
                 found
@@ -690,10 +699,10 @@ impl Tool for Grep {
         if hits == 0 {
             out = format!("no matches for {:?}\n", args.pattern);
         } else if cut {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "[cut: first {hits} hits shown; narrow the pattern, path or glob]"
-            );
+            )?;
         }
         Ok(ToolOutput {
             text: cap(out, ctx.limits.max_output_bytes),
