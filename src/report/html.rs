@@ -466,6 +466,14 @@ fn trend(out: &mut String, report: &Report, extras: &HtmlExtras) {
     if let Some(note) = &extras.history_note {
         let _ = writeln!(out, "<p class=\"muted\">{}</p>", text(note));
     }
+    trend_chart(out, runs);
+    since_last_run(out, report);
+    out.push_str("</section>\n");
+}
+
+/// The SVG of open findings per severity over the store's last runs (two
+/// at least), or a line saying when it appears.
+fn trend_chart(out: &mut String, runs: &[&TrendRun]) {
     if runs.len() < 2 {
         out.push_str("<p class=\"empty\">The trend appears once the run store holds two finished runs.</p>\n");
     } else {
@@ -558,6 +566,11 @@ fn trend(out: &mut String, report: &Report, extras: &HtmlExtras) {
         }
         out.push_str("</svg>\n<p class=\"muted\">Open verified findings per severity, one point a finished run of the store (hollow: incomplete).</p>\n");
     }
+}
+
+/// What changed since the last complete run: counts by severity and the
+/// new, fixed and unchecked findings.
+fn since_last_run(out: &mut String, report: &Report) {
     match &report.since_last_run {
         Some(since) => {
             let _ = writeln!(
@@ -618,7 +631,6 @@ fn trend(out: &mut String, report: &Report, extras: &HtmlExtras) {
             "<p class=\"muted\">No earlier complete run in the store to compare with.</p>\n",
         ),
     }
-    out.push_str("</section>\n");
 }
 
 /// A file's directory: `a/b/c.rs` is `a/b`, `c.rs` is `.`.
@@ -827,6 +839,15 @@ fn finding_row(
         }
         _ => out.push_str("<p class=\"muted\">No evidence quoted.</p>\n"),
     }
+    finding_facts(out, report, row, &location);
+}
+
+/// The facts of a finding's detail row: fingerprint, location, CWE, rule,
+/// origin, agents, verification, the skeptic's verdict, why it does or
+/// does not gate.
+fn finding_facts(out: &mut String, report: &Report, row: &Row<'_>, location: &str) {
+    let m = row.merged;
+    let f = &m.finding;
     out.push_str("<dl class=\"kv\">\n");
     let mut kv = |k: &str, v: String| {
         let _ = writeln!(out, "<dt>{k}</dt><dd>{v}</dd>");
@@ -837,7 +858,7 @@ fn finding_row(
     );
     kv(
         "Location",
-        format!("<span class=\"mono\">{}</span>", text(&location)),
+        format!("<span class=\"mono\">{}</span>", text(location)),
     );
     if let Some(id) = f.cwe.id {
         kv(
