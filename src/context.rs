@@ -26,7 +26,7 @@ use crate::control::RunControl;
 use crate::conversation::Usage;
 use crate::events::EventSink;
 use crate::fanout::{FanOut, FanOutResult};
-use crate::git::{ChangeSet, ConfigOrigin, GitError};
+use crate::git::{ChangeSet, Checkout, ConfigOrigin, GitError};
 use crate::inventory::{Inventory, InventoryError, InventoryOptions};
 use crate::plan::{Plan, PlanError, Planner, PlannerAgent, Routing};
 use crate::prices::{Price, PriceError, Prices};
@@ -93,6 +93,9 @@ pub struct Context {
     pub baseline: Option<Baseline>,
     /// Where the baseline was read from, for the manifest.
     baseline_source: Option<String>,
+    /// The scanned tree's state in git, read once here: every report of
+    /// the run names the same commit, whatever git does meanwhile.
+    pub checkout: Checkout,
 }
 
 impl Context {
@@ -137,6 +140,7 @@ impl Context {
             None => None,
         };
         let (baseline, baseline_source) = load_baseline(&settings)?;
+        let checkout = crate::git::checkout(&settings.root);
         let prices = match &settings.prices {
             Some(path) => Prices::load(path)?,
             None => Prices::builtin()?,
@@ -179,6 +183,7 @@ impl Context {
             changes,
             baseline,
             baseline_source,
+            checkout,
         })
     }
 
@@ -383,6 +388,7 @@ impl Context {
                 group_tokens: self.settings.group_tokens,
                 jobs: self.settings.jobs,
                 sources: self.sources(),
+                checkout: Some(self.checkout.clone()),
             },
         }
     }

@@ -3,7 +3,9 @@
 //!
 //! Takes a repository root and a ref; gives a [`ChangeSet`] (from
 //! `git diff --name-status -z --merge-base REF`, or from a list a CI
-//! system wrote) and the text of files at the ref (`git show REF:path`).
+//! system wrote), the text of files at the ref (`git show REF:path`), and
+//! the scanned tree's [`Checkout`] state (commit, branch, uncommitted
+//! changes, `origin` without credentials) that every report names.
 //! No git crate: the `git` every CI runner has is enough, and its
 //! behaviour (rename detection, `--merge-base`) is the one users know.
 
@@ -494,6 +496,392 @@ pub(crate) fn review_diff(root: &Path, base: &str) -> Result<ReviewDiff, GitErro
     })
 }
 
+/// The state of the scanned tree in git, read once when a run is set up:
+/// which commit a report's lines belong to, so that a reader can tell a
+/// finding on a line that is not there (a fabrication) from a report of
+/// another checkout. A tree outside git is a state too, never an error.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Checkout {
+    /// The scan root is inside a git work tree.
+    Git(GitCheckout),
+    /// The scan root is in no git repository, or git is not on the PATH
+    /// (the note says which).
+    NotARepository {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// The root is in a repository but git could not tell its state (a
+    /// `safe.directory` refusal, a broken repository): the error says why.
+    Unknown { error: String },
+}
+
+/// A git work tree's state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitCheckout {
+    /// HEAD's commit, the full SHA; none on a branch with no commit yet.
+    pub commit: Option<String>,
+    /// The branch HEAD is on; none when HEAD is detached.
+    pub branch: Option<String>,
+    /// HEAD is detached (a CI checkout of a pull request or a tag).
+    #[serde(default)]
+    pub detached: bool,
+    /// Tags that point at HEAD, sorted: the ref of a detached checkout.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Paths under the scan root whose tracked content differs from HEAD
+    /// (staged or not, deletions and renames included).
+    pub modified: usize,
+    /// Files under the scan root that git does not track and does not
+    /// ignore.
+    pub untracked: usize,
+    /// The URL of the `origin` remote, credentials removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_url: Option<String>,
+    /// The scan root's path in the repository (`sub/dir/`, empty at the
+    /// top): report paths are relative to the root.
+    #[serde(default)]
+    pub prefix: String,
+}
+
+impl GitCheckout {
+    /// Whether the scanned files may differ from the commit.
+    pub fn dirty(&self) -> bool {
+        self.modified > 0 || self.untracked > 0
+    }
+
+    /// The commit's first 12 hex digits (git's abbreviation on large
+    /// repositories), for text people read.
+    pub fn short_commit(&self) -> Option<&str> {
+        self.commit.as_deref().map(|c| c.get(..12).unwrap_or(c))
+    }
+}
+
+impl Checkout {
+    /// The state in one sentence without a final stop: `commit
+    /// 0123456789ab on main (uncommitted changes: 1 modified file)`,
+    /// `not a git repository`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Git(g) => {
+                let mut out = match g.short_commit() {
+                    Some(c) => format!("commit {c}"),
+                    None => "no commit yet".to_string(),
+                };
+                match (&g.branch, g.detached) {
+                    (Some(b), _) => out.push_str(&format!(" on {b}")),
+                    (None, true) if g.tags.is_empty() => out.push_str(" (detached HEAD)"),
+                    (None, _) => {
+                        out.push_str(&format!(" (detached HEAD, tag {})", g.tags.join(", ")));
+                    }
+                }
+                out.push_str(&match (g.modified, g.untracked) {
+                    (0, 0) => ", no uncommitted changes".to_string(),
+                    (m, 0) => format!(" (uncommitted changes: {})", files(m, "modified")),
+                    (0, u) => format!(" (uncommitted changes: {})", files(u, "untracked")),
+                    (m, u) => format!(
+                        " (uncommitted changes: {}, {})",
+                        files(m, "modified"),
+                        files(u, "untracked")
+                    ),
+                });
+                out
+            }
+            Self::NotARepository { note: None } => "not a git repository".into(),
+            Self::NotARepository { note: Some(n) } => format!("not a git repository ({n})"),
+            Self::Unknown { error } => format!("git state unknown: {error}"),
+        }
+    }
+
+    /// The commit, when there is one.
+    pub fn commit(&self) -> Option<&str> {
+        match self {
+            Self::Git(g) => g.commit.as_deref(),
+            Self::NotARepository { .. } | Self::Unknown { .. } => None,
+        }
+    }
+}
+
+/// `2 modified files`, `1 untracked file`.
+fn files(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what} file")
+    } else {
+        format!("{n} {what} files")
+    }
+}
+
+/// Why git could not say what the tree is: a value of the report
+/// ([`Checkout::Unknown`]), never a stopped run.
+#[derive(Debug, thiserror::Error)]
+enum CheckoutError {
+    #[error("cannot run git: {0}")]
+    Spawn(#[source] std::io::Error),
+    #[error("`git {args}` failed: {stderr}")]
+    Failed { args: String, stderr: String },
+}
+
+/// One git command for [`checkout`]: its exit code and output, in the C
+/// locale so that "not a git repository" reads the same everywhere, and
+/// without optional locks so that a scan never contends with the user's
+/// own git commands for the index.
+fn run_quiet(root: &Path, args: &[&str]) -> std::io::Result<std::process::Output> {
+    Command::new("git")
+        .arg("--no-optional-locks")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .env("LC_ALL", "C")
+        .output()
+}
+
+/// The state of the tree at `root`: its commit, branch, uncommitted
+/// changes under `root` and `origin`'s URL; a tree outside git, or no git
+/// on the PATH, is [`Checkout::NotARepository`]; anything else git
+/// refuses is [`Checkout::Unknown`] with its error.
+pub(crate) fn checkout(root: &Path) -> Checkout {
+    let probe = match run_quiet(
+        root,
+        &["rev-parse", "--is-inside-work-tree", "--show-prefix"],
+    ) {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Checkout::NotARepository {
+                note: Some("git is not on the PATH, so the commit could not be read".into()),
+            };
+        }
+        Err(e) => {
+            return Checkout::Unknown {
+                error: CheckoutError::Spawn(e).to_string(),
+            };
+        }
+    };
+    let stderr = String::from_utf8_lossy(&probe.stderr);
+    if !probe.status.success() {
+        if stderr.contains("not a git repository") {
+            return Checkout::NotARepository { note: None };
+        }
+        return Checkout::Unknown {
+            error: CheckoutError::Failed {
+                args: "rev-parse --is-inside-work-tree".into(),
+                stderr: stderr.trim().to_string(),
+            }
+            .to_string(),
+        };
+    }
+    let text = String::from_utf8_lossy(&probe.stdout);
+    let mut lines = text.lines();
+    if lines.next() != Some("true") {
+        return Checkout::NotARepository {
+            note: Some("inside a git directory, not a work tree".into()),
+        };
+    }
+    let prefix = lines.next().unwrap_or_default().to_string();
+    match read_work_tree(root, prefix) {
+        Ok(state) => Checkout::Git(state),
+        Err(e) => Checkout::Unknown {
+            error: e.to_string(),
+        },
+    }
+}
+
+/// Runs `git args` in `root`: its stdout when it exits 0, none when it
+/// exits with `absent` (git's "no such thing" answer), an error otherwise.
+fn answer(root: &Path, args: &[&str], absent: i32) -> Result<Option<String>, CheckoutError> {
+    let out = run_quiet(root, args).map_err(CheckoutError::Spawn)?;
+    match out.status.code() {
+        Some(0) => Ok(Some(String::from_utf8_lossy(&out.stdout).into_owned())),
+        Some(code) if code == absent => Ok(None),
+        _ => Err(CheckoutError::Failed {
+            args: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }),
+    }
+}
+
+/// The commit, branch, tags, changes and remote of the work tree at
+/// `root` (whose prefix in the repository is `prefix`).
+fn read_work_tree(root: &Path, prefix: String) -> Result<GitCheckout, CheckoutError> {
+    let trimmed = |s: Option<String>| s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    // Exit 1 with --quiet: HEAD names no commit yet (a fresh `git init`).
+    let commit = trimmed(answer(
+        root,
+        &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+        1,
+    )?);
+    // Exit 1 with --quiet: HEAD is detached.
+    let branch = trimmed(answer(
+        root,
+        &["symbolic-ref", "--quiet", "--short", "HEAD"],
+        1,
+    )?);
+    let detached = branch.is_none();
+    let tags = match (&commit, detached) {
+        (Some(_), true) => answer(root, &["tag", "--points-at", "HEAD"], -1)?
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    };
+    // `.` is the scan root: changes elsewhere in the repository are not
+    // in the scanned files. Ignored files (fanscan's own `.fanscan/`
+    // store, with its `.gitignore`) are not changes.
+    let status = answer(
+        root,
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--",
+            ".",
+        ],
+        -1,
+    )?
+    .unwrap_or_default();
+    let (modified, untracked) = count_status(status.as_bytes());
+    // Exit 1: no `origin` remote.
+    let remote_url = trimmed(answer(root, &["config", "--get", "remote.origin.url"], 1)?)
+        .map(|u| strip_credentials(&u));
+    Ok(GitCheckout {
+        commit,
+        branch,
+        detached,
+        tags,
+        modified,
+        untracked,
+        remote_url,
+        prefix,
+    })
+}
+
+/// Counts `git status --porcelain=v1 -z`: entries of tracked changes and
+/// of untracked files (`??`). A rename or copy carries its source path
+/// as one more field.
+fn count_status(out: &[u8]) -> (usize, usize) {
+    let (mut modified, mut untracked) = (0, 0);
+    let mut fields = out.split(|b| *b == 0).filter(|f| !f.is_empty());
+    while let Some(entry) = fields.next() {
+        let code = entry.get(..2).unwrap_or(entry);
+        match code {
+            b"??" => untracked += 1,
+            b"!!" => {}
+            _ => {
+                modified += 1;
+                if code.contains(&b'R') || code.contains(&b'C') {
+                    fields.next();
+                }
+            }
+        }
+    }
+    (modified, untracked)
+}
+
+/// A remote URL without credentials: an `https://` (or any other
+/// scheme's) URL loses its whole `user:token@` part (a user name alone may
+/// be a token too), an `ssh://` one keeps its user and loses the password
+/// (an ssh user name is not a secret). scp-like (`git@host:x`) and local paths have no
+/// password and stay as they are.
+pub(crate) fn strip_credentials(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        return url.to_string();
+    };
+    let ssh = scheme.eq_ignore_ascii_case("ssh")
+        || scheme.eq_ignore_ascii_case("git+ssh")
+        || scheme.eq_ignore_ascii_case("ssh+git");
+    let user = userinfo.split(':').next().unwrap_or_default();
+    if ssh && !user.is_empty() {
+        format!("{scheme}://{user}@{host}{path}")
+    } else {
+        format!("{scheme}://{host}{path}")
+    }
+}
+
+/// A remote URL as an absolute URI (what SARIF's `repositoryUri` must
+/// be): URLs with a scheme as they are, scp-like `user@host:path` as
+/// `ssh://user@host/path`, absolute local paths as `file://` URIs; none
+/// for a relative path or text that is no URI.
+pub(crate) fn remote_uri(url: &str) -> Option<String> {
+    let uri = if let Some((scheme, _)) = url.split_once("://") {
+        let valid = scheme
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        if !valid {
+            return None;
+        }
+        url.to_string()
+    } else if url.starts_with('/') {
+        format!("file://{}", percent_encode_path(url))
+    } else if let Some((host, path)) = url.split_once(':')
+        && !host.contains('/')
+        && host.len() > 1
+    {
+        // scp-like: no scheme, a host (with a user) before the first `:`.
+        let path = path.trim_start_matches('/');
+        format!("ssh://{host}/{path}")
+    } else {
+        return None;
+    };
+    uri.chars().all(uri_char).then_some(uri)
+}
+
+/// Characters an RFC 3986 URI may hold as they are (`%` for an escape
+/// already made).
+fn uri_char(c: char) -> bool {
+    c.is_ascii_alphanumeric()
+        || matches!(
+            c,
+            '-' | '.'
+                | '_'
+                | '~'
+                | ':'
+                | '/'
+                | '?'
+                | '#'
+                | '['
+                | ']'
+                | '@'
+                | '!'
+                | '$'
+                | '&'
+                | '\''
+                | '('
+                | ')'
+                | '*'
+                | '+'
+                | ','
+                | ';'
+                | '='
+                | '%'
+        )
+}
+
+/// A local path as a `file://` URI path: bytes outside the unreserved
+/// set (and `/`) percent-encoded.
+fn percent_encode_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -565,5 +953,92 @@ mod tests {
         let hunks = parse_hunks(diff);
         assert_eq!(hunks.files.keys().collect::<Vec<_>>(), ["x"]);
         assert_eq!(hunks.files["x"].lines.len(), 2);
+    }
+
+    #[test]
+    fn credentials_are_stripped_from_remote_urls() {
+        for (url, want) in [
+            (
+                // fanscan:ignore[secret/url-credentials] test fixture: the stripping must remove it
+                "https://user:ghp_secret@github.com/o/r.git",
+                "https://github.com/o/r.git",
+            ),
+            (
+                // fanscan:ignore[secret/url-credentials] test fixture: the stripping must remove it
+                "https://x-access-token:tok@github.com/o/r",
+                "https://github.com/o/r",
+            ),
+            (
+                "https://ghp_tokenonly@github.com/o/r.git",
+                "https://github.com/o/r.git",
+            ),
+            ("https://a:b@c@host:8443/r?x=1", "https://host:8443/r?x=1"),
+            ("ssh://git:pw@host/o/r.git", "ssh://git@host/o/r.git"),
+            ("ssh://git@host/o/r.git", "ssh://git@host/o/r.git"),
+            ("https://github.com/o/r.git", "https://github.com/o/r.git"),
+            ("git@github.com:o/r.git", "git@github.com:o/r.git"),
+            ("/srv/repos/r.git", "/srv/repos/r.git"),
+        ] {
+            assert_eq!(strip_credentials(url), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn remotes_become_absolute_uris_or_none() {
+        assert_eq!(
+            remote_uri("git@github.com:o/r.git").as_deref(),
+            Some("ssh://git@github.com/o/r.git")
+        );
+        assert_eq!(
+            remote_uri("https://github.com/o/r").as_deref(),
+            Some("https://github.com/o/r")
+        );
+        assert_eq!(
+            remote_uri("/srv/my repo.git").as_deref(),
+            Some("file:///srv/my%20repo.git")
+        );
+        assert_eq!(remote_uri("../sibling"), None);
+        assert_eq!(remote_uri("https://host/a b"), None);
+        assert_eq!(remote_uri("1x://host/a"), None);
+    }
+
+    #[test]
+    fn status_counts_tracked_changes_and_untracked_files() {
+        let out = b" M src/a.rs\0R  new.rs\0old.rs\0?? notes.txt\0?? b/c.txt\0D  gone.rs\0";
+        assert_eq!(count_status(out), (3, 2));
+        assert_eq!(count_status(b""), (0, 0));
+    }
+
+    #[test]
+    fn the_state_reads_as_one_sentence() {
+        let mut g = GitCheckout {
+            commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
+            branch: Some("main".into()),
+            ..GitCheckout::default()
+        };
+        assert_eq!(
+            Checkout::Git(g.clone()).describe(),
+            "commit 0123456789ab on main, no uncommitted changes"
+        );
+        g.modified = 2;
+        g.untracked = 1;
+        assert_eq!(
+            Checkout::Git(g.clone()).describe(),
+            "commit 0123456789ab on main (uncommitted changes: 2 modified files, 1 untracked file)"
+        );
+        g = GitCheckout {
+            commit: g.commit,
+            detached: true,
+            tags: vec!["v1.0".into()],
+            ..GitCheckout::default()
+        };
+        assert_eq!(
+            Checkout::Git(g).describe(),
+            "commit 0123456789ab (detached HEAD, tag v1.0), no uncommitted changes"
+        );
+        assert_eq!(
+            Checkout::NotARepository { note: None }.describe(),
+            "not a git repository"
+        );
     }
 }

@@ -62,6 +62,7 @@ pub use eval::{Count, EvalArgs, EvalError, evaluate};
 pub use events::{Event, EventSink};
 pub use findings::Severity;
 pub use gate::{Baselined, FailOn, Outcome, Suppressed};
+pub use git::{Checkout, GitCheckout};
 pub use inventory::{Inventory, InventoryOptions, walk};
 pub use plan::render::{json as plan_json, text as plan_text};
 pub use plan::shard::Shard;
@@ -549,6 +550,7 @@ pub async fn merge(
         .into());
     }
     report::shard::check_checkout(ctx.tools.root(), &joined)?;
+    let checkout_note = report::shard::checkout_note(&joined.checkouts, &ctx.checkout);
     let tools = Arc::new(scoped_tools(&ctx.tools, &inventory));
     let run_info = ctx.run_info(&joined.plan, &started);
     let (run, warned) =
@@ -570,7 +572,7 @@ pub async fn merge(
             not_started,
             stopped: joined.stopped,
             notes: Notes {
-                setup: [warned, joined.notes].concat(),
+                setup: [warned, joined.notes, checkout_note.into_iter().collect()].concat(),
                 stages: Vec::new(),
             },
             carried: Some(carried),

@@ -54,6 +54,15 @@ pub(crate) fn count(n: usize, word: &str) -> String {
     }
 }
 
+/// `text` with its first letter upper-case: a phrase as a sentence.
+pub(crate) fn capitalize(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 pub(crate) fn human_duration(d: std::time::Duration) -> String {
     let secs = d.as_secs();
     if secs.is_multiple_of(3600) && secs > 0 {

@@ -8,7 +8,8 @@
 //! `location.lines`, `type: "issue"`, and `categories` when known.
 //!
 //! The format has no place for the run itself: an incomplete run shows in
-//! the job's exit code (3), and unverified findings, and those the skeptic
+//! the job's exit code (3), the scanned commit and its uncommitted
+//! changes are the job's own (the other formats name them), and unverified findings, and those the skeptic
 //! refuted, stay out, as they do of the gate (the other formats list them).
 //! So do doubtful reviews (groups whose claims were all unverified: they
 //! have no finding to show); under `--strict` they make the run

@@ -8,7 +8,9 @@
 //! `::warning` for files no agent was shown, `::warning` for each doubtful
 //! review (a group that made claims and none verified, with its claims),
 //! `::notice` for findings that failed verification (never annotated: they
-//! are not gated on).
+//! are not gated on), and `::warning` when the scanned tree had uncommitted
+//! changes (the annotations point at lines of files that are not the
+//! commit's; a clean checkout, the usual CI case, adds no line).
 //!
 //! Titles and messages come from the scanned repository and from models,
 //! so everything is escaped as the workflow-command syntax requires: a raw
@@ -19,6 +21,7 @@ use std::fmt::Write as _;
 use super::Report;
 use super::sarif::rule_id;
 use crate::findings::Severity;
+use crate::git::Checkout;
 use crate::util::count;
 
 /// Renders `report` as workflow commands, one per line.
@@ -33,6 +36,7 @@ pub(crate) fn render(report: &Report) -> String {
     contested(&mut out, report);
     unread(&mut out, report);
     unverified(&mut out, report);
+    uncommitted(&mut out, report);
     out
 }
 
@@ -245,6 +249,25 @@ fn unverified(out: &mut String, report: &Report) {
                     "are"
                 },
                 first_ten(report.unverified.iter().map(|m| m.finding.title.as_str()))
+            ),
+        );
+    }
+}
+
+/// A warning when the scanned tree was not its commit: the annotations'
+/// lines are those of the files as they were, which a reader of the
+/// commit may not find.
+fn uncommitted(out: &mut String, report: &Report) {
+    if let Some(checkout @ Checkout::Git(g)) = &report.manifest.checkout
+        && g.dirty()
+    {
+        line(
+            out,
+            "warning",
+            &[("title", "fanscan: uncommitted changes".into())],
+            &format!(
+                "Scanned {}: findings may point at lines that are not in the commit.",
+                checkout.describe()
             ),
         );
     }

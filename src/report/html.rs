@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::findings::Severity;
 use crate::gate::Outcome;
+use crate::git::Checkout;
 use crate::reduce::Merged;
 
 use super::Report;
@@ -227,7 +228,11 @@ fn verdict(out: &mut String, report: &Report, rows: &[Row<'_>]) {
         .cost_usd
         .map_or_else(|| "n/a".to_string(), |c| format!("${c:.4}"));
     let planned: usize = report.plan.groups.iter().map(|g| g.files.len()).sum();
-    let facts: Vec<(&str, String)> = vec![
+    let mut facts: Vec<(&str, String)> = Vec::new();
+    if let Some(checkout) = &report.manifest.checkout {
+        facts.push(("Checkout", checkout_html(checkout)));
+    }
+    facts.extend([
         ("Started", text(&report.started_at)),
         ("Duration", duration(report.duration_ms)),
         ("Cost", cost),
@@ -303,7 +308,7 @@ fn verdict(out: &mut String, report: &Report, rows: &[Row<'_>]) {
                 |id| format!("#{id} in the store"),
             ),
         ),
-    ];
+    ]);
     out.push_str("<dl class=\"facts\">\n");
     for (k, v) in facts {
         let _ = writeln!(out, "<div><dt>{k}</dt><dd>{v}</dd></div>");
@@ -330,6 +335,21 @@ fn verdict(out: &mut String, report: &Report, rows: &[Row<'_>]) {
         );
     }
     out.push_str("</div>\n</header>\n");
+}
+
+/// The scanned tree: the state in words, then the full commit and
+/// `origin`'s URL (credentials already removed) in monospace.
+fn checkout_html(checkout: &Checkout) -> String {
+    let mut out = text(&crate::util::capitalize(&checkout.describe()));
+    if let Checkout::Git(g) = checkout {
+        if let Some(commit) = &g.commit {
+            let _ = write!(out, "<br><span class=\"mono\">{}</span>", text(commit));
+        }
+        if let Some(url) = &g.remote_url {
+            let _ = write!(out, "<br>origin <span class=\"mono\">{}</span>", text(url));
+        }
+    }
+    out
 }
 
 fn toc(out: &mut String) {

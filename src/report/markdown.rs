@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::Report;
 use crate::findings::Severity;
 use crate::gate::{Outcome, Suppressed};
-use crate::git::ChangeSet;
+use crate::git::{ChangeSet, Checkout};
 use crate::reduce::Merged;
 use crate::util::count;
 use crate::util::human_count;
@@ -33,7 +33,7 @@ pub(super) fn render(report: &Report) -> String {
     out
 }
 
-/// The title, the run in one sentence, and the incomplete-run,
+/// The title, the run in one sentence, the scanned checkout, and the incomplete-run,
 /// doubtful-review and contested-review warnings.
 fn header(out: &mut String, report: &Report) {
     let _ = writeln!(out, "# fanscan report: {}\n", report.root);
@@ -51,6 +51,9 @@ fn header(out: &mut String, report: &Report) {
             (s, b) => format!(" (besides {s} suppressed and {b} baselined, listed below)"),
         }
     );
+    if let Some(line) = checkout_line(report) {
+        let _ = writeln!(out, "{line}\n");
+    }
     if !report.complete {
         let _ = writeln!(
             out,
@@ -77,6 +80,38 @@ fn header(out: &mut String, report: &Report) {
             count(report.contested.len(), "group"),
         );
     }
+}
+
+/// The scanned tree in one line: `Commit 0123456789ab on main (uncommitted
+/// changes: 1 modified file); origin https://…`, or `Not a git
+/// repository.`; none for a report written before fanscan recorded it.
+/// Branch names and URLs come from the repository: Markdown in them is
+/// escaped.
+fn checkout_line(report: &Report) -> Option<String> {
+    let checkout = report.manifest.checkout.as_ref()?;
+    let mut line = escape(&crate::util::capitalize(&checkout.describe()));
+    if let Checkout::Git(g) = checkout
+        && let Some(url) = &g.remote_url
+    {
+        let _ = write!(line, "; origin {}", escape(url));
+    }
+    line.push('.');
+    Some(line)
+}
+
+/// Backslash-escapes the characters that would make text Markdown.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(
+            c,
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '|'
+        ) {
+            out.push('\\');
+        }
+        out.push(if c.is_control() { ' ' } else { c });
+    }
+    out
 }
 
 /// The reducer's summary, with a note when the gate took findings out of

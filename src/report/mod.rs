@@ -3,9 +3,10 @@
 //! GitLab Code Quality by pure functions, and the exit code.
 //!
 //! The JSON schema is versioned (`schema_version`) and documented in
-//! `docs/reports.md`; it carries a run manifest (fanscan version, provider, model,
-//! hashes of the agent definitions, rule set and plan) so that a run can be
-//! reproduced and compared.
+//! `docs/reports.md`; it carries a run manifest (fanscan version, provider,
+//! model, hashes of the agent definitions, rule set and plan, and the
+//! scanned tree's commit, branch and uncommitted changes) so that a run can
+//! be reproduced and compared, and a finding traced to the checkout it is of.
 
 mod codeclimate;
 mod github;
@@ -26,7 +27,7 @@ use crate::budget::AgentUsage;
 use crate::conversation::Usage;
 use crate::findings::Origin;
 use crate::gate::{Baselined, GatePolicy, Suppressed, Triage, Verdict};
-use crate::git::ChangeSet;
+use crate::git::{ChangeSet, Checkout};
 use crate::inventory::Skipped;
 use crate::plan::Plan;
 use crate::providers::EngineKind;
@@ -80,6 +81,11 @@ pub struct Manifest {
     /// Where each agent definition, the rules and the config came from.
     #[serde(default)]
     pub sources: Sources,
+    /// The scanned tree's commit, branch and uncommitted changes (or that
+    /// it is no git repository), read when the run was set up; none in a
+    /// report written before fanscan recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkout: Option<Checkout>,
 }
 
 /// Where the run's configuration came from: `built-in`, `working tree`,

@@ -299,8 +299,14 @@ fn summary(report: &Report, diff: &ReviewDiff, s: &Selection<'_>, max: usize) ->
             ));
         }
     }
+    let checkout = report
+        .manifest
+        .checkout
+        .as_ref()
+        .map(|c| format!(" · {}", inline(&c.describe())))
+        .unwrap_or_default();
     out.push_str(&format!(
-        "\n<sub>fanscan {} · {} · {}</sub>\n",
+        "\n<sub>fanscan {} · {} · {}{checkout}</sub>\n",
         inline(&report.tool.version),
         inline(&report.provider),
         inline(&report.model)

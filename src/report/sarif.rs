@@ -8,6 +8,11 @@
 //! claims and none verified, with its claims), as
 //! `toolExecutionNotifications`.
 //!
+//! The scanned commit is `versionControlProvenance` when `origin`'s URL is
+//! known (the schema requires a `repositoryUri`), and the whole checkout
+//! state (commit, branch, uncommitted changes, or no git repository) is
+//! always in `run.properties.checkout`.
+//!
 //! Unverified findings are not results. Code scanning turns every result
 //! into a persistent alert, and it ranks a security rule by the rule's
 //! `security-severity`, not the result's level: an unverified SQL-injection
@@ -38,6 +43,7 @@ use super::Report;
 use crate::cwe::CweId;
 use crate::findings::{Finding, Origin, Severity};
 use crate::gate::{Baselined, Suppressed};
+use crate::git::Checkout;
 use crate::reduce::Merged;
 use crate::util::count;
 
@@ -137,6 +143,7 @@ fn log(report: &Report, category: Option<&str>) -> s::Sarif {
     run.results = Some(results);
     run.invocations = Some(vec![invocation(report)]);
     run.automation_details = automation_details(category);
+    run.version_control_provenance = version_control(report);
     run.properties = Some(run_properties(report));
 
     s::Sarif::builder()
@@ -222,9 +229,46 @@ fn automation_details(category: Option<&str>) -> Option<s::RunAutomationDetails>
         })
 }
 
-/// The run's provider, model, engine, gate and diff.
+/// The commit the run scanned, as `versionControlProvenance`: only for
+/// a git checkout whose `origin` URL is known, because the schema
+/// requires `repositoryUri` (an absolute URI) and a log must not carry an
+/// invented one. Every other state (no remote, a relative remote path,
+/// not a git repository, unknown) is in `run.properties.checkout` alone,
+/// where it always is.
+fn version_control(report: &Report) -> Option<Vec<s::VersionControlDetails>> {
+    let Some(Checkout::Git(g)) = &report.manifest.checkout else {
+        return None;
+    };
+    let uri = g.remote_url.as_deref().and_then(crate::git::remote_uri)?;
+    let mut details = s::VersionControlDetails::builder()
+        .repository_uri(uri)
+        .build();
+    details.revision_id = g.commit.clone();
+    details.branch = g.branch.clone();
+    details.revision_tag = g.tags.first().cloned();
+    if g.prefix.is_empty() {
+        // The repository's root is the checkout root artifact URIs are
+        // relative to.
+        let mut root = s::ArtifactLocation::builder().build();
+        root.uri_base_id = Some(SRCROOT.into());
+        details.mapped_to = Some(root);
+    }
+    details.properties = Some(bag(
+        None,
+        [
+            ("uncommittedChanges", json!(g.dirty())),
+            ("modifiedFiles", json!(g.modified)),
+            ("untrackedFiles", json!(g.untracked)),
+            ("detached", json!(g.detached)),
+            ("rootInRepository", json!(g.prefix)),
+        ],
+    ));
+    Some(vec![details])
+}
+
+/// The run's provider, model, engine, gate, diff and checkout.
 fn run_properties(report: &Report) -> s::PropertyBag {
-    bag(
+    let mut properties = bag(
         None,
         [
             ("provider", json!(report.provider)),
@@ -242,7 +286,14 @@ fn run_properties(report: &Report) -> s::PropertyBag {
                 serde_json::to_value(&report.diff).unwrap_or(Value::Null),
             ),
         ],
-    )
+    );
+    if let Some(checkout) = &report.manifest.checkout {
+        properties.additional_properties.insert(
+            "checkout".into(),
+            serde_json::to_value(checkout).unwrap_or(Value::Null),
+        );
+    }
+    properties
 }
 
 /// Where the tool is documented: the package's repository or homepage,
@@ -786,6 +837,7 @@ pub(crate) mod tests {
                 group_tokens: 0,
                 jobs: 1,
                 sources: crate::report::Sources::default(),
+                checkout: None,
             },
             complete: true,
             incomplete_reasons: Vec::new(),

@@ -16,6 +16,7 @@ use super::{CallCounts, Report, Reused};
 use crate::agents::GroupReport;
 use crate::budget::AgentUsage;
 use crate::conversation::Usage;
+use crate::git::Checkout;
 use crate::plan::Plan;
 
 /// What makes a report partial: which shard of which plan it ran, and
@@ -157,6 +158,9 @@ pub(crate) struct Joined {
     pub(crate) spent: Spent,
     /// The shard (K/N) that audited each file, for the checkout check.
     pub(crate) audited_by: BTreeMap<String, (String, String)>,
+    /// Each shard (K/N, in order) with the tree it scanned (none in a part
+    /// written before fanscan recorded it).
+    pub(crate) checkouts: Vec<(String, Option<Checkout>)>,
 }
 
 /// Checks that `parts` (file name, report) are of one plan and cover each
@@ -274,9 +278,13 @@ fn gather(plan: Plan, parts: Vec<(String, Report, ShardPart)>) -> Joined {
         calls: CallCounts::default(),
         spent: (BTreeMap::new(), Usage::default(), Some(0.0)),
         audited_by: BTreeMap::new(),
+        checkouts: Vec::new(),
     };
     for (_, report, part) in parts {
         let shard = format!("{}/{}", part.index, part.count);
+        joined
+            .checkouts
+            .push((shard.clone(), report.manifest.checkout.clone()));
         for outcome in &report.groups {
             let how = match (outcome.cached, outcome.resumed) {
                 (_, true) => Some(Reused::Resumed),
@@ -411,6 +419,46 @@ pub(crate) fn check_checkout(root: &Path, joined: &Joined) -> Result<(), MergeEr
         }
     }
     Ok(())
+}
+
+/// What to say when the shards, and the checkout merging them, are not
+/// all of one commit; none when they are.
+///
+/// Not an error: what a merge must refuse is findings checked against
+/// other files than the ones audited, and [`check_checkout`] already
+/// refuses that (exit 2) file by file, by content. Commits can differ
+/// while every audited file is the same (a CI matrix whose jobs check
+/// out a pull request's merge commit while the base moves on, a re-run
+/// shard after a commit that touched no scanned file), and failing those
+/// runs would be wrong; staying silent would hide which commit a finding
+/// belongs to. So the merged report names the merge's own checkout (its
+/// files are what verification read) and this note names the shards'.
+pub(crate) fn checkout_note(
+    checkouts: &[(String, Option<Checkout>)],
+    here: &Checkout,
+) -> Option<String> {
+    let key = |c: Option<&Checkout>| match c {
+        Some(Checkout::Git(g)) => g.commit.clone().unwrap_or_else(|| "no commit".into()),
+        Some(Checkout::NotARepository { .. }) => "not a git repository".into(),
+        Some(Checkout::Unknown { .. }) => "unknown".into(),
+        None => "not recorded".into(),
+    };
+    let here_key = key(Some(here));
+    if checkouts.iter().all(|(_, c)| key(c.as_ref()) == here_key) {
+        return None;
+    }
+    let shards: Vec<String> = checkouts
+        .iter()
+        .map(|(shard, c)| match c {
+            Some(c) => format!("{shard} {}", c.describe()),
+            None => format!("{shard} not recorded (a part of an older fanscan)"),
+        })
+        .collect();
+    Some(format!(
+        "The shards did not all scan the commit this merge ran in: {}; this checkout is {}. Every audited file matched this checkout's content, so the findings hold for it.",
+        shards.join("; "),
+        here.describe()
+    ))
 }
 
 fn short(hash: &str) -> String {

@@ -14,6 +14,10 @@ pub fn fanscan(args: &[&str]) -> Output {
         .env_remove("ANTHROPIC_API_KEY")
         // A test run inside GitHub Actions must not write the job summary.
         .env_remove("GITHUB_STEP_SUMMARY")
+        // A temporary repository is never inside another one, wherever the
+        // temporary directory is: reports say "not a git repository" of a
+        // tree that is none.
+        .env("GIT_CEILING_DIRECTORIES", std::env::temp_dir())
         .output()
         .unwrap()
 }
@@ -49,8 +53,8 @@ pub fn provider_settings(
 }
 
 /// insta settings with the default redactions of a rendered report:
-/// fanscan's own version and every SHA-256 (the agent, rules and plan
-/// hashes of the manifest), so that a release or an edit of a prompt or of
+/// fanscan's own version, every SHA-256 (the agent, rules and plan
+/// hashes of the manifest) and the scanned commit's id, so that a release or an edit of a prompt or of
 /// the rules does not churn the snapshots. Fingerprints and group ids stay:
 /// they are what a baseline or a resumed run relies on.
 pub fn redactions() -> insta::Settings {
@@ -60,5 +64,9 @@ pub fn redactions() -> insta::Settings {
         r#"$1"[version]""#,
     );
     settings.add_filter(r"\b[0-9a-f]{64}\b", "[sha256]");
+    // The scanned commit of a temporary repository (its id has the
+    // commit's time in it): in full, and as the reports abbreviate it.
+    settings.add_filter(r"\b[0-9a-f]{40}\b", "[commit]");
+    settings.add_filter(r"(?i)\b(commit) [0-9a-f]{12}\b", "$1 [commit]");
     settings
 }

@@ -9,6 +9,7 @@ mod agent_loop;
 mod ask;
 mod brief;
 mod budget;
+mod checkout;
 mod cli;
 // Shared with the benches: each uses a part of it.
 #[allow(dead_code)]
