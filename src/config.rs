@@ -17,7 +17,7 @@ use serde::Deserialize;
 use crate::gate::{FailOn, GatePolicy};
 use crate::git::{ConfigOrigin, GitError};
 use crate::plan::shard::{Shard, ShardError};
-use crate::report::Format;
+use crate::report::{Format, SarifSuppressed};
 use crate::tools::paths::PathError;
 
 /// Which wire format answers.
@@ -268,6 +268,13 @@ pub struct OutputArgs {
     /// repository (nightly, pull request) keep separate alerts.
     #[arg(long, value_name = "CATEGORY")]
     pub category: Option<String>,
+    /// What the SARIF does with findings that do not gate (suppressed
+    /// inline, baselined, refuted by the skeptic): omit leaves them out and
+    /// counts them in a notification, since code scanning opens an alert
+    /// for every uploaded result whatever its `suppressions`; keep writes
+    /// them as results with `suppressions`. Default omit.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sarif_suppressed: Option<SarifSuppressed>,
     /// Do not append the Markdown report to $GITHUB_STEP_SUMMARY.
     #[arg(long)]
     pub no_step_summary: bool,
@@ -454,6 +461,8 @@ pub struct Outputs {
     /// `--output FORMAT=FILE`, in the order given.
     extra: Vec<(Format, PathBuf)>,
     category: Option<String>,
+    /// `--sarif-suppressed`.
+    sarif_suppressed: SarifSuppressed,
     /// $GITHUB_STEP_SUMMARY, unless --no-step-summary.
     step_summary: Option<PathBuf>,
 }
@@ -478,6 +487,17 @@ impl Outputs {
     /// The SARIF `automationDetails.id`.
     pub fn category(&self) -> Option<&str> {
         self.category.as_deref()
+    }
+
+    /// Whether the SARIF keeps the findings that do not gate as results.
+    pub fn sarif_suppressed(&self) -> SarifSuppressed {
+        self.sarif_suppressed
+    }
+
+    /// Whether the report is written as SARIF (the run's format or an
+    /// `--output sarif=FILE`).
+    pub(crate) fn writes(&self, format: Format, run_format: Format) -> bool {
+        (self.stdout && run_format == format) || self.extra.iter().any(|(f, _)| *f == format)
     }
 
     /// $GITHUB_STEP_SUMMARY, where the Markdown report is appended.
@@ -1159,6 +1179,7 @@ fn resolve_outputs(
     let mut outputs = Outputs {
         stdout: true,
         category: output.category.clone(),
+        sarif_suppressed: output.sarif_suppressed.unwrap_or_default(),
         step_summary,
         ..Outputs::default()
     };

@@ -85,7 +85,7 @@ pub use providers::EngineKind;
 pub use publish::render;
 pub use reduce::Merged;
 pub use report::since::FindingRef;
-pub use report::{Format, RenderError, Report};
+pub use report::{Format, RenderError, Report, SarifSuppressed};
 pub use store::{StoreError, diff_text, history_text};
 
 /// A scan that could not produce a report.
@@ -305,6 +305,14 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
     });
     report.shard = part;
     report.brief = a.brief;
+    // The SARIF keeps code scanning's limits; what it cuts is said here
+    // too, where people read the run.
+    let outputs = s.outputs();
+    if outputs.writes(report::Format::Sarif, s.format)
+        && let Some(note) = report.sarif_cut_note(outputs.sarif_suppressed())
+    {
+        report.notes.push(note);
+    }
     report.stats.token_estimate = a.spend.token_estimate();
     run.iter().for_each(|run| run.finish(&mut report));
     Ok(report)
