@@ -78,7 +78,7 @@ pub use findings::Severity;
 pub use gate::{Baselined, FailOn, Outcome, Suppressed};
 pub use inventory::{Inventory, InventoryOptions, walk};
 pub use plan::render::{json as plan_json, text as plan_text};
-pub use plan::shard::Shard;
+pub use plan::shard::{Shard, ShardQuota, Share, ShareKind};
 pub use plan::{Plan, Routing, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
@@ -276,7 +276,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
     let triage = triage(ctx, &mut reduced, &reports, &lines);
     let part = s
         .shard
-        .map(|shard| shard_part(shard, &a.plan, &reports, ui));
+        .map(|shard| shard_part(shard, s.shard_quota.clone(), &a.plan, &reports, ui));
     let (calls, spent) = match a.carried {
         Some(carried) => carried.with_merge(a.spend.ledger(), ctx.call_counts()),
         None => (ctx.call_counts(), a.spend.ledger()),
@@ -303,6 +303,13 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         policy: s.gate,
         diff: ctx.changes.clone(),
     });
+    // A shard says which share of the run's limits it ran with; `merge`
+    // carries the note of each shard into the merged report.
+    if let Some(quota) = &s.shard_quota {
+        report
+            .notes
+            .push(format!("This shard's limits: {}.", quota.describe()));
+    }
     report.shard = part;
     report.brief = a.brief;
     // The SARIF keeps code scanning's limits; what it cuts is said here
@@ -526,8 +533,15 @@ fn shard_tasks(
 
 /// What a shard's partial report adds: its place in the plan and its
 /// groups' full results.
-fn shard_part(shard: Shard, plan: &Plan, reports: &[GroupReport], ui: &Ui) -> ShardPart {
+fn shard_part(
+    shard: Shard,
+    quota: Option<plan::shard::ShardQuota>,
+    plan: &Plan,
+    reports: &[GroupReport],
+    ui: &Ui,
+) -> ShardPart {
     ShardPart {
+        quota,
         index: shard.index,
         count: shard.count,
         plan_hash: plan.hash(),
