@@ -1652,6 +1652,31 @@ mod tests {
     }
 
     #[test]
+    fn sarif_output_and_what_it_does_with_suppressed_findings() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = |format: Option<Format>, output: &[&str], mode: Option<SarifSuppressed>| {
+            let args = RunArgs {
+                output: Some(OutputArgs {
+                    format,
+                    output: output.iter().map(|o| o.to_string()).collect(),
+                    sarif_suppressed: mode,
+                    ..OutputArgs::default()
+                }),
+                ..RunArgs::default()
+            };
+            Settings::from_args(dir.path(), &args, &no_env).unwrap()
+        };
+        let s = with(Some(Format::Sarif), &[], None);
+        assert!(s.outputs().writes(Format::Sarif, s.format()));
+        assert_eq!(s.outputs().sarif_suppressed(), SarifSuppressed::Omit);
+        let s = with(None, &["sarif=x.sarif"], Some(SarifSuppressed::Keep));
+        assert!(s.outputs().writes(Format::Sarif, s.format()));
+        assert_eq!(s.outputs().sarif_suppressed(), SarifSuppressed::Keep);
+        let s = with(None, &["md=x.md"], None);
+        assert!(!s.outputs().writes(Format::Sarif, s.format()));
+    }
+
+    #[test]
     fn the_step_summary_comes_from_env_unless_turned_off() {
         let dir = tempfile::tempdir().unwrap();
         let env = |k: &str| (k == "GITHUB_STEP_SUMMARY").then(|| "/tmp/summary.md".to_string());

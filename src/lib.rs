@@ -140,7 +140,10 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let (plan, planner_usage) = ctx.planner()?.plan(&scope).await?;
     let tasks = shard_tasks(s, &plan, &scope)?;
     let cheapest = plan::estimate::cheapest(&plan, auditor.preload, s.max_output_tokens);
-    budget::check(cheapest, ctx.limits(), ctx.price_of(&auditor))?;
+    budget::check(cheapest, ctx.limits(), ctx.price_of(&auditor)).map_err(|e| match s.shard {
+        Some(shard) => e.of_shard(&shard.to_string()),
+        None => e,
+    })?;
     let spend = Arc::new(ctx.spend(ui.control.clone(), planner_usage));
     let tools = Arc::new(scoped_tools(&ctx.tools, &inventory));
     let specialists = plan::group_agents(&plan, &ctx.agents)?;

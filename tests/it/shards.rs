@@ -539,3 +539,59 @@ fn a_shard_writes_json_and_leaves_the_gate_to_the_merge() {
     assert_eq!(run.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&run.stderr).contains("partial report as JSON"));
 }
+
+/// A shard's budget is its share of the run's: one the whole run could
+/// start with may be too small for a quarter of it, and the error says it
+/// is the shard's share and how to set it; a per-shard value replaces it.
+#[test]
+fn a_shard_s_budget_is_its_share_of_the_run_s_unless_set_per_shard() {
+    let repo = Repo::new(&[(
+        "a/x.rs",
+        "fn f(s: &str) -> u32 {\n    s.parse().unwrap()\n}\n",
+    )]);
+    let root = path_str(repo.path());
+    let scan = |extra: &[&str]| {
+        let mut args = vec![
+            "scan",
+            root,
+            "--no-store",
+            "--quiet",
+            "--max-tokens",
+            "8000",
+        ];
+        args.extend_from_slice(extra);
+        fanscan(&args)
+    };
+    assert_eq!(scan(&["--format", "json"]).status.code(), Some(0));
+    let out = scan(&["--shard", "1/4"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--max-tokens 2000 (shard 1/4's share of the run's budget: 1/N of it unless `[shard]` or --shard-max-tokens / --shard-max-cost set it) is less than"),
+        "{err}"
+    );
+    let out = scan(&["--shard", "1/4", "--shard-max-tokens", "8000"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let part: Report = serde_json::from_slice(&out.stdout).unwrap();
+    let quota = part.shard.unwrap().quota.unwrap();
+    assert_eq!(
+        (
+            quota.max_tokens.whole,
+            quota.max_tokens.per_shard,
+            quota.max_tokens.how
+        ),
+        (Some(8000), Some(8000), fanscan::ShareKind::Configured)
+    );
+    assert!(
+        part.notes
+            .iter()
+            .any(|n| n.contains("max tokens 8000 (configured per shard; the run's is 8000)")),
+        "{:?}",
+        part.notes
+    );
+}
