@@ -23,7 +23,7 @@ use crate::tokens::TokenCounter;
 /// budget.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "{budget} is less than the cheapest group's estimate ({need} for group {group}), so no group could start. \
+    "{budget}{share} is less than the cheapest group's estimate ({need} for group {group}), so no group could start. \
      Raise it to at least {need}, or make groups smaller with --group-tokens (now {group_tokens}); `fanscan plan --estimate` shows the whole range"
 )]
 pub struct BudgetTooSmall {
@@ -31,6 +31,20 @@ pub struct BudgetTooSmall {
     need: String,
     group: String,
     group_tokens: u64,
+    /// Under a shard: that the budget is the shard's share, and how to
+    /// set it.
+    share: String,
+}
+
+impl BudgetTooSmall {
+    /// Says that the budget is shard `shard`'s share of the run's, 1/N
+    /// unless set per shard.
+    pub(crate) fn of_shard(mut self, shard: &str) -> Self {
+        self.share = format!(
+            " (shard {shard}'s share of the run's budget: 1/N of it unless `[shard]` or --shard-max-tokens / --shard-max-cost set it)"
+        );
+        self
+    }
 }
 
 /// The run's budget: `--max-tokens` and `--max-cost` (none: unbounded).
@@ -67,6 +81,7 @@ pub(crate) fn check(
         need,
         group: cheapest.group.clone(),
         group_tokens: cheapest.group_tokens,
+        share: String::new(),
     };
     if let Some(max) = limits.max_tokens
         && max < cheapest.reserve

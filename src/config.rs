@@ -16,8 +16,8 @@ use serde::Deserialize;
 
 use crate::gate::{FailOn, GatePolicy};
 use crate::git::{ConfigOrigin, GitError};
-use crate::plan::shard::{Shard, ShardError};
-use crate::report::Format;
+use crate::plan::shard::{Quota, Shard, ShardError, ShardQuota};
+use crate::report::{Format, SarifSuppressed};
 use crate::tools::paths::PathError;
 
 /// Which wire format answers.
@@ -111,6 +111,22 @@ pub struct ShardArgs {
     /// N for --shard-from-env: the Job's `completions`.
     #[arg(long, value_name = "N", requires = "shard_from_env")]
     pub shard_count: Option<usize>,
+    /// This shard's requests per minute (0: unlimited), instead of its
+    /// share of --rpm (rpm / N, rounded down). Also `[shard] rpm`.
+    #[arg(long, value_name = "N")]
+    pub shard_rpm: Option<u32>,
+    /// This shard's tokens per minute (0: unlimited), instead of tpm / N.
+    /// Also `[shard] tpm`.
+    #[arg(long, value_name = "N")]
+    pub shard_tpm: Option<u64>,
+    /// This shard's cost budget in US dollars, instead of max-cost / N.
+    /// Also `[shard] max_cost`.
+    #[arg(long, value_name = "USD")]
+    pub shard_max_cost: Option<f64>,
+    /// This shard's token budget, instead of max-tokens / N. Also
+    /// `[shard] max_tokens`.
+    #[arg(long, value_name = "N")]
+    pub shard_max_tokens: Option<u64>,
 }
 
 impl ShardArgs {
@@ -268,6 +284,13 @@ pub struct OutputArgs {
     /// repository (nightly, pull request) keep separate alerts.
     #[arg(long, value_name = "CATEGORY")]
     pub category: Option<String>,
+    /// What the SARIF does with findings that do not gate (suppressed
+    /// inline, baselined, refuted by the skeptic): omit leaves them out and
+    /// counts them in a notification, since code scanning opens an alert
+    /// for every uploaded result whatever its `suppressions`; keep writes
+    /// them as results with `suppressions`. Default omit.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sarif_suppressed: Option<SarifSuppressed>,
     /// Do not append the Markdown report to $GITHUB_STEP_SUMMARY.
     #[arg(long)]
     pub no_step_summary: bool,
@@ -335,6 +358,19 @@ pub(crate) struct FileConfig {
     /// Globs to agent names for the planner: `"src/auth/**" = "security"`.
     pub agents: Option<std::collections::BTreeMap<String, String>>,
     pub store_max_mb: Option<u64>,
+    /// Per-shard limits, used under `--shard` instead of 1/N of the run's.
+    pub shard: Option<ShardFileConfig>,
+}
+
+/// The `[shard]` table: what each shard of a sharded scan may use, instead
+/// of its 1/N share of `rpm`, `tpm`, `max_cost` and `max_tokens`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ShardFileConfig {
+    pub rpm: Option<u32>,
+    pub tpm: Option<u64>,
+    pub max_cost: Option<f64>,
+    pub max_tokens: Option<u64>,
 }
 
 /// Everything a run needs, validated. Built once by
@@ -407,6 +443,10 @@ pub struct Settings {
     pub(crate) store_max_bytes: u64,
     /// Run only this shard of the plan (`--shard`).
     pub(crate) shard: Option<Shard>,
+    /// A shard's limits and budgets (`rpm`, `tpm`, `max_cost` and
+    /// `max_tokens` above are its values), each with the run's value and
+    /// how it was shared.
+    pub(crate) shard_quota: Option<ShardQuota>,
     /// Most review comments (`--max-comments`).
     pub(crate) max_comments: usize,
 }
@@ -454,6 +494,8 @@ pub struct Outputs {
     /// `--output FORMAT=FILE`, in the order given.
     extra: Vec<(Format, PathBuf)>,
     category: Option<String>,
+    /// `--sarif-suppressed`.
+    sarif_suppressed: SarifSuppressed,
     /// $GITHUB_STEP_SUMMARY, unless --no-step-summary.
     step_summary: Option<PathBuf>,
 }
@@ -478,6 +520,17 @@ impl Outputs {
     /// The SARIF `automationDetails.id`.
     pub fn category(&self) -> Option<&str> {
         self.category.as_deref()
+    }
+
+    /// Whether the SARIF keeps the findings that do not gate as results.
+    pub fn sarif_suppressed(&self) -> SarifSuppressed {
+        self.sarif_suppressed
+    }
+
+    /// Whether the report is written as SARIF (the run's format or an
+    /// `--output sarif=FILE`).
+    pub(crate) fn writes(&self, format: Format, run_format: Format) -> bool {
+        (self.stdout && run_format == format) || self.extra.iter().any(|(f, _)| *f == format)
     }
 
     /// $GITHUB_STEP_SUMMARY, where the Markdown report is appended.
@@ -572,6 +625,10 @@ pub enum ConfigError {
     #[error("--max-cost must be a positive number of US dollars")]
     MaxCost,
     #[error(
+        "--shard-max-cost (or `[shard] max_cost`) must be a positive number of US dollars; leave it out to give each shard max-cost / N"
+    )]
+    ShardMaxCost,
+    #[error(
         "--max-cost needs the price of model {0:?}, which is not in the price table; add it to a copy of configs/prices.toml and pass --prices FILE"
     )]
     Unpriced(String),
@@ -656,8 +713,18 @@ impl Settings {
         let files = source.files(root, &args.provider)?;
         let file = source.file;
         let provider = resolve_provider(&args.provider, &file, env, !args.no_key_needed)?;
-        let limits = resolve_limits(&args.provider, &args.scan, &file)?;
-        let budget = resolve_budget(&args.scan, &file)?;
+        let mut limits = resolve_limits(&args.provider, &args.scan, &file)?;
+        let mut budget = resolve_budget(&args.scan, &file)?;
+        let shard_quota = match shard {
+            Some(shard) => Some(share_limits(
+                &args.shard,
+                &file,
+                shard,
+                &mut limits,
+                &mut budget,
+            )?),
+            None => None,
+        };
         let agents = resolve_agents(&args.scan, &file)?;
         let gate = resolve_gate(&args.gate);
         let store = resolve_store(root, &args.scan, &file);
@@ -715,6 +782,7 @@ impl Settings {
             cache: store.cache,
             store_max_bytes: store.max_bytes,
             shard,
+            shard_quota,
             max_comments: scan
                 .max_comments
                 .unwrap_or(crate::report::review::DEFAULT_MAX_COMMENTS),
@@ -1041,6 +1109,51 @@ fn resolve_budget(scan: &ScanArgs, file: &FileConfig) -> Result<Budget, ConfigEr
     })
 }
 
+/// Under a shard of N: the shard's `rpm`, `tpm`, `max_cost` and
+/// `max_tokens` (its configured value, else the run's divided by N) put in
+/// place of the run's, and what was decided. Without this, N pods would
+/// each take the organisation's whole rate limit and budget.
+fn share_limits(
+    args: &ShardArgs,
+    file: &FileConfig,
+    shard: Shard,
+    limits: &mut Limits,
+    budget: &mut Budget,
+) -> Result<ShardQuota, ConfigError> {
+    let table = file.shard.as_ref();
+    // 0 is "unlimited" for rates: the same as no value.
+    let rate = |v: u64| (v > 0).then_some(v);
+    let configured = Quota {
+        rpm: args.shard_rpm.or(table.and_then(|t| t.rpm)).map(u64::from),
+        tpm: args.shard_tpm.or(table.and_then(|t| t.tpm)),
+        max_cost: args.shard_max_cost.or(table.and_then(|t| t.max_cost)),
+        max_tokens: args.shard_max_tokens.or(table.and_then(|t| t.max_tokens)),
+    };
+    if configured
+        .max_cost
+        .is_some_and(|c| !c.is_finite() || c <= 0.0)
+    {
+        return Err(ConfigError::ShardMaxCost);
+    }
+    let whole = Quota {
+        rpm: rate(u64::from(limits.rpm)),
+        tpm: rate(limits.tpm),
+        max_cost: budget.max_cost,
+        max_tokens: budget.max_tokens,
+    };
+    let quota = ShardQuota::of(whole, configured, shard.count);
+    // A configured rate of 0 is unlimited, as for the run.
+    limits.rpm = quota
+        .rpm
+        .per_shard
+        .and_then(|v| u32::try_from(v).ok())
+        .unwrap_or(0);
+    limits.tpm = quota.tpm.per_shard.unwrap_or(0);
+    budget.max_cost = quota.max_cost.per_shard;
+    budget.max_tokens = quota.max_tokens.per_shard;
+    Ok(quota)
+}
+
 /// Which agents audit the groups.
 struct Agents {
     agent: String,
@@ -1159,6 +1272,7 @@ fn resolve_outputs(
     let mut outputs = Outputs {
         stdout: true,
         category: output.category.clone(),
+        sarif_suppressed: output.sarif_suppressed.unwrap_or_default(),
         step_summary,
         ..Outputs::default()
     };
@@ -1427,6 +1541,139 @@ mod tests {
             e.starts_with("--format md with --shard: a shard writes"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_shard_takes_its_share_of_the_run_s_limits_unless_configured_per_shard() {
+        use crate::plan::shard::ShareKind;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("fanscan.toml"),
+            "rpm = 600\ntpm = 100000\nmax_cost = 20.0\nmax_tokens = 3000001\n",
+        )
+        .unwrap();
+        let args = |shard: ShardArgs| RunArgs {
+            shard,
+            ..RunArgs::default()
+        };
+        let sharded = |extra: ShardArgs| {
+            args(ShardArgs {
+                shard: Some(Shard::parse("2/4").unwrap()),
+                ..extra
+            })
+        };
+        // Unsharded: the run's own values.
+        let s = Settings::from_args(dir.path(), &args(ShardArgs::default()), &no_env).unwrap();
+        assert_eq!(
+            (s.rpm, s.tpm, s.max_cost, s.max_tokens),
+            (600, 100_000, Some(20.0), Some(3_000_001))
+        );
+        assert!(s.shard_quota.is_none());
+        // Shard 2 of 4: a quarter of each, rounded down.
+        let s = Settings::from_args(dir.path(), &sharded(ShardArgs::default()), &no_env).unwrap();
+        assert_eq!(
+            (s.rpm, s.tpm, s.max_cost, s.max_tokens),
+            (150, 25_000, Some(5.0), Some(750_000))
+        );
+        let q = s.shard_quota.unwrap();
+        assert_eq!(
+            (q.shards, q.rpm.whole, q.rpm.how),
+            (4, Some(600), ShareKind::Split)
+        );
+        // From the Job's index, the same.
+        let env = |k: &str| (k == "JOB_COMPLETION_INDEX").then(|| "1".to_string());
+        let from_env = args(ShardArgs {
+            shard_from_env: true,
+            shard_count: Some(4),
+            ..ShardArgs::default()
+        });
+        let s = Settings::from_args(dir.path(), &from_env, &env).unwrap();
+        assert_eq!((s.rpm, s.max_cost), (150, Some(5.0)));
+        // `[shard]` values are each shard's own; a flag wins over them.
+        std::fs::write(
+            dir.path().join("fanscan.toml"),
+            "rpm = 600\ntpm = 100000\nmax_cost = 20.0\n[shard]\nrpm = 200\nmax_cost = 6.0\n",
+        )
+        .unwrap();
+        let s = Settings::from_args(
+            dir.path(),
+            &sharded(ShardArgs {
+                shard_max_cost: Some(4.5),
+                shard_max_tokens: Some(9),
+                ..ShardArgs::default()
+            }),
+            &no_env,
+        )
+        .unwrap();
+        assert_eq!(
+            (s.rpm, s.tpm, s.max_cost, s.max_tokens),
+            (200, 25_000, Some(4.5), Some(9))
+        );
+        let q = s.shard_quota.unwrap();
+        assert_eq!(
+            (q.rpm.how, q.tpm.how, q.max_cost.how),
+            (
+                ShareKind::Configured,
+                ShareKind::Split,
+                ShareKind::Configured
+            )
+        );
+        assert_eq!(
+            (q.max_tokens.whole, q.max_tokens.how),
+            (None, ShareKind::Configured)
+        );
+        // Unsharded, `[shard]` is unused.
+        let s = Settings::from_args(dir.path(), &args(ShardArgs::default()), &no_env).unwrap();
+        assert_eq!((s.rpm, s.max_cost), (600, Some(20.0)));
+        let e = Settings::from_args(
+            dir.path(),
+            &sharded(ShardArgs {
+                shard_max_cost: Some(0.0),
+                ..ShardArgs::default()
+            }),
+            &no_env,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("--shard-max-cost (or `[shard] max_cost`) must be a positive"),
+            "{e}"
+        );
+        // The example's `[shard]` table parses.
+        let example = include_str!("../configs/fanscan.example.toml");
+        let table: String = example
+            .lines()
+            .skip_while(|l| *l != "# [shard]")
+            .take(5)
+            .map(|l| format!("{}\n", l.trim_start_matches("# ")))
+            .collect();
+        let file: FileConfig = toml::from_str(&table).unwrap();
+        assert_eq!(file.shard.unwrap().rpm, Some(100));
+    }
+
+    #[test]
+    fn sarif_output_and_what_it_does_with_suppressed_findings() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = |format: Option<Format>, output: &[&str], mode: Option<SarifSuppressed>| {
+            let args = RunArgs {
+                output: Some(OutputArgs {
+                    format,
+                    output: output.iter().map(|o| o.to_string()).collect(),
+                    sarif_suppressed: mode,
+                    ..OutputArgs::default()
+                }),
+                ..RunArgs::default()
+            };
+            Settings::from_args(dir.path(), &args, &no_env).unwrap()
+        };
+        let s = with(Some(Format::Sarif), &[], None);
+        assert!(s.outputs().writes(Format::Sarif, s.format()));
+        assert_eq!(s.outputs().sarif_suppressed(), SarifSuppressed::Omit);
+        let s = with(None, &["sarif=x.sarif"], Some(SarifSuppressed::Keep));
+        assert!(s.outputs().writes(Format::Sarif, s.format()));
+        assert_eq!(s.outputs().sarif_suppressed(), SarifSuppressed::Keep);
+        let s = with(None, &["md=x.md"], None);
+        assert!(!s.outputs().writes(Format::Sarif, s.format()));
     }
 
     #[test]

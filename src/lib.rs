@@ -65,14 +65,14 @@ pub use gate::{Baselined, FailOn, Outcome, Suppressed};
 pub use git::{Checkout, GitCheckout};
 pub use inventory::{Inventory, InventoryOptions, walk};
 pub use plan::render::{json as plan_json, text as plan_text};
-pub use plan::shard::Shard;
+pub use plan::shard::{Shard, ShardQuota, Share, ShareKind};
 pub use plan::{Plan, Routing, pack_plan};
 pub use progress::LogWriter;
 pub use providers::EngineKind;
 pub use publish::render;
 pub use reduce::Merged;
 pub use report::since::FindingRef;
-pub use report::{Format, RenderError, Report};
+pub use report::{Format, RenderError, Report, SarifSuppressed};
 pub use store::{StoreError, diff_text, history_text};
 
 /// A scan that could not produce a report.
@@ -127,7 +127,10 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let (plan, planner_usage) = ctx.planner()?.plan(&scope).await?;
     let tasks = shard_tasks(s, &plan, &scope)?;
     let cheapest = plan::estimate::cheapest(&plan, auditor.preload, s.max_output_tokens);
-    budget::check(cheapest, ctx.limits(), ctx.price_of(&auditor))?;
+    budget::check(cheapest, ctx.limits(), ctx.price_of(&auditor)).map_err(|e| match s.shard {
+        Some(shard) => e.of_shard(&shard.to_string()),
+        None => e,
+    })?;
     let spend = Arc::new(ctx.spend(ui.control.clone(), planner_usage));
     let tools = Arc::new(scoped_tools(&ctx.tools, &inventory));
     let specialists = plan::group_agents(&plan, &ctx.agents)?;
@@ -263,7 +266,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
     let triage = triage(ctx, &mut reduced, &reports, &lines);
     let part = s
         .shard
-        .map(|shard| shard_part(shard, &a.plan, &reports, ui));
+        .map(|shard| shard_part(shard, s.shard_quota.clone(), &a.plan, &reports, ui));
     let (calls, spent) = match a.carried {
         Some(carried) => carried.with_merge(a.spend.ledger(), ctx.call_counts()),
         None => (ctx.call_counts(), a.spend.ledger()),
@@ -290,8 +293,23 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         policy: s.gate,
         diff: ctx.changes.clone(),
     });
+    // A shard says which share of the run's limits it ran with; `merge`
+    // carries the note of each shard into the merged report.
+    if let Some(quota) = &s.shard_quota {
+        report
+            .notes
+            .push(format!("This shard's limits: {}.", quota.describe()));
+    }
     report.shard = part;
     report.brief = a.brief;
+    // The SARIF keeps code scanning's limits; what it cuts is said here
+    // too, where people read the run.
+    let outputs = s.outputs();
+    if outputs.writes(report::Format::Sarif, s.format)
+        && let Some(note) = report.sarif_cut_note(outputs.sarif_suppressed())
+    {
+        report.notes.push(note);
+    }
     report.stats.token_estimate = a.spend.token_estimate();
     run.iter().for_each(|run| run.finish(&mut report));
     Ok(report)
@@ -505,8 +523,15 @@ fn shard_tasks(
 
 /// What a shard's partial report adds: its place in the plan and its
 /// groups' full results.
-fn shard_part(shard: Shard, plan: &Plan, reports: &[GroupReport], ui: &Ui) -> ShardPart {
+fn shard_part(
+    shard: Shard,
+    quota: Option<plan::shard::ShardQuota>,
+    plan: &Plan,
+    reports: &[GroupReport],
+    ui: &Ui,
+) -> ShardPart {
     ShardPart {
+        quota,
         index: shard.index,
         count: shard.count,
         plan_hash: plan.hash(),

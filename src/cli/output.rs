@@ -97,7 +97,7 @@ fn render_as(
     category: Option<&str>,
 ) -> anyhow::Result<String> {
     match format {
-        Format::Sarif => report.render_sarif(category),
+        Format::Sarif => report.render_sarif(category, settings.outputs().sarif_suppressed()),
         Format::Md
         | Format::Json
         | Format::Github

@@ -47,7 +47,7 @@ pub(crate) const REPORT_FORMAT: &str = r#"Answer with a short prose summary, the
 ]}
 ```
 
-cwe is written CWE-<number> (CWE-89 for SQL injection, CWE-79 for cross-site scripting). evidence must be copied from the file as read_file showed it (without the line numbers); findings whose evidence is not in the file are dropped. Use an empty list when there is nothing to report."#;
+cwe is the CWE id of the weakness, written CWE-<number> (CWE-89 for SQL injection, CWE-79 for cross-site scripting). evidence must be copied from the file as read_file showed it (without the line numbers); findings whose evidence is not in the file are dropped. Use an empty list when there is nothing to report."#;
 
 /// The JSON schema of a final report, for structured output (OpenAI's
 /// `response_format`, Anthropic's forced report tool). Strict: every key is

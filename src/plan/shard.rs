@@ -8,6 +8,10 @@
 //!
 //! `fanscan scan --shard K/N` runs the groups whose shard is K;
 //! `fanscan merge` checks that the parts cover the plan exactly once.
+//!
+//! The shards of one run share one quota: [`ShardQuota::of`] gives each
+//! shard 1/N of the run's requests and tokens a minute and of its cost
+//! and token budgets, unless the configuration sets a per-shard value.
 
 use serde::{Deserialize, Serialize};
 
@@ -118,6 +122,144 @@ pub(crate) fn assign(plan: &Plan, count: usize) -> Vec<usize> {
     shard_of
 }
 
+/// How a shard's value of a limit was decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShareKind {
+    /// The run's value divided by N, rounded down, so the shards together
+    /// never exceed it.
+    Split,
+    /// The run's value divided by N is below 1, which would mean no limit
+    /// (`rpm`, `tpm`) or that nothing can run (`max_tokens`): each shard
+    /// takes 1, so the N shards together may use up to N.
+    AtLeastOne,
+    /// Set per shard in the configuration (`[shard]` in fanscan.toml or
+    /// `--shard-rpm` and the like), used as it is.
+    Configured,
+    /// Neither the run nor the shard has this limit.
+    Unlimited,
+}
+
+/// One limit of a shard: the run's value, the shard's, and how the one
+/// came from the other. `None` is no limit.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Share<T> {
+    /// The whole run's value, for all shards together.
+    pub whole: Option<T>,
+    /// The value this shard ran with.
+    pub per_shard: Option<T>,
+    pub how: ShareKind,
+}
+
+/// What a shard of N may use: requests and tokens a minute, the cost and
+/// token budgets, each with the run's value and how it was shared.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShardQuota {
+    /// N, the shards the run's values are shared by.
+    pub shards: usize,
+    pub rpm: Share<u64>,
+    pub tpm: Share<u64>,
+    pub max_cost: Share<f64>,
+    pub max_tokens: Share<u64>,
+}
+
+/// The run's limits and budgets, or a shard's configured ones (`None`:
+/// no limit, or not configured).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Quota {
+    pub(crate) rpm: Option<u64>,
+    pub(crate) tpm: Option<u64>,
+    pub(crate) max_cost: Option<f64>,
+    pub(crate) max_tokens: Option<u64>,
+}
+
+impl ShardQuota {
+    /// Each of `whole`'s values shared by `shards`, except where
+    /// `configured` sets the shard's own.
+    pub(crate) fn of(whole: Quota, configured: Quota, shards: usize) -> Self {
+        let n = shards.max(1);
+        Self {
+            shards: n,
+            rpm: share_count(whole.rpm, configured.rpm, n),
+            tpm: share_count(whole.tpm, configured.tpm, n),
+            max_cost: share_cost(whole.max_cost, configured.max_cost, n),
+            max_tokens: share_count(whole.max_tokens, configured.max_tokens, n),
+        }
+    }
+
+    /// In words, for the report: `rpm 150 (600 split 4 ways), ...`.
+    pub(crate) fn describe(&self) -> String {
+        let n = self.shards;
+        let count = |name: &str, s: &Share<u64>| describe(name, s, n, |v| v.to_string());
+        let cost = describe("max cost", &self.max_cost, n, |v| format!("${v:.4}"));
+        format!(
+            "{}, {}, {}, {}",
+            count("rpm", &self.rpm),
+            count("tpm", &self.tpm),
+            cost,
+            count("max tokens", &self.max_tokens)
+        )
+    }
+}
+
+/// One share in words.
+fn describe<T: Copy>(name: &str, s: &Share<T>, n: usize, show: impl Fn(T) -> String) -> String {
+    let whole = || s.whole.map_or("unlimited".to_string(), &show);
+    match (s.how, s.per_shard) {
+        (ShareKind::Unlimited, _) | (_, None) => format!("{name} unlimited"),
+        (ShareKind::Split, Some(v)) => format!("{name} {} ({} split {n} ways)", show(v), whole()),
+        (ShareKind::AtLeastOne, Some(v)) => format!(
+            "{name} {} ({} split {n} ways is below 1, so each shard takes 1 and the {n} shards together may use {n}; set a per-shard value or run fewer shards)",
+            show(v),
+            whole()
+        ),
+        (ShareKind::Configured, Some(v)) => format!(
+            "{name} {} (configured per shard; the run's is {})",
+            show(v),
+            whole()
+        ),
+    }
+}
+
+/// A count shared by `n`: rounded down, at least 1.
+fn share_count(whole: Option<u64>, configured: Option<u64>, n: usize) -> Share<u64> {
+    let n = u64::try_from(n).unwrap_or(u64::MAX);
+    let (per_shard, how) = match (configured, whole) {
+        (Some(v), _) => (Some(v), ShareKind::Configured),
+        (None, None) => (None, ShareKind::Unlimited),
+        (None, Some(w)) if w / n == 0 => (Some(1), ShareKind::AtLeastOne),
+        (None, Some(w)) => (Some(w / n), ShareKind::Split),
+    };
+    Share {
+        whole,
+        per_shard,
+        how,
+    }
+}
+
+/// A dollar amount shared by `n`: the largest value whose `n` times does
+/// not exceed the whole (a plain division may round up by a bit).
+fn share_cost(whole: Option<f64>, configured: Option<f64>, n: usize) -> Share<f64> {
+    let (per_shard, how) = match (configured, whole) {
+        (Some(v), _) => (Some(v), ShareKind::Configured),
+        (None, None) => (None, ShareKind::Unlimited),
+        (None, Some(w)) => {
+            // Exact for any count a shard may have (at most MAX_SHARDS).
+            let n = n as f64;
+            let mut share = w / n;
+            while share > 0.0 && share * n > w {
+                share = share.next_down();
+            }
+            (Some(share), ShareKind::Split)
+        }
+    };
+    Share {
+        whole,
+        per_shard,
+        how,
+    }
+}
+
 /// The ids of the groups of `plan` that `shard` runs, in plan order.
 pub(crate) fn groups_of(plan: &Plan, shard: Shard) -> Vec<String> {
     plan.groups
@@ -175,6 +317,76 @@ mod tests {
     fn more_shards_than_groups_leaves_some_empty() {
         let shards = assign(&plan(&[10, 10]), 4);
         assert_eq!(shards, vec![1, 2]);
+    }
+
+    #[test]
+    fn shards_share_the_run_s_limits_unless_configured_per_shard() {
+        let whole = Quota {
+            rpm: Some(600),
+            tpm: Some(1_000_001),
+            max_cost: Some(20.0),
+            max_tokens: Some(3),
+        };
+        let q = ShardQuota::of(whole, Quota::default(), 4);
+        assert_eq!(q.shards, 4);
+        assert_eq!(
+            q.rpm,
+            Share {
+                whole: Some(600),
+                per_shard: Some(150),
+                how: ShareKind::Split
+            }
+        );
+        // Rounded down: 4 shards never exceed the whole.
+        assert_eq!(q.tpm.per_shard, Some(250_000));
+        assert_eq!(q.max_cost.per_shard, Some(5.0));
+        assert_eq!(q.max_cost.how, ShareKind::Split);
+        // 3 tokens over 4 shards: 0 would let nothing run.
+        assert_eq!(
+            q.max_tokens,
+            Share {
+                whole: Some(3),
+                per_shard: Some(1),
+                how: ShareKind::AtLeastOne
+            }
+        );
+        let text = q.describe();
+        assert!(text.starts_with("rpm 150 (600 split 4 ways), tpm 250000 (1000001 split 4 ways), max cost $5.0000 ($20.0000 split 4 ways), max tokens 1 (3 split 4 ways is below 1"), "{text}");
+
+        let configured = Quota {
+            rpm: Some(500),
+            max_cost: Some(7.5),
+            ..Quota::default()
+        };
+        let q = ShardQuota::of(Quota { rpm: None, ..whole }, configured, 4);
+        assert_eq!(
+            q.rpm,
+            Share {
+                whole: None,
+                per_shard: Some(500),
+                how: ShareKind::Configured
+            }
+        );
+        assert_eq!(q.max_cost.per_shard, Some(7.5));
+        assert_eq!(q.max_cost.how, ShareKind::Configured);
+        assert_eq!(q.tpm.how, ShareKind::Split);
+        let none = ShardQuota::of(Quota::default(), Quota::default(), 3);
+        assert_eq!(none.rpm.how, ShareKind::Unlimited);
+        assert_eq!(none.max_cost.per_shard, None);
+        assert!(none.describe().starts_with("rpm unlimited, tpm unlimited"));
+    }
+
+    #[test]
+    fn a_split_cost_never_adds_up_to_more_than_the_whole() {
+        for n in [3usize, 7, 9, 10, 11, 13, 97, 9_999, MAX_SHARDS] {
+            for whole in [0.1, 1.0, 2.3, 20.0, 33.33, 1e-9] {
+                let share = share_cost(Some(whole), None, n).per_shard.unwrap();
+                assert!(
+                    share > 0.0 && share * n as f64 <= whole,
+                    "{whole} / {n} = {share}"
+                );
+            }
+        }
     }
 
     #[test]

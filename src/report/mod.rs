@@ -17,6 +17,8 @@ mod sarif;
 pub(crate) mod shard;
 pub(crate) mod since;
 
+pub use sarif::Suppressed as SarifSuppressed;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -373,7 +375,9 @@ impl Report {
                 text.push('\n');
                 Ok(text)
             }
-            Format::Sarif => sarif::render(self, None).map_err(RenderError::Sarif),
+            Format::Sarif => {
+                sarif::render(self, None, SarifSuppressed::default()).map_err(RenderError::Sarif)
+            }
             Format::Github => Ok(github::render(self)),
             Format::Codeclimate => codeclimate::render(self).map_err(RenderError::CodeClimate),
             Format::Html => Ok(html::render(self, &html::HtmlExtras::default())),
@@ -384,9 +388,20 @@ impl Report {
 
 impl Report {
     /// The SARIF log with `category` as its `automationDetails.id`, so that
-    /// several scans of one repository coexist in code scanning.
-    pub fn render_sarif(&self, category: Option<&str>) -> Result<String, RenderError> {
-        sarif::render(self, category).map_err(RenderError::Sarif)
+    /// several scans of one repository coexist in code scanning;
+    /// `suppressed` says whether findings that do not gate are results.
+    pub fn render_sarif(
+        &self,
+        category: Option<&str>,
+        suppressed: SarifSuppressed,
+    ) -> Result<String, RenderError> {
+        sarif::render(self, category, suppressed).map_err(RenderError::Sarif)
+    }
+
+    /// The note saying what the SARIF log cuts to keep code scanning's
+    /// limits (25,000 results a run), when it must.
+    pub(crate) fn sarif_cut_note(&self, suppressed: SarifSuppressed) -> Option<String> {
+        sarif::cut_note(self, suppressed)
     }
 }
 

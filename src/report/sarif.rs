@@ -22,10 +22,24 @@
 //! would point at nothing. They are counted in a notification instead and
 //! listed in the Markdown and JSON reports.
 //!
-//! Suppressed and baselined findings are results too, each with a
-//! `suppressions` entry (`inSource` for a `fanscan:ignore` comment,
-//! `external` for the baseline) and its justification: code scanning shows
-//! them as closed alerts, so they are visible and never gated on.
+//! Findings that do not gate (suppressed by a `fanscan:ignore` comment,
+//! baselined, refuted by the skeptic) are left out of the results by
+//! default ([`Suppressed::Omit`]): code scanning's supported SARIF subset
+//! has no `result.suppressions`, and an uploaded result carrying one still
+//! opens an alert (github/codeql-action#1230), while a result left out of
+//! a later upload of the same tool and category closes its alert as fixed.
+//! The run says how many it left out and why, in a notification and in
+//! its `omitted` property. [`Suppressed::Keep`] writes them as results,
+//! each with a `suppressions` entry (`inSource` for a `fanscan:ignore`
+//! comment, `external` for the baseline and the skeptic) and its
+//! justification, for consumers that honour suppressions.
+//!
+//! A log keeps code scanning's limits ([`MAX_RUNS`] runs a file,
+//! [`MAX_RESULTS`] results a run): beyond them the upload is rejected, so
+//! the results over the limit are cut, those that do not gate first, then
+//! the lowest severity, and the run says what was cut (a warning
+//! notification and its `cut` property); [`cut_note`] gives the report's
+//! note of it.
 //!
 //! The SARIF types come from `serde-sarif` (generated from the official
 //! schema, so every field code scanning reads is there: `partialFingerprints`,
@@ -42,7 +56,7 @@ use serde_sarif::sarif as s;
 use super::Report;
 use crate::cwe::CweId;
 use crate::findings::{Finding, Origin, Severity};
-use crate::gate::{Baselined, Suppressed};
+use crate::gate::Baselined;
 use crate::git::Checkout;
 use crate::reduce::Merged;
 use crate::util::count;
@@ -53,6 +67,26 @@ pub(crate) const SCHEMA_URI: &str =
 
 /// The `partialFingerprints` key under which fanscan's own fingerprint goes.
 pub(crate) const FINGERPRINT_KEY: &str = "fanscan/v1";
+
+/// Code scanning rejects a SARIF file with more runs than this.
+pub(crate) const MAX_RUNS: usize = 20;
+
+/// Code scanning rejects a run with more results than this.
+pub(crate) const MAX_RESULTS: usize = 25_000;
+
+/// What the SARIF does with the findings that do not gate (suppressed
+/// inline, baselined, refuted by the skeptic).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Suppressed {
+    /// Leave them out, counted in a notification: code scanning would open
+    /// an alert for each, whatever its `suppressions` say.
+    #[default]
+    Omit,
+    /// Write them as results with `suppressions` (for viewers that honour
+    /// them; code scanning opens alerts for them).
+    Keep,
+}
 
 /// The base every artifact URI is relative to: the checkout's root.
 const SRCROOT: &str = "%SRCROOT%";
@@ -92,42 +126,183 @@ const SECURITY_WORDS: [&str; 16] = [
 /// `automationDetails.id` (with a trailing `/`, as code scanning expects
 /// for a category without a run id), so several scans of one repository
 /// (nightly, pull request, per shard) keep separate alerts; without it
-/// the uploader's own category applies.
-pub(crate) fn render(report: &Report, category: Option<&str>) -> Result<String, serde_json::Error> {
-    let mut text = serde_json::to_string_pretty(&log(report, category))?;
+/// the uploader's own category applies. `suppressed` says whether the
+/// findings that do not gate are results.
+pub(crate) fn render(
+    report: &Report,
+    category: Option<&str>,
+    suppressed: Suppressed,
+) -> Result<String, serde_json::Error> {
+    let mut text = serde_json::to_string_pretty(&log(report, category, suppressed))?;
     text.push('\n');
     Ok(text)
 }
 
-/// The SARIF log of `report`.
-fn log(report: &Report, category: Option<&str>) -> s::Sarif {
-    let every: Vec<Merged> = report
-        .findings
+/// A finding as a SARIF result: open (it gates), or why it does not.
+#[derive(Clone, Copy)]
+enum Entry<'a> {
+    Open(&'a Merged),
+    Suppressed(&'a crate::gate::Suppressed),
+    Baselined(&'a Baselined),
+    Refuted(&'a Merged),
+}
+
+impl<'a> Entry<'a> {
+    fn merged(self) -> &'a Merged {
+        match self {
+            Self::Open(m) | Self::Refuted(m) => m,
+            Self::Suppressed(x) => &x.finding,
+            Self::Baselined(x) => &x.finding,
+        }
+    }
+
+    fn result(self, index: &BTreeMap<&str, i64>) -> s::Result {
+        match self {
+            Self::Open(m) => indexed_result(m, index),
+            Self::Suppressed(x) => suppressed_result(x, index),
+            Self::Baselined(x) => baselined_result(x, index),
+            Self::Refuted(m) => refuted_result(m, index),
+        }
+    }
+}
+
+/// The findings that do not gate, left out of the results, by why.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Omitted {
+    suppressed: usize,
+    baselined: usize,
+    refuted: usize,
+}
+
+impl Omitted {
+    fn of(report: &Report, suppressed: Suppressed) -> Self {
+        match suppressed {
+            Suppressed::Keep => Self::default(),
+            Suppressed::Omit => Self {
+                suppressed: report.suppressed.len(),
+                baselined: report.baselined.len(),
+                refuted: report.refuted.len(),
+            },
+        }
+    }
+
+    fn total(self) -> usize {
+        self.suppressed + self.baselined + self.refuted
+    }
+}
+
+/// The results the run would carry, in the report's order: the open
+/// findings, then (kept) those that do not gate.
+fn entries(report: &Report, suppressed: Suppressed) -> Vec<Entry<'_>> {
+    let open = report.findings.iter().map(Entry::Open);
+    match suppressed {
+        Suppressed::Omit => open.collect(),
+        Suppressed::Keep => open
+            .chain(report.suppressed.iter().map(Entry::Suppressed))
+            .chain(report.baselined.iter().map(Entry::Baselined))
+            .chain(report.refuted.iter().map(Entry::Refuted))
+            .collect(),
+    }
+}
+
+/// The results cut to keep [`MAX_RESULTS`], by severity.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Cut {
+    /// Results over the limit, by severity (lowest first).
+    results: BTreeMap<Severity, usize>,
+    /// Of those, results that do not gate.
+    not_gating: usize,
+}
+
+impl Cut {
+    fn results_total(&self) -> usize {
+        self.results.values().sum()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.results_total() == 0
+    }
+}
+
+/// Keeps at most `max` of `entries`, in their order: the ones cut are
+/// those that do not gate first, then the lowest severity, then the last
+/// in the report's order (its least ranked), so the cut is the same on
+/// every run.
+fn keep_within<'a>(entries: Vec<Entry<'a>>, max: usize) -> (Vec<Entry<'a>>, Cut) {
+    let mut cut = Cut::default();
+    if entries.len() <= max {
+        return (entries, cut);
+    }
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by_key(|&i| {
+        let e = entries[i];
+        (
+            matches!(e, Entry::Open(_)),
+            e.merged().finding.severity,
+            std::cmp::Reverse(i),
+        )
+    });
+    let dropped: BTreeSet<usize> = order[..entries.len() - max].iter().copied().collect();
+    let mut kept = Vec::with_capacity(max);
+    for (i, e) in entries.into_iter().enumerate() {
+        if dropped.contains(&i) {
+            *cut.results.entry(e.merged().finding.severity).or_default() += 1;
+            if !matches!(e, Entry::Open(_)) {
+                cut.not_gating += 1;
+            }
+        } else {
+            kept.push(e);
+        }
+    }
+    (kept, cut)
+}
+
+/// Keeps at most [`MAX_RUNS`] runs, the first ones; how many were left out.
+fn keep_runs(mut runs: Vec<s::Run>) -> (Vec<s::Run>, usize) {
+    let over = runs.len().saturating_sub(MAX_RUNS);
+    runs.truncate(MAX_RUNS);
+    (runs, over)
+}
+
+/// The report's note when its SARIF cuts results to keep code scanning's
+/// limits (none when it fits).
+pub(crate) fn cut_note(report: &Report, suppressed: Suppressed) -> Option<String> {
+    let (_, cut) = keep_within(entries(report, suppressed), MAX_RESULTS);
+    (!cut.is_empty()).then(|| cut_text(&cut))
+}
+
+/// What a cut left out, in words.
+fn cut_text(cut: &Cut) -> String {
+    let by: Vec<String> = cut
+        .results
         .iter()
-        .chain(report.suppressed.iter().map(|x| &x.finding))
-        .chain(report.baselined.iter().map(|x| &x.finding))
-        .chain(report.refuted.iter())
-        .cloned()
+        .map(|(severity, n)| format!("{n} {}", severity.as_str()))
         .collect();
+    format!(
+        "The SARIF log holds at most {MAX_RESULTS} results a run (code scanning rejects more): \
+         {} left out, lowest severity first ({}{}); the Markdown and JSON reports list every finding.",
+        count(cut.results_total(), "result"),
+        by.join(", "),
+        if cut.not_gating > 0 {
+            format!("; {} of them not gating", cut.not_gating)
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The SARIF log of `report`.
+fn log(report: &Report, category: Option<&str>, suppressed: Suppressed) -> s::Sarif {
+    let (kept, cut) = keep_within(entries(report, suppressed), MAX_RESULTS);
+    let omitted = Omitted::of(report, suppressed);
+    let every: Vec<Merged> = kept.iter().map(|e| e.merged().clone()).collect();
     let rules = rules(&every);
     let index: BTreeMap<&str, i64> = rules
         .iter()
         .enumerate()
         .map(|(i, r)| (r.id.as_str(), i64::try_from(i).unwrap_or(-1)))
         .collect();
-    let results: Vec<s::Result> = report
-        .findings
-        .iter()
-        .map(|m| indexed_result(m, &index))
-        .chain(
-            report
-                .suppressed
-                .iter()
-                .map(|x| suppressed_result(x, &index)),
-        )
-        .chain(report.baselined.iter().map(|x| baselined_result(x, &index)))
-        .chain(report.refuted.iter().map(|m| refuted_result(m, &index)))
-        .collect();
+    let results: Vec<s::Result> = kept.iter().map(|e| e.result(&index)).collect();
 
     let mut driver = s::ToolComponent::builder()
         .name(report.tool.name.clone())
@@ -141,15 +316,18 @@ fn log(report: &Report, category: Option<&str>) -> s::Sarif {
         .tool(s::Tool::builder().driver(driver).build())
         .build();
     run.results = Some(results);
-    run.invocations = Some(vec![invocation(report)]);
+    run.invocations = Some(vec![invocation(report, omitted, &cut)]);
     run.automation_details = automation_details(category);
     run.version_control_provenance = version_control(report);
-    run.properties = Some(run_properties(report));
+    run.properties = Some(run_properties(report, omitted, &cut));
 
+    // One run a report: within MAX_RUNS by construction, kept by the same
+    // guard a log of several runs would need.
+    let (runs, _) = keep_runs(vec![run]);
     s::Sarif::builder()
         .version(json!("2.1.0"))
         .schema(SCHEMA_URI)
-        .runs(vec![run])
+        .runs(runs)
         .build()
 }
 
@@ -163,7 +341,7 @@ fn indexed_result(m: &Merged, index: &BTreeMap<&str, i64>) -> s::Result {
 
 /// A finding suppressed by a `fanscan:ignore` comment: in source, with the
 /// comment's reason.
-fn suppressed_result(x: &Suppressed, index: &BTreeMap<&str, i64>) -> s::Result {
+fn suppressed_result(x: &crate::gate::Suppressed, index: &BTreeMap<&str, i64>) -> s::Result {
     let mut r = indexed_result(&x.finding, index);
     let why = x
         .suppression
@@ -266,9 +444,32 @@ fn version_control(report: &Report) -> Option<Vec<s::VersionControlDetails>> {
     Some(vec![details])
 }
 
-/// The run's provider, model, engine, gate, diff and checkout.
-fn run_properties(report: &Report) -> s::PropertyBag {
-    let mut properties = bag(
+/// The run's provider, model, engine, gate, diff and checkout; the
+/// results left out (`omitted`) and cut (`cut`), when any.
+fn run_properties(report: &Report, omitted: Omitted, cut: &Cut) -> s::PropertyBag {
+    let mut extra = Vec::new();
+    if let Some(checkout) = &report.manifest.checkout {
+        extra.push((
+            "checkout",
+            serde_json::to_value(checkout).unwrap_or(Value::Null),
+        ));
+    }
+    if omitted.total() > 0 {
+        extra.push((
+            "omitted",
+            json!({"suppressed": omitted.suppressed, "baselined": omitted.baselined,
+                   "refuted": omitted.refuted, "total": omitted.total()}),
+        ));
+    }
+    if !cut.is_empty() {
+        let by: BTreeMap<&str, usize> = cut.results.iter().map(|(s, n)| (s.as_str(), *n)).collect();
+        extra.push((
+            "cut",
+            json!({"maxResults": MAX_RESULTS, "results": cut.results_total(),
+                   "bySeverity": by, "notGating": cut.not_gating}),
+        ));
+    }
+    bag(
         None,
         [
             ("provider", json!(report.provider)),
@@ -285,15 +486,10 @@ fn run_properties(report: &Report) -> s::PropertyBag {
                 "diff",
                 serde_json::to_value(&report.diff).unwrap_or(Value::Null),
             ),
-        ],
-    );
-    if let Some(checkout) = &report.manifest.checkout {
-        properties.additional_properties.insert(
-            "checkout".into(),
-            serde_json::to_value(checkout).unwrap_or(Value::Null),
-        );
-    }
-    properties
+        ]
+        .into_iter()
+        .chain(extra),
+    )
 }
 
 /// Where the tool is documented: the package's repository or homepage,
@@ -533,8 +729,9 @@ fn result(m: &Merged, id: String, rule_index: Option<i64>) -> s::Result {
 /// The run's one invocation: successful only when every planned group ran
 /// to the end, with a notification per reason, per failed group, for files
 /// never shown to an agent, and for the unverified findings left out.
-fn invocation(report: &Report) -> s::Invocation {
+fn invocation(report: &Report, omitted: Omitted, cut: &Cut) -> s::Invocation {
     let mut notes = Vec::new();
+    cut_notes(&mut notes, cut);
     incomplete_notes(&mut notes, report);
     failed_group_notes(&mut notes, report);
     doubtful_notes(&mut notes, report);
@@ -542,6 +739,7 @@ fn invocation(report: &Report) -> s::Invocation {
     unread_note(&mut notes, report);
     unverified_note(&mut notes, report);
     baseline_note(&mut notes, report);
+    omitted_note(&mut notes, omitted);
     let mut invocation = s::Invocation::builder()
         .execution_successful(report.complete)
         .build();
@@ -687,6 +885,59 @@ fn unverified_note(notes: &mut Vec<s::Notification>, report: &Report) {
             [("kind", json!("unverified")), ("findings", json!(list))],
         ));
     }
+}
+
+/// A warning when results were cut to keep code scanning's limits.
+fn cut_notes(notes: &mut Vec<s::Notification>, cut: &Cut) {
+    if cut.is_empty() {
+        return;
+    }
+    let by: BTreeMap<&str, usize> = cut.results.iter().map(|(s, n)| (s.as_str(), *n)).collect();
+    notes.push(notification(
+        "warning",
+        &cut_text(cut),
+        [
+            ("kind", json!("cut")),
+            ("maxResults", json!(MAX_RESULTS)),
+            ("results", json!(cut.results_total())),
+            ("bySeverity", json!(by)),
+        ],
+    ));
+}
+
+/// A note counting the findings that do not gate, left out of the
+/// results.
+fn omitted_note(notes: &mut Vec<s::Notification>, omitted: Omitted) {
+    if omitted.total() == 0 {
+        return;
+    }
+    let mut why = Vec::new();
+    for (n, what) in [
+        (omitted.suppressed, "suppressed inline"),
+        (omitted.baselined, "baselined"),
+        (omitted.refuted, "refuted by the skeptic"),
+    ] {
+        if n > 0 {
+            why.push(format!("{n} {what}"));
+        }
+    }
+    notes.push(notification(
+        "note",
+        &format!(
+            "{} that do not gate ({}) left out of the results: code scanning opens an alert for \
+             every uploaded result, suppressed or not, and closes one whose result is no longer \
+             uploaded. The Markdown and JSON reports list them; --sarif-suppressed keep writes \
+             them as results with suppressions.",
+            count(omitted.total(), "finding"),
+            why.join(", ")
+        ),
+        [
+            ("kind", json!("omitted")),
+            ("suppressed", json!(omitted.suppressed)),
+            ("baselined", json!(omitted.baselined)),
+            ("refuted", json!(omitted.refuted)),
+        ],
+    ));
 }
 
 /// A note for the baseline entries whose files were not reviewed.
@@ -872,7 +1123,7 @@ pub(crate) mod tests {
     }
 
     fn sarif(report: &Report, category: Option<&str>) -> Value {
-        serde_json::from_str(&render(report, category).unwrap()).unwrap()
+        serde_json::from_str(&render(report, category, Suppressed::Omit).unwrap()).unwrap()
     }
 
     #[test]
@@ -1155,6 +1406,202 @@ pub(crate) mod tests {
         );
         assert_eq!(notes[2]["level"], "note");
         assert_eq!(notes[2]["properties"]["findings"][0]["line"], 40);
+    }
+
+    /// A report with one finding open, one suppressed inline, one
+    /// baselined and one refuted.
+    fn report_with_non_gating() -> Report {
+        let mut r = report(vec![merged(
+            "a.rs",
+            1,
+            Severity::High,
+            Some("r/open"),
+            "open",
+        )]);
+        r.suppressed = vec![crate::gate::Suppressed {
+            finding: merged("a.rs", 2, Severity::High, Some("r/ignored"), "ignored"),
+            suppression: crate::suppress::Suppression {
+                line: 1,
+                rules: vec!["r/ignored".into()],
+                reason: Some("fixed list".into()),
+                by_change: false,
+                notes: Vec::new(),
+            },
+        }];
+        r.baselined = vec![Baselined {
+            finding: merged("a.rs", 3, Severity::Medium, Some("r/old"), "old"),
+            reason: None,
+        }];
+        r.refuted = vec![merged(
+            "a.rs",
+            4,
+            Severity::Critical,
+            Some("r/refuted"),
+            "no",
+        )];
+        r
+    }
+
+    #[test]
+    fn findings_that_do_not_gate_are_left_out_by_default_and_counted() {
+        let v = sarif(&report_with_non_gating(), None);
+        let run = &v["runs"][0];
+        let results = run["results"].as_array().unwrap();
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0]["ruleId"], "r/open");
+        assert!(results[0].get("suppressions").is_none());
+        let rules: Vec<&str> = run["tool"]["driver"]["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(rules, ["r/open"], "no rule for a result left out");
+        assert_eq!(
+            run["properties"]["omitted"],
+            json!({"suppressed": 1, "baselined": 1, "refuted": 1, "total": 3})
+        );
+        let notes = run["invocations"][0]["toolExecutionNotifications"]
+            .as_array()
+            .unwrap();
+        let omitted = notes
+            .iter()
+            .find(|n| n["properties"]["kind"] == "omitted")
+            .unwrap();
+        let text = omitted["message"]["text"].as_str().unwrap();
+        assert!(
+            text.starts_with(
+                "3 findings that do not gate (1 suppressed inline, 1 baselined, 1 refuted by the skeptic) left out"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("--sarif-suppressed keep"), "{text}");
+    }
+
+    #[test]
+    fn keep_writes_them_as_results_with_suppressions() {
+        let text = render(&report_with_non_gating(), None, Suppressed::Keep).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let run = &v["runs"][0];
+        let kinds: Vec<Value> = run["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["suppressions"][0]["kind"].clone())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                Value::Null,
+                json!("inSource"),
+                json!("external"),
+                json!("external")
+            ]
+        );
+        assert!(run["properties"].get("omitted").is_none());
+        assert!(
+            run["invocations"][0]
+                .get("toolExecutionNotifications")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_run_over_code_scannings_result_limit_cuts_the_lowest_severity_and_says_so() {
+        let over = 7;
+        let mut findings: Vec<Merged> = (0..MAX_RESULTS - 3)
+            .map(|i| merged("big.rs", 10 + i as u32, Severity::Medium, Some("r/m"), "m"))
+            .collect();
+        findings.push(merged("a.rs", 1, Severity::Critical, Some("r/c"), "c"));
+        findings.extend(
+            (0..over).map(|i| merged("low.rs", 1 + i as u32, Severity::Low, Some("r/l"), "l")),
+        );
+        findings.push(merged("info.rs", 1, Severity::Info, Some("r/i"), "i"));
+        findings.push(merged("info.rs", 2, Severity::Info, Some("r/i"), "i"));
+        let r = report(findings);
+        // 25,000 - 3 + 1 + 7 + 2 = 25,007: two info and five low go.
+        let v = sarif(&r, None);
+        let run = &v["runs"][0];
+        let results = run["results"].as_array().unwrap();
+        assert_eq!(results.len(), MAX_RESULTS);
+        let count_of = |rule: &str| results.iter().filter(|r| r["ruleId"] == rule).count();
+        assert_eq!(
+            (
+                count_of("r/c"),
+                count_of("r/m"),
+                count_of("r/l"),
+                count_of("r/i")
+            ),
+            (1, MAX_RESULTS - 3, 2, 0)
+        );
+        // The last low findings in the report's order went first.
+        let lows: Vec<i64> = results
+            .iter()
+            .filter(|r| r["ruleId"] == "r/l")
+            .map(|r| {
+                r["locations"][0]["physicalLocation"]["region"]["startLine"]
+                    .as_i64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(lows, [1, 2]);
+        assert_eq!(
+            run["properties"]["cut"],
+            json!({"maxResults": MAX_RESULTS, "results": 7,
+                   "bySeverity": {"info": 2, "low": 5}, "notGating": 0})
+        );
+        let note = &run["invocations"][0]["toolExecutionNotifications"][0];
+        assert_eq!(note["level"], "warning");
+        assert_eq!(note["properties"]["kind"], "cut");
+        let expected = "The SARIF log holds at most 25000 results a run (code scanning rejects more): \
+             7 results left out, lowest severity first (2 info, 5 low); the Markdown and JSON reports list every finding.";
+        assert_eq!(note["message"]["text"], expected);
+        assert_eq!(cut_note(&r, Suppressed::Omit).as_deref(), Some(expected));
+        // At the limit exactly nothing is cut.
+        let mut at = r.clone();
+        at.findings.truncate(MAX_RESULTS);
+        assert_eq!(cut_note(&at, Suppressed::Omit), None);
+    }
+
+    #[test]
+    fn kept_findings_that_do_not_gate_are_cut_before_open_ones() {
+        let mut r = report_with_non_gating();
+        r.findings = (0..MAX_RESULTS)
+            .map(|i| merged("a.rs", 100 + i as u32, Severity::Info, Some("r/i"), "i"))
+            .collect();
+        assert_eq!(cut_note(&r, Suppressed::Omit), None);
+        let note = cut_note(&r, Suppressed::Keep).unwrap();
+        assert!(note.contains("3 results left out"), "{note}");
+        assert!(
+            note.contains("1 medium, 1 high, 1 critical; 3 of them not gating"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn a_log_keeps_at_most_twenty_runs() {
+        let run = |i: usize| {
+            s::Run::builder()
+                .tool(
+                    s::Tool::builder()
+                        .driver(s::ToolComponent::builder().name(format!("t{i}")).build())
+                        .build(),
+                )
+                .build()
+        };
+        let (runs, over) = keep_runs((0..25).map(run).collect());
+        assert_eq!((runs.len(), over), (MAX_RUNS, 5));
+        assert_eq!(runs[19].tool.driver.name, "t19");
+        let (runs, over) = keep_runs((0..MAX_RUNS).map(run).collect());
+        assert_eq!((runs.len(), over), (MAX_RUNS, 0));
+        // A report is one run, however many shards it was merged from.
+        assert_eq!(
+            sarif(&report(vec![]), None)["runs"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct ShardPart {
     pub stopped: Vec<String>,
     /// The result of each group that finished (reviewed or failed).
     pub reports: Vec<GroupReport>,
+    /// The limits and budgets the shard ran with: its share of the run's
+    /// (1/N) or its configured own. Absent in parts of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<crate::plan::shard::ShardQuota>,
 }
 
 /// Parts that cannot be merged. Exit code 2; each names the part and the

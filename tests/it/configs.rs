@@ -3,7 +3,8 @@
 //! `configs/ci/github/nightly.yml`. Each parses; N agrees everywhere; the
 //! shard arguments line up with the index; and their scripts, run as they
 //! are with `sh` against a temporary repository and the mock model, make
-//! parts that merge into the report of one run.
+//! parts that merge into the report of one run. The Indexed Job retries
+//! per index: exit code 2 fails an index at once, 3 is retried.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -217,6 +218,102 @@ async fn the_kubernetes_indexed_job_and_merge_job_make_one_run() {
     assert_eq!(merged.plan.groups.len(), 6, "one group a directory");
 }
 
+/// A stand-in `fanscan` that writes its `--output` file and exits `code`.
+fn fake_fanscan(dir: &Path, code: i32) -> String {
+    let bin = dir.join(format!("bin-{code}"));
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("fanscan");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = --output ] && echo '{{}}' > \"$2\"; shift; done\nexit {code}\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_indexed_job_fails_an_index_on_a_configuration_error_and_retries_an_incomplete_shard() {
+    let job = config("configs/k8s/shards-job.yaml");
+    let spec = &job["spec"];
+    // Retries are counted per index, not for the whole Job.
+    let per_index = spec["backoffLimitPerIndex"].as_u64().unwrap();
+    assert!((1..=5).contains(&per_index), "{per_index}");
+    assert!(spec.get("backoffLimit").is_none(), "one limit, per index");
+    // podFailurePolicy needs restartPolicy Never.
+    assert_eq!(spec["template"]["spec"]["restartPolicy"], "Never");
+    let container = spec["template"]["spec"]["containers"][0]["name"]
+        .as_str()
+        .unwrap();
+    let rules = spec["podFailurePolicy"]["rules"].as_array().unwrap();
+    let on_exit = |code: u64| -> &str {
+        rules
+            .iter()
+            .find(|r| {
+                r["onExitCodes"]["operator"] == "In"
+                    && r["onExitCodes"]["values"]
+                        .as_array()
+                        .is_some_and(|v| v.iter().any(|c| c.as_u64() == Some(code)))
+            })
+            .map(|r| {
+                assert_eq!(r["onExitCodes"]["containerName"], container, "{r}");
+                r["action"].as_str().unwrap()
+            })
+            .unwrap_or_else(|| panic!("no rule for exit code {code}"))
+    };
+    // A configuration error fails the index at once; an incomplete shard
+    // is retried (counted against backoffLimitPerIndex).
+    assert_eq!(on_exit(2), "FailIndex");
+    assert_eq!(on_exit(3), "Count");
+    assert!(
+        rules
+            .iter()
+            .any(|r| r["action"] == "Ignore"
+                && r["onPodConditions"][0]["type"] == "DisruptionTarget")
+    );
+
+    // The script hands fanscan's exit code to the policy, and publishes
+    // a complete or incomplete part, never one of a failed start.
+    let shard_script = script(&spec["template"]);
+    let dir = tempfile::tempdir().unwrap();
+    for (code, published) in [(0, true), (3, true), (2, false), (1, false)] {
+        let parts = dir.path().join(format!("parts-{code}"));
+        let env = vec![
+            ("PATH".to_string(), fake_fanscan(dir.path(), code)),
+            ("REPO".into(), dir.path().display().to_string()),
+            ("PARTS_ROOT".into(), parts.display().to_string()),
+            ("FANSCAN_CONFIG".into(), "/nowhere/fanscan.toml".into()),
+            ("JOB_COMPLETION_INDEX".into(), "1".into()),
+        ];
+        let (exit, err) = sh(shard_script.clone(), dir.path().into(), env).await;
+        assert_eq!(exit, code, "{err}");
+        assert_eq!(
+            parts.join("part-1.json").is_file(),
+            published,
+            "exit {code}"
+        );
+    }
+    // And the real binary's configuration error is exit code 2.
+    let repo = tree();
+    let parts = dir.path().join("parts-real");
+    let env = vec![
+        ("REPO".to_string(), repo.path().display().to_string()),
+        ("PARTS_ROOT".into(), parts.display().to_string()),
+        ("FANSCAN_CONFIG".into(), "/nowhere/fanscan.toml".into()),
+        ("JOB_COMPLETION_INDEX".into(), "0".into()),
+    ];
+    let (exit, err) = sh(shard_script, dir.path().into(), env).await;
+    assert_eq!(exit, 2, "{err}");
+    assert!(err.contains("/nowhere/fanscan.toml"), "{err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_kubernetes_cronjob_shards_and_merges_on_pod_zero() {
     let cron = config("configs/k8s/nightly-cronjob.yaml");
@@ -342,6 +439,10 @@ async fn the_github_matrix_workflow_uploads_parts_and_merges_them() {
         serde_json::from_str(&std::fs::read_to_string(temp.join("fanscan.sarif")).unwrap())
             .unwrap();
     let one = one_run(&repo, &config).await;
+    // One run however many shards (code scanning takes at most 20 a file),
+    // and findings that do not gate are not uploaded as alerts.
+    assert_eq!(sarif["runs"].as_array().unwrap().len(), 1);
+    assert!(merge_run.contains("--sarif-suppressed omit"), "{merge_run}");
     assert_eq!(
         sarif["runs"][0]["results"].as_array().unwrap().len(),
         one.findings.len()

@@ -99,7 +99,9 @@ async fn sarif_of_a_scan_with_findings_is_valid_and_ranks_security_rules() {
     let repo = planted();
     let report = scan(repo.path(), &ScanArgs::default()).await;
     assert!(report.complete && !report.findings.is_empty());
-    let log = report.render_sarif(Some("fanscan-nightly")).unwrap();
+    let log = report
+        .render_sarif(Some("fanscan-nightly"), fanscan::SarifSuppressed::Omit)
+        .unwrap();
     assert_valid(&log);
 
     let v: Value = serde_json::from_str(&log).unwrap();
@@ -165,7 +167,9 @@ async fn sarif_of_a_clean_scan_is_valid_and_empty() {
     )]);
     let report = scan(repo.path(), &ScanArgs::default()).await;
     assert!(report.complete && report.findings.is_empty());
-    let log = report.render_sarif(None).unwrap();
+    let log = report
+        .render_sarif(None, fanscan::SarifSuppressed::Omit)
+        .unwrap();
     assert_valid(&log);
     let v: Value = serde_json::from_str(&log).unwrap();
     assert_eq!(v["runs"][0]["results"], serde_json::json!([]));
@@ -184,7 +188,9 @@ async fn sarif_of_an_incomplete_scan_is_valid_and_says_why() {
     let report = scan(repo.path(), &args).await;
     assert!(!report.complete, "the budget should stop the scan");
     assert!(!report.findings.is_empty(), "the first group ran");
-    let log = report.render_sarif(None).unwrap();
+    let log = report
+        .render_sarif(None, fanscan::SarifSuppressed::Omit)
+        .unwrap();
     assert_valid(&log);
     let v: Value = serde_json::from_str(&log).unwrap();
     let invocation = &v["runs"][0]["invocations"][0];
@@ -324,13 +330,23 @@ async fn codeclimate_is_a_json_array_with_unique_fingerprints() {
 async fn snapshots_of_the_three_formats() {
     let repo = planted();
     let report = stable(scan(repo.path(), &ScanArgs::default()).await);
-    insta::assert_snapshot!("sarif", report.render_sarif(Some("fanscan")).unwrap());
+    insta::assert_snapshot!(
+        "sarif",
+        report
+            .render_sarif(Some("fanscan"), fanscan::SarifSuppressed::Omit)
+            .unwrap()
+    );
     insta::assert_snapshot!("github", report.render(Format::Github).unwrap());
     insta::assert_snapshot!("codeclimate", report.render(Format::Codeclimate).unwrap());
 
     let (repo, args) = budget_repo();
     let report = stable(scan(repo.path(), &args).await);
-    insta::assert_snapshot!("sarif_incomplete", report.render_sarif(None).unwrap());
+    insta::assert_snapshot!(
+        "sarif_incomplete",
+        report
+            .render_sarif(None, fanscan::SarifSuppressed::Omit)
+            .unwrap()
+    );
     insta::assert_snapshot!("github_incomplete", report.render(Format::Github).unwrap());
 }
 

@@ -751,7 +751,7 @@ fn several_outputs_from_one_run_and_the_step_summary_appended() {
 }
 
 #[test]
-fn suppressed_and_baselined_findings_are_sarif_suppressions_the_schema_accepts() {
+fn suppressed_and_baselined_findings_are_left_out_of_the_sarif_unless_kept_as_suppressions() {
     let repo = Repo::new(&[(
         "app/db.py",
         "def find(cur, name):\n    # fanscan:ignore[sql/concat] fixed list\n    cur.execute(\"SELECT * FROM users WHERE name = '\" + name + \"'\")\nimport hashlib\nh = hashlib.md5(b'x').hexdigest()\n",
@@ -764,20 +764,43 @@ fn suppressed_and_baselined_findings_are_sarif_suppressions_the_schema_accepts()
         code(&fanscan(&["baseline", root, "-o", b, "--quiet"])),
         exit::OK
     );
-    let out = fanscan(&[
-        "scan",
-        root,
-        "--quiet",
-        "--format",
-        "sarif",
-        "--baseline",
-        b,
-    ]);
-    assert_eq!(code(&out), exit::OK);
-    let text = String::from_utf8(out.stdout).unwrap();
-    let errors = crate::formats::schema_errors(&text);
-    assert!(errors.is_empty(), "{errors:#?}");
-    let log: Value = serde_json::from_str(&text).unwrap();
+    let sarif = |extra: &[&str]| {
+        let mut args = vec![
+            "scan",
+            root,
+            "--quiet",
+            "--format",
+            "sarif",
+            "--baseline",
+            b,
+        ];
+        args.extend_from_slice(extra);
+        let out = fanscan(&args);
+        assert_eq!(code(&out), exit::OK);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let errors = crate::formats::schema_errors(&text);
+        assert!(errors.is_empty(), "{errors:#?}");
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    // By default code scanning gets no result for them: an uploaded result
+    // with `suppressions` would still open an alert.
+    let log = sarif(&[]);
+    let run = &log["runs"][0];
+    assert_eq!(run["results"].as_array().unwrap().len(), 0);
+    assert_eq!(run["properties"]["omitted"]["suppressed"], 1);
+    assert_eq!(run["properties"]["omitted"]["baselined"], 1);
+    let notes = run["invocations"][0]["toolExecutionNotifications"]
+        .as_array()
+        .unwrap();
+    assert!(
+        notes.iter().any(|n| n["properties"]["kind"] == "omitted"
+            && n["message"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("2 findings that do not gate (1 suppressed inline, 1 baselined)")),
+        "{notes:#?}"
+    );
+    let log = sarif(&["--sarif-suppressed", "keep"]);
     let kinds: Vec<&str> = log["runs"][0]["results"]
         .as_array()
         .unwrap()
@@ -785,6 +808,7 @@ fn suppressed_and_baselined_findings_are_sarif_suppressions_the_schema_accepts()
         .map(|r| r["suppressions"][0]["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["inSource", "external"]);
+    assert!(log["runs"][0]["properties"].get("omitted").is_none());
 }
 
 /// The GitHub workflow's `fanscan scan` command line, as words.
@@ -872,6 +896,14 @@ fn the_github_workflow_gates_a_pull_request_and_uploads_sarif() {
         "{condition}"
     );
     assert_eq!(upload["with"]["category"], flag(&words, "--category")[0]);
+    // What it uploads leaves no open alert for a finding that does not
+    // gate, and the workflow says so.
+    assert_eq!(flag(&words, "--sarif-suppressed"), ["omit"]);
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/ci/github/fanscan.yml"),
+    )
+    .unwrap();
+    assert!(text.contains("leaves no open alert"), "{text}");
     // Every flag it uses exists.
     check_flags(&words);
 }

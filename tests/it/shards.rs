@@ -336,13 +336,22 @@ fn asked_groups(mock: &MockModel, from: usize) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn shards_against_a_model_ask_each_group_once_and_merge_to_one_run() {
+async fn shards_against_a_model_ask_each_group_once_share_one_quota_and_merge_to_one_run() {
     let repo = tree();
     let mock = MockModel::openai(auditor_behaviour("unwrap")).await;
     let args = ScanArgs {
         group_tokens: Some(250),
         no_store: true,
+        max_cost: Some(10.0),
+        max_tokens: Some(50_000_001),
         ..ScanArgs::default()
+    };
+    // A priced model, so that cost is counted, and a rate high enough not
+    // to slow the test.
+    let provider = fanscan::ProviderArgs {
+        model: Some("gpt-4o-mini".into()),
+        rpm: Some(60_000),
+        ..fanscan::ProviderArgs::default()
     };
     let out = tempfile::tempdir().unwrap();
     let mut parts = Vec::new();
@@ -356,6 +365,7 @@ async fn shards_against_a_model_ask_each_group_once_and_merge_to_one_run() {
         let settings = mock.settings_with(
             repo.path(),
             RunArgs {
+                provider: provider.clone(),
                 scan: args.clone(),
                 shard,
                 ..RunArgs::default()
@@ -364,6 +374,27 @@ async fn shards_against_a_model_ask_each_group_once_and_merge_to_one_run() {
         let ctx = Context::new(settings).unwrap();
         let part = fanscan::scan(&ctx, &Ui::hidden()).await.unwrap();
         let shard = part.shard.clone().unwrap();
+        // Each shard took half of each limit and budget, and says so.
+        let quota = shard.quota.clone().unwrap();
+        assert_eq!(quota.shards, 2);
+        assert_eq!(
+            (quota.rpm.whole, quota.rpm.per_shard, quota.rpm.how),
+            (Some(60_000), Some(30_000), fanscan::ShareKind::Split)
+        );
+        assert_eq!(quota.max_cost.per_shard, Some(5.0));
+        assert_eq!(quota.max_tokens.per_shard, Some(25_000_000));
+        assert_eq!(quota.tpm.how, fanscan::ShareKind::Unlimited);
+        let json: serde_json::Value =
+            serde_json::from_str(&part.render(fanscan::Format::Json).unwrap()).unwrap();
+        assert_eq!(
+            json["shard"]["quota"]["rpm"],
+            serde_json::json!({"whole": 60000, "per_shard": 30000, "how": "split"})
+        );
+        let md = part.render(fanscan::Format::Md).unwrap();
+        assert!(
+            md.contains("This shard's limits: rpm 30000 (60000 split 2 ways), tpm unlimited, max cost $5.0000 ($10.0000 split 2 ways), max tokens 25000000 (50000001 split 2 ways)."),
+            "{md}"
+        );
         // The shard asked the model for its own groups only, and no reducer.
         assert_eq!(asked_groups(&mock, from), {
             let mut g = shard.groups.clone();
@@ -379,7 +410,12 @@ async fn shards_against_a_model_ask_each_group_once_and_merge_to_one_run() {
     asked.dedup();
     assert_eq!(asked.len(), 6, "every group asked once across the shards");
 
-    let ctx = Context::new(mock.settings(repo.path(), &args)).unwrap();
+    let unsharded = || RunArgs {
+        provider: provider.clone(),
+        scan: args.clone(),
+        ..RunArgs::default()
+    };
+    let ctx = Context::new(mock.settings_with(repo.path(), unsharded())).unwrap();
     let from = mock.requests().len();
     let merged = fanscan::merge(&ctx, &Ui::hidden(), &parts).await.unwrap();
     assert!(
@@ -387,7 +423,7 @@ async fn shards_against_a_model_ask_each_group_once_and_merge_to_one_run() {
         "merge audits nothing again"
     );
 
-    let one_ctx = Context::new(mock.settings(repo.path(), &args)).unwrap();
+    let one_ctx = Context::new(mock.settings_with(repo.path(), unsharded())).unwrap();
     let one = fanscan::scan(&one_ctx, &Ui::hidden()).await.unwrap();
     assert!(!one.findings.is_empty());
     let set = |r: &Report| {
@@ -409,6 +445,40 @@ async fn shards_against_a_model_ask_each_group_once_and_merge_to_one_run() {
         "the reducer's call is counted too"
     );
     assert!(merged.stats.agents.contains_key("reducer"));
+    // The merge sums what the shards spent, agent by agent; only the
+    // merge's own stages (reducer, skeptic) add to it.
+    let parts: Vec<Report> = parts.iter().map(|p| read_report(p)).collect();
+    assert!(
+        parts
+            .iter()
+            .all(|p| p.stats.agents["auditor"].usage.input_tokens > 0)
+    );
+    let mut own_cost = 0.0;
+    for (name, used) in &merged.stats.agents {
+        let of_parts = || parts.iter().filter_map(|p| p.stats.agents.get(name));
+        let tokens: u64 = of_parts().map(|u| u.usage.input_tokens).sum();
+        let cost: f64 = of_parts().map(|u| u.cost_usd.unwrap()).sum();
+        let merged_cost = used.cost_usd.unwrap();
+        if name == "reducer" || name == "skeptic" {
+            own_cost += merged_cost - cost;
+        } else {
+            assert_eq!(used.usage.input_tokens, tokens, "{name}");
+            assert!((merged_cost - cost).abs() < 1e-12, "{name}");
+        }
+    }
+    let total: f64 = parts.iter().map(|p| p.stats.cost_usd.unwrap()).sum();
+    assert!(total > 0.0);
+    assert!((merged.stats.cost_usd.unwrap() - (total + own_cost)).abs() < 1e-12);
+    // The merged report keeps each shard's note of its limits.
+    for k in 1..=2 {
+        assert!(
+            merged.notes.iter().any(|n| n.starts_with(&format!(
+                "shard {k}/2: This shard's limits: rpm 30000 (60000 split 2 ways)"
+            ))),
+            "{:?}",
+            merged.notes
+        );
+    }
 }
 
 /// A shard with high findings: its part is JSON without `--format`, and it
@@ -468,4 +538,60 @@ fn a_shard_writes_json_and_leaves_the_gate_to_the_merge() {
     ]);
     assert_eq!(run.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&run.stderr).contains("partial report as JSON"));
+}
+
+/// A shard's budget is its share of the run's: one the whole run could
+/// start with may be too small for a quarter of it, and the error says it
+/// is the shard's share and how to set it; a per-shard value replaces it.
+#[test]
+fn a_shard_s_budget_is_its_share_of_the_run_s_unless_set_per_shard() {
+    let repo = Repo::new(&[(
+        "a/x.rs",
+        "fn f(s: &str) -> u32 {\n    s.parse().unwrap()\n}\n",
+    )]);
+    let root = path_str(repo.path());
+    let scan = |extra: &[&str]| {
+        let mut args = vec![
+            "scan",
+            root,
+            "--no-store",
+            "--quiet",
+            "--max-tokens",
+            "8000",
+        ];
+        args.extend_from_slice(extra);
+        fanscan(&args)
+    };
+    assert_eq!(scan(&["--format", "json"]).status.code(), Some(0));
+    let out = scan(&["--shard", "1/4"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--max-tokens 2000 (shard 1/4's share of the run's budget: 1/N of it unless `[shard]` or --shard-max-tokens / --shard-max-cost set it) is less than"),
+        "{err}"
+    );
+    let out = scan(&["--shard", "1/4", "--shard-max-tokens", "8000"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let part: Report = serde_json::from_slice(&out.stdout).unwrap();
+    let quota = part.shard.unwrap().quota.unwrap();
+    assert_eq!(
+        (
+            quota.max_tokens.whole,
+            quota.max_tokens.per_shard,
+            quota.max_tokens.how
+        ),
+        (Some(8000), Some(8000), fanscan::ShareKind::Configured)
+    );
+    assert!(
+        part.notes
+            .iter()
+            .any(|n| n.contains("max tokens 8000 (configured per shard; the run's is 8000)")),
+        "{:?}",
+        part.notes
+    );
 }

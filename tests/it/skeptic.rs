@@ -154,7 +154,17 @@ async fn a_refuted_finding_leaves_the_gate_and_is_listed_with_its_reason_in_ever
     let md = report.render(Format::Md).unwrap();
     assert!(md.contains("## Refuted by the skeptic (1)"), "{md}");
     assert!(md.contains(reason));
+    // The SARIF for code scanning leaves it out (an uploaded result opens
+    // an alert, suppressed or not) and counts it...
     let sarif_text = report.render(Format::Sarif).unwrap();
+    crate::formats::assert_valid(&sarif_text);
+    let sarif: Value = serde_json::from_str(&sarif_text).unwrap();
+    assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 0);
+    assert_eq!(sarif["runs"][0]["properties"]["omitted"]["refuted"], 1);
+    // ... and keeps it as a suppressed result when asked.
+    let sarif_text = report
+        .render_sarif(None, fanscan::SarifSuppressed::Keep)
+        .unwrap();
     crate::formats::assert_valid(&sarif_text);
     let sarif: Value = serde_json::from_str(&sarif_text).unwrap();
     let result = &sarif["runs"][0]["results"][0];
