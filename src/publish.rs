@@ -21,7 +21,9 @@ use crate::store::{Store, runs};
 /// a category).
 pub fn render(settings: &Settings, report: &Report, format: Format) -> Result<String, RenderError> {
     match format {
-        Format::Html => Ok(html::render(report, &html_extras(settings, report))),
+        Format::Html => {
+            html::render(report, &html_extras(settings, report)).map_err(RenderError::Text)
+        }
         Format::GithubReview | Format::GitlabDiscussions => {
             let Some(DiffSource::Since(base)) = &settings.diff else {
                 return Err(RenderError::NeedsDiff);

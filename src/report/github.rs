@@ -16,7 +16,6 @@
 //! so everything is escaped as the workflow-command syntax requires: a raw
 //! newline would let a finding start a command of its own.
 
-use std::fmt::Write as _;
 
 use super::Report;
 use super::sarif::rule_id;
@@ -61,10 +60,10 @@ fn findings(out: &mut String, report: &Report) {
             f.detail.clone()
         };
         if let Some(note) = &m.note {
-            let _ = write!(message, "\n({note})");
+            message.push_str(&format!("\n({note})"));
         }
         if let Some(c) = &m.challenge {
-            let _ = write!(message, "\n(skeptic: {})", c.describe());
+            message.push_str(&format!("\n(skeptic: {})", c.describe()));
         }
         line(out, command, &properties, &message);
     }
@@ -149,13 +148,12 @@ fn incomplete(out: &mut String, report: &Report) {
                     groups.push(&f.group);
                 }
             }
-            let _ = write!(
-                why,
+            why.push_str(&format!(
                 "{}{} not audited (groups {}).",
                 if why.is_empty() { "" } else { " " },
                 count(failed.len(), "file"),
                 groups.join(", ")
-            );
+            ));
         }
         if why.is_empty() {
             why = "not every planned group ran to the end.".into();

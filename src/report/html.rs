@@ -95,7 +95,7 @@ struct Row<'a> {
 }
 
 /// The page.
-pub(crate) fn render(report: &Report, extras: &HtmlExtras) -> String {
+pub(crate) fn render(report: &Report, extras: &HtmlExtras) -> Result<String, std::fmt::Error> {
     let rows = rows(report);
     let new: BTreeSet<&str> = report
         .since_last_run
@@ -104,34 +104,34 @@ pub(crate) fn render(report: &Report, extras: &HtmlExtras) -> String {
         .collect();
     let mut body = String::new();
     body.push_str("<main>\n");
-    verdict(&mut body, report, &rows);
-    toc(&mut body);
-    summary(&mut body, report);
+    verdict(&mut body, report, &rows)?;
+    toc(&mut body)?;
+    summary(&mut body, report)?;
     charts(&mut body, report);
-    trend(&mut body, report, extras);
-    heat(&mut body, report, extras);
-    findings(&mut body, report, &rows, &new);
-    coverage(&mut body, report);
-    groups(&mut body, report);
-    claims(&mut body, report);
-    run_details(&mut body, report);
-    let _ = write!(
+    trend(&mut body, report, extras)?;
+    heat(&mut body, report, extras)?;
+    findings(&mut body, report, &rows, &new)?;
+    coverage(&mut body, report)?;
+    groups(&mut body, report)?;
+    claims(&mut body, report)?;
+    run_details(&mut body, report)?;
+    write!(
         body,
         "<footer>{} {} · report schema {} · this page loads nothing from the network</footer>\n<pre id=\"selftest\" hidden></pre>\n</main>\n",
         text(&report.tool.name),
         text(&report.tool.version),
         report.schema_version
-    );
+    )?;
     let csp = format!(
         "default-src 'none'; style-src '{}'; script-src '{}'; img-src data:; base-uri 'none'; form-action 'none'",
         sha256_source(CSS),
         sha256_source(SCRIPT)
     );
-    format!(
+    Ok(format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"referrer\" content=\"no-referrer\">\n<title>fanscan: {} · {}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}<script>{SCRIPT}</script>\n</body>\n</html>\n",
         text(outcome_word(report.gate.outcome)),
         text(&report.root)
-    )
+    ))
 }
 
 /// Every finding of the report with its status: open, unverified,
@@ -200,25 +200,25 @@ fn outcome_word(outcome: Outcome) -> &'static str {
     }
 }
 
-fn verdict(out: &mut String, report: &Report, rows: &[Row<'_>]) {
+fn verdict(out: &mut String, report: &Report, rows: &[Row<'_>]) -> std::fmt::Result {
     let (class, word) = match report.gate.outcome {
         Outcome::Pass if report.complete => ("v-pass", "Gate passed"),
         Outcome::Pass => ("v-incomplete", "Incomplete"),
         Outcome::Fail => ("v-fail", "Gate failed"),
         Outcome::Incomplete => ("v-incomplete", "Incomplete"),
     };
-    let _ = write!(
+    write!(
         out,
         "<header class=\"verdict {class}\">\n<h1><span class=\"word\">{word}</span>fanscan report of <span class=\"mono\">{}</span></h1>\n<p class=\"reason\">{}</p>\n",
         text(&report.root),
         text(&report.gate.reason)
-    );
+    )?;
     if report.complete {
         out.push_str("<p>Complete: every planned group ran to the end.</p>\n");
     } else {
         out.push_str("<p><b>Incomplete run.</b> Why:</p>\n<ul>\n");
         for r in &report.incomplete_reasons {
-            let _ = writeln!(out, "<li>{}</li>", text(r));
+            writeln!(out, "<li>{}</li>", text(r))?;
         }
         out.push_str("</ul>\n");
     }
@@ -311,7 +311,7 @@ fn verdict(out: &mut String, report: &Report, rows: &[Row<'_>]) {
     ]);
     out.push_str("<dl class=\"facts\">\n");
     for (k, v) in facts {
-        let _ = writeln!(out, "<div><dt>{k}</dt><dd>{v}</dd></div>");
+        writeln!(out, "<div><dt>{k}</dt><dd>{v}</dd></div>")?;
     }
     out.push_str("</dl>\n<div class=\"cards\">\n");
     for sev in Severity::DESCENDING {
@@ -320,21 +320,22 @@ fn verdict(out: &mut String, report: &Report, rows: &[Row<'_>]) {
             .iter()
             .filter(|m| m.finding.severity == sev)
             .count();
-        let _ = writeln!(
+        writeln!(
             out,
             "<div class=\"card sev-{0}\"><b>{n}</b><span>open {0}</span></div>",
             sev.as_str()
-        );
+        )?;
     }
     for status in &Status::ALL[1..] {
         let n = rows.iter().filter(|r| r.status == *status).count();
-        let _ = writeln!(
+        writeln!(
             out,
             "<div class=\"card other\"><b>{n}</b><span>{}</span></div>",
             status.as_str()
-        );
+        )?;
     }
     out.push_str("</div>\n</header>\n");
+    Ok(())
 }
 
 /// The scanned tree: the state in words, then the full commit and
@@ -343,16 +344,19 @@ fn checkout_html(checkout: &Checkout) -> String {
     let mut out = text(&crate::util::capitalize(&checkout.describe()));
     if let Checkout::Git(g) = checkout {
         if let Some(commit) = &g.commit {
-            let _ = write!(out, "<br><span class=\"mono\">{}</span>", text(commit));
+            out.push_str(&format!("<br><span class=\"mono\">{}</span>", text(commit)));
         }
         if let Some(url) = &g.remote_url {
-            let _ = write!(out, "<br>origin <span class=\"mono\">{}</span>", text(url));
+            out.push_str(&format!(
+                "<br>origin <span class=\"mono\">{}</span>",
+                text(url)
+            ));
         }
     }
     out
 }
 
-fn toc(out: &mut String) {
+fn toc(out: &mut String) -> std::fmt::Result {
     out.push_str("<nav class=\"toc\">");
     for (id, name) in [
         ("summary", "Summary"),
@@ -365,26 +369,28 @@ fn toc(out: &mut String) {
         ("claims", "Claims"),
         ("details", "Run details"),
     ] {
-        let _ = write!(out, "<a href=\"#{id}\">{name}</a>");
+        write!(out, "<a href=\"#{id}\">{name}</a>")?;
     }
     out.push_str("</nav>\n");
+    Ok(())
 }
 
-fn summary(out: &mut String, report: &Report) {
+fn summary(out: &mut String, report: &Report) -> std::fmt::Result {
     out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
     if report.summary.trim().is_empty() {
         out.push_str("<p class=\"empty\">No summary.</p>\n");
     } else {
-        let _ = writeln!(out, "<p class=\"text\">{}</p>", text(&report.summary));
+        writeln!(out, "<p class=\"text\">{}</p>", text(&report.summary))?;
     }
     if !report.notes.is_empty() {
         out.push_str("<h3>Notes</h3>\n<ul>\n");
         for n in &report.notes {
-            let _ = writeln!(out, "<li>{}</li>", text(n));
+            writeln!(out, "<li>{}</li>", text(n))?;
         }
         out.push_str("</ul>\n");
     }
     out.push_str("</section>\n");
+    Ok(())
 }
 
 /// A horizontal bar chart: one bar per (label, count, class).
@@ -409,22 +415,16 @@ fn bars(title: &str, items: &[(String, usize, String)]) -> String {
         } else {
             label.clone()
         };
-        let _ = writeln!(
-            svg,
-            "<g><title>{}: {n}</title><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text><rect class=\"{class}\" x=\"{label_w}\" y=\"{y}\" width=\"{w}\" height=\"15\" rx=\"2\"></rect><text x=\"{}\" y=\"{}\">{n}</text></g>",
+        svg.push_str(&format!("<g><title>{}: {n}</title><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text><rect class=\"{class}\" x=\"{label_w}\" y=\"{y}\" width=\"{w}\" height=\"15\" rx=\"2\"></rect><text x=\"{}\" y=\"{}\">{n}</text></g>\n",
             text(label),
             label_w - 8,
             y + 12,
             text(&shown),
             label_w + w + 6,
-            y + 12
-        );
+            y + 12));
     }
-    let _ = writeln!(
-        svg,
-        "<line class=\"axis\" x1=\"{label_w}\" y1=\"4\" x2=\"{label_w}\" y2=\"{}\"></line>\n</svg>",
-        height - 14
-    );
+    svg.push_str(&format!("<line class=\"axis\" x1=\"{label_w}\" y1=\"4\" x2=\"{label_w}\" y2=\"{}\"></line>\n</svg>\n",
+        height - 14));
     svg
 }
 
@@ -479,21 +479,22 @@ fn charts(out: &mut String, report: &Report) {
     out.push_str("</div>\n</div>\n</section>\n");
 }
 
-fn trend(out: &mut String, report: &Report, extras: &HtmlExtras) {
+fn trend(out: &mut String, report: &Report, extras: &HtmlExtras) -> std::fmt::Result {
     out.push_str("<section id=\"trend\">\n<h2>Trend</h2>\n");
     let runs: Vec<&TrendRun> = extras.history.iter().filter(|r| r.finished).collect();
     let runs = &runs[runs.len().saturating_sub(TREND_RUNS)..];
     if let Some(note) = &extras.history_note {
-        let _ = writeln!(out, "<p class=\"muted\">{}</p>", text(note));
+        writeln!(out, "<p class=\"muted\">{}</p>", text(note))?;
     }
-    trend_chart(out, runs);
-    since_last_run(out, report);
+    trend_chart(out, runs)?;
+    since_last_run(out, report)?;
     out.push_str("</section>\n");
+    Ok(())
 }
 
 /// The SVG of open findings per severity over the store's last runs (two
 /// at least), or a line saying when it appears.
-fn trend_chart(out: &mut String, runs: &[&TrendRun]) {
+fn trend_chart(out: &mut String, runs: &[&TrendRun]) -> std::fmt::Result {
     if runs.len() < 2 {
         out.push_str("<p class=\"empty\">The trend appears once the run store holds two finished runs.</p>\n");
     } else {
@@ -512,35 +513,35 @@ fn trend_chart(out: &mut String, runs: &[&TrendRun]) {
             top + plot_h
                 - (usize::try_from(n).unwrap_or(0) * plot_h) / usize::try_from(max).unwrap_or(1)
         };
-        let _ = writeln!(
+        writeln!(
             out,
             "<svg viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"Open findings per severity over the last {} runs\">",
             runs.len()
-        );
-        let _ = writeln!(
+        )?;
+        writeln!(
             out,
             "<line class=\"axis\" x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{}\"></line><line class=\"axis\" x1=\"{left}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"></line>",
             top + plot_h,
             top + plot_h,
             x(runs.len() - 1),
             top + plot_h
-        );
-        let _ = writeln!(
+        )?;
+        writeln!(
             out,
             "<text class=\"lbl\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{max}</text><text class=\"lbl\" x=\"{}\" y=\"{}\" text-anchor=\"end\">0</text>",
             left - 6,
             top + 4,
             left - 6,
             top + plot_h + 4
-        );
+        )?;
         for (i, r) in runs.iter().enumerate() {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "<text class=\"lbl\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">#{}</text>",
                 x(i),
                 top + plot_h + 16,
                 r.id
-            );
+            )?;
         }
         for (k, s) in Severity::DESCENDING.iter().enumerate() {
             let points: Vec<String> = runs
@@ -548,15 +549,15 @@ fn trend_chart(out: &mut String, runs: &[&TrendRun]) {
                 .enumerate()
                 .map(|(i, r)| format!("{},{}", x(i), y(total(r, *s))))
                 .collect();
-            let _ = writeln!(
+            writeln!(
                 out,
                 "<polyline class=\"line-{0}\" points=\"{1}\"></polyline>",
                 s.as_str(),
                 points.join(" ")
-            );
+            )?;
             for (i, r) in runs.iter().enumerate() {
                 let n = total(r, *s);
-                let _ = writeln!(
+                writeln!(
                     out,
                     "<circle class=\"{} line-{}\" cx=\"{}\" cy=\"{}\" r=\"3.5\"><title>run #{} ({}{}): {n} {}</title></circle>",
                     if r.complete {
@@ -571,29 +572,30 @@ fn trend_chart(out: &mut String, runs: &[&TrendRun]) {
                     text(&r.started_at),
                     if r.complete { "" } else { ", incomplete" },
                     s.as_str()
-                );
+                )?;
             }
             let ly = top + 6 + k * 18;
             let lx = w - 96;
-            let _ = writeln!(
+            writeln!(
                 out,
                 "<rect class=\"fill-{0}\" x=\"{lx}\" y=\"{1}\" width=\"12\" height=\"4\"></rect><text x=\"{2}\" y=\"{3}\">{0}</text>",
                 s.as_str(),
                 ly,
                 lx + 18,
                 ly + 5
-            );
+            )?;
         }
         out.push_str("</svg>\n<p class=\"muted\">Open verified findings per severity, one point a finished run of the store (hollow: incomplete).</p>\n");
     }
+    Ok(())
 }
 
 /// What changed since the last complete run: counts by severity and the
 /// new, fixed and unchecked findings.
-fn since_last_run(out: &mut String, report: &Report) {
+fn since_last_run(out: &mut String, report: &Report) -> std::fmt::Result {
     match &report.since_last_run {
         Some(since) => {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "<h3>Since run {} ({})</h3>\n<p>{} new, {} fixed, {} unchanged, {} not checked this time.</p>",
                 since
@@ -604,11 +606,11 @@ fn since_last_run(out: &mut String, report: &Report) {
                 since.fixed.len(),
                 since.unchanged,
                 since.not_checked.len()
-            );
+            )?;
             if !since.by_severity.is_empty() {
                 out.push_str("<table><thead><tr><th>Severity</th><th class=\"num\">new</th><th class=\"num\">fixed</th><th class=\"num\">unchanged</th><th class=\"num\">not checked</th></tr></thead><tbody>\n");
                 for (sev, t) in &since.by_severity {
-                    let _ = writeln!(
+                    writeln!(
                         out,
                         "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                         text(sev),
@@ -616,7 +618,7 @@ fn since_last_run(out: &mut String, report: &Report) {
                         t.fixed,
                         t.unchanged,
                         t.not_checked
-                    );
+                    )?;
                 }
                 out.push_str("</tbody></table>\n");
             }
@@ -628,13 +630,13 @@ fn since_last_run(out: &mut String, report: &Report) {
                 if list.is_empty() {
                     continue;
                 }
-                let _ = writeln!(
+                writeln!(
                     out,
                     "<details><summary>{title} ({})</summary><ul>",
                     list.len()
-                );
+                )?;
                 for f in list {
-                    let _ = writeln!(
+                    writeln!(
                         out,
                         "<li><span class=\"sev sev-{0}\">{0}</span> <span class=\"mono\">{1}:{2}</span> {3} <span class=\"muted mono\">{4}</span></li>",
                         f.severity.as_str(),
@@ -642,7 +644,7 @@ fn since_last_run(out: &mut String, report: &Report) {
                         f.line,
                         text(&f.title),
                         text(&f.fingerprint)
-                    );
+                    )?;
                 }
                 out.push_str("</ul></details>\n");
             }
@@ -651,6 +653,7 @@ fn since_last_run(out: &mut String, report: &Report) {
             "<p class=\"muted\">No earlier complete run in the store to compare with.</p>\n",
         ),
     }
+    Ok(())
 }
 
 /// A file's directory: `a/b/c.rs` is `a/b`, `c.rs` is `.`.
@@ -658,7 +661,7 @@ fn dir_of(path: &str) -> &str {
     path.rsplit_once('/').map_or(".", |(d, _)| d)
 }
 
-fn heat(out: &mut String, report: &Report, extras: &HtmlExtras) {
+fn heat(out: &mut String, report: &Report, extras: &HtmlExtras) -> std::fmt::Result {
     out.push_str("<section id=\"heat\">\n<h2>Heat map: open findings per KLOC by directory</h2>\n");
     let mut dirs: BTreeMap<&str, (usize, u64, [usize; 5])> = BTreeMap::new();
     let mut lines_known = true;
@@ -682,7 +685,7 @@ fn heat(out: &mut String, report: &Report, extras: &HtmlExtras) {
     }
     if dirs.is_empty() {
         out.push_str("<p class=\"empty\">No planned files.</p>\n</section>\n");
-        return;
+        return Ok(());
     }
     let density = |n: usize, lines: u64| -> Option<f64> {
         (lines > 0).then(|| n as f64 * 1000.0 / lines as f64)
@@ -693,11 +696,11 @@ fn heat(out: &mut String, report: &Report, extras: &HtmlExtras) {
         .fold(0.0_f64, f64::max);
     out.push_str("<table class=\"heat\"><thead><tr><th>Directory</th><th class=\"num\">files</th><th class=\"num\">lines</th>");
     for s in Severity::DESCENDING {
-        let _ = write!(out, "<th class=\"num\">{}</th>", s.as_str());
+        write!(out, "<th class=\"num\">{}</th>", s.as_str())?;
     }
     out.push_str("<th class=\"num\">all per KLOC</th></tr></thead><tbody>\n");
     for (dir, (files, lines, counts)) in &dirs {
-        let _ = write!(
+        write!(
             out,
             "<tr><td class=\"mono\">{}</td><td class=\"num\">{files}</td><td class=\"num\">{}</td>",
             text(dir),
@@ -706,7 +709,7 @@ fn heat(out: &mut String, report: &Report, extras: &HtmlExtras) {
             } else {
                 "?".into()
             }
-        );
+        )?;
         for n in counts {
             let (class, shown) = match density(*n, *lines) {
                 Some(d) if *n > 0 => {
@@ -720,44 +723,50 @@ fn heat(out: &mut String, report: &Report, extras: &HtmlExtras) {
                 _ if *n > 0 => ("h3".to_string(), n.to_string()),
                 _ => ("h0".to_string(), "·".to_string()),
             };
-            let _ = write!(out, "<td class=\"cell {class}\">{shown}</td>");
+            write!(out, "<td class=\"cell {class}\">{shown}</td>")?;
         }
         let all: usize = counts.iter().sum();
-        let _ = writeln!(
+        writeln!(
             out,
             "<td class=\"num\">{}</td></tr>",
             density(all, *lines).map_or_else(|| "?".to_string(), |d| format!("{d:.2}"))
-        );
+        )?;
     }
     out.push_str("</tbody></table>\n<p class=\"muted\">Each cell: open findings, and below them findings per 1000 lines; the darker, the denser.");
     if !lines_known {
         out.push_str(" Some files could not be read for their line count (?).");
     }
     out.push_str("</p>\n</section>\n");
+    Ok(())
 }
 
-fn findings(out: &mut String, report: &Report, rows: &[Row<'_>], new: &BTreeSet<&str>) {
-    let _ = writeln!(
+fn findings(
+    out: &mut String,
+    report: &Report,
+    rows: &[Row<'_>],
+    new: &BTreeSet<&str>,
+) -> std::fmt::Result {
+    writeln!(
         out,
         "<section id=\"findings\">\n<h2>Findings ({})</h2>",
         rows.len()
-    );
+    )?;
     out.push_str("<form id=\"filters\" class=\"filters\">\n<fieldset><legend>Severity</legend>");
     for s in Severity::DESCENDING {
-        let _ = write!(
+        write!(
             out,
             "<label><input type=\"checkbox\" name=\"sev\" value=\"{0}\" checked> {0}</label>",
             s.as_str()
-        );
+        )?;
     }
     out.push_str("</fieldset>\n<fieldset><legend>Status</legend>");
     for s in Status::ALL {
         let n = rows.iter().filter(|r| r.status == s).count();
-        let _ = write!(
+        write!(
             out,
             "<label><input type=\"checkbox\" name=\"status\" value=\"{0}\" checked> {0} ({n})</label>",
             s.as_str()
-        );
+        )?;
     }
     out.push_str("</fieldset>\n<fieldset><legend>CWE</legend><select name=\"cwe\"><option value=\"\">any</option>");
     let cwes: BTreeMap<u32, String> = rows
@@ -776,7 +785,7 @@ fn findings(out: &mut String, report: &Report, rows: &[Row<'_>], new: &BTreeSet<
         })
         .collect();
     for (n, label) in &cwes {
-        let _ = write!(out, "<option value=\"CWE-{n}\">{}</option>", text(label));
+        write!(out, "<option value=\"CWE-{n}\">{}</option>", text(label))?;
     }
     if rows.iter().any(|r| r.merged.finding.cwe.id.is_none()) {
         out.push_str("<option value=\"none\">no CWE</option>");
@@ -787,9 +796,10 @@ fn findings(out: &mut String, report: &Report, rows: &[Row<'_>], new: &BTreeSet<
     }
     out.push_str("<table id=\"findings-table\"><thead><tr><th></th><th class=\"sortable\" data-key=\"severity\">Severity</th><th class=\"sortable\" data-key=\"status\">Status</th><th class=\"sortable\" data-key=\"cwe\">CWE</th><th class=\"sortable\" data-key=\"location\">Location</th><th class=\"sortable\" data-key=\"title\">Title</th><th>Agent</th><th class=\"sortable num\" data-key=\"confidence\">Conf.</th></tr></thead>\n");
     for (order, row) in rows.iter().enumerate() {
-        finding_row(out, report, row, order, new);
+        finding_row(out, report, row, order, new)?;
     }
     out.push_str("</table>\n</section>\n");
+    Ok(())
 }
 
 fn finding_row(
@@ -798,7 +808,7 @@ fn finding_row(
     row: &Row<'_>,
     order: usize,
     new: &BTreeSet<&str>,
-) {
+) -> std::fmt::Result {
     let m = row.merged;
     let f = &m.finding;
     let rank = Severity::DESCENDING.len()
@@ -816,7 +826,7 @@ fn finding_row(
         _ => format!("{}:{}", f.path, f.line),
     };
     let is_new = row.status == Status::Open && new.contains(m.fingerprint.as_str());
-    let _ = writeln!(
+    writeln!(
         out,
         "<tbody class=\"finding\" data-order=\"{order}\" data-rank=\"{rank}\" data-sev=\"{sev}\" data-status=\"{status}\" data-cwe=\"{cwe}\" data-cwen=\"{cwen}\" data-path=\"{path}\" data-line=\"{line}\" data-title=\"{title}\" data-conf=\"{conf}\" data-fingerprint=\"{fp}\">\n<tr class=\"row\"><td><button type=\"button\" class=\"toggle\" aria-expanded=\"false\" aria-label=\"details\">&#9656;</button></td><td><span class=\"sev sev-{sev}\">{sev}</span></td><td><span class=\"st st-{status}\">{status}</span>{newmark}</td><td class=\"mono\">{cwe_shown}</td><td class=\"mono\">{loc}</td><td>{title_text}</td><td>{agents}</td><td class=\"num\">{conf_shown}</td></tr>",
         sev = f.severity.as_str(),
@@ -844,14 +854,14 @@ fn finding_row(
         title_text = text(&f.title),
         agents = text(&m.agents.join(", ")),
         conf_shown = conf.map_or_else(|| "—".to_string(), |c| format!("{c}/10")),
-    );
-    let _ = write!(
+    )?;
+    write!(
         out,
         "<tr class=\"detail\" hidden><td colspan=\"8\">\n<p class=\"title\">{}</p>\n",
         text(&f.title)
-    );
+    )?;
     if !f.detail.trim().is_empty() {
-        let _ = writeln!(out, "<p class=\"text\">{}</p>", text(&f.detail));
+        writeln!(out, "<p class=\"text\">{}</p>", text(&f.detail))?;
     }
     match &f.evidence {
         Some(evidence) if !evidence.is_empty() => {
@@ -859,18 +869,24 @@ fn finding_row(
         }
         _ => out.push_str("<p class=\"muted\">No evidence quoted.</p>\n"),
     }
-    finding_facts(out, report, row, &location);
+    finding_facts(out, report, row, &location)?;
+    Ok(())
 }
 
 /// The facts of a finding's detail row: fingerprint, location, CWE, rule,
 /// origin, agents, verification, the skeptic's verdict, why it does or
 /// does not gate.
-fn finding_facts(out: &mut String, report: &Report, row: &Row<'_>, location: &str) {
+fn finding_facts(
+    out: &mut String,
+    report: &Report,
+    row: &Row<'_>,
+    location: &str,
+) -> std::fmt::Result {
     let m = row.merged;
     let f = &m.finding;
     out.push_str("<dl class=\"kv\">\n");
     let mut kv = |k: &str, v: String| {
-        let _ = writeln!(out, "<dt>{k}</dt><dd>{v}</dd>");
+        out.push_str(&format!("<dt>{k}</dt><dd>{v}</dd>\n"));
     };
     kv(
         "Fingerprint",
@@ -960,6 +976,7 @@ fn finding_facts(out: &mut String, report: &Report, row: &Row<'_>, location: &st
         kv("Gate", "fails the gate".to_string());
     }
     out.push_str("</dl>\n</td></tr>\n</tbody>\n");
+    Ok(())
 }
 
 /// The evidence with line numbers from `first`, lines `first..=last`
@@ -968,28 +985,27 @@ fn code(evidence: &str, first: u32, last: u32) -> String {
     let mut out = String::from("<pre class=\"code\">");
     for (i, line) in evidence.lines().enumerate() {
         let n = first.saturating_add(u32::try_from(i).unwrap_or(u32::MAX));
-        let _ = write!(
-            out,
+        out.push_str(&format!(
             "<span class=\"l{}\"><span class=\"n\">{n}</span>{}</span>",
             if n <= last { " hl" } else { "" },
             text(line)
-        );
+        ));
     }
     out.push_str("</pre>\n");
     out
 }
 
-fn coverage(out: &mut String, report: &Report) {
+fn coverage(out: &mut String, report: &Report) -> std::fmt::Result {
     let c = &report.coverage;
     out.push_str("<section id=\"coverage\">\n<h2>Coverage</h2>\n");
-    let _ = writeln!(
+    writeln!(
         out,
         "<p>{} reviewed, {} never shown to a model, {} failed, {} skipped.</p>",
         c.reviewed.len(),
         c.unread.len(),
         c.failed.len(),
         c.skipped.len()
-    );
+    )?;
     let mut dirs: BTreeMap<&str, [usize; 4]> = BTreeMap::new();
     for p in &c.reviewed {
         dirs.entry(dir_of(p)).or_default()[0] += 1;
@@ -1008,39 +1024,40 @@ fn coverage(out: &mut String, report: &Report) {
     } else {
         out.push_str("<table><thead><tr><th>Directory</th><th class=\"num\">reviewed</th><th class=\"num\">unreviewed</th><th class=\"num\">failed</th><th class=\"num\">skipped</th></tr></thead><tbody>\n");
         for (dir, [r, u, f, s]) in &dirs {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "<tr><td class=\"mono\">{}</td><td class=\"num\">{r}</td><td class=\"num\">{u}</td><td class=\"num\">{f}</td><td class=\"num\">{s}</td></tr>",
                 text(dir)
-            );
+            )?;
         }
         out.push_str("</tbody></table>\n");
     }
-    let list = |out: &mut String, title: &str, items: Vec<String>| {
+    let list = |out: &mut String, title: &str, items: Vec<String>| -> std::fmt::Result {
         if items.is_empty() {
-            return;
+            return Ok(());
         }
-        let _ = writeln!(
+        writeln!(
             out,
             "<details class=\"files\"><summary>{title} ({})</summary><ul>",
             items.len()
-        );
+        )?;
         for i in items {
-            let _ = writeln!(out, "<li>{i}</li>");
+            writeln!(out, "<li>{i}</li>")?;
         }
         out.push_str("</ul></details>\n");
+        Ok(())
     };
     let mono = |p: &str| format!("<span class=\"mono\">{}</span>", text(p));
     list(
         out,
         "Reviewed",
         c.reviewed.iter().map(|p| mono(p)).collect(),
-    );
+    )?;
     list(
         out,
         "Never shown to a model (not reviewed)",
         c.unread.iter().map(|p| mono(p)).collect(),
-    );
+    )?;
     list(
         out,
         "Failed",
@@ -1055,7 +1072,7 @@ fn coverage(out: &mut String, report: &Report) {
                 )
             })
             .collect(),
-    );
+    )?;
     list(
         out,
         "Skipped",
@@ -1071,8 +1088,9 @@ fn coverage(out: &mut String, report: &Report) {
                 )
             })
             .collect(),
-    );
+    )?;
     out.push_str("</section>\n");
+    Ok(())
 }
 
 /// A skipped file's reason fields as written in the JSON (`kind=binary`).
@@ -1097,19 +1115,19 @@ fn scalar(v: &Value) -> String {
     }
 }
 
-fn groups(out: &mut String, report: &Report) {
+fn groups(out: &mut String, report: &Report) -> std::fmt::Result {
     out.push_str("<section id=\"groups\">\n<h2>Groups</h2>\n");
-    let _ = writeln!(
+    writeln!(
         out,
         "<p>Planner <b>{}</b>, {} tokens per group, {} groups planned.</p>",
         text(&report.plan.planner),
         report.plan.group_tokens,
         report.plan.groups.len()
-    );
+    )?;
     if !report.plan.notes.is_empty() {
         out.push_str("<ul>\n");
         for n in &report.plan.notes {
-            let _ = writeln!(out, "<li>{}</li>", text(n));
+            writeln!(out, "<li>{}</li>", text(n))?;
         }
         out.push_str("</ul>\n");
     }
@@ -1132,7 +1150,7 @@ fn groups(out: &mut String, report: &Report) {
             notes.push(text(e));
         }
         let planned = report.plan.groups.iter().find(|p| p.id == g.id);
-        let _ = writeln!(
+        writeln!(
             out,
             "<tr><td><details><summary class=\"mono\">{}</summary>{}{}</details></td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{} ({})</td><td class=\"num\">{} of {}</td><td class=\"num\">{}/{} ({} cached, {} written)</td><td>{}</td></tr>",
             text(&g.id),
@@ -1153,14 +1171,14 @@ fn groups(out: &mut String, report: &Report) {
             g.usage.cached_tokens,
             g.usage.cache_write_tokens,
             notes.join(", ")
-        );
+        )?;
     }
     // Planned groups with no outcome never started.
     for p in &report.plan.groups {
         if report.groups.iter().any(|g| g.id == p.id) {
             continue;
         }
-        let _ = writeln!(
+        writeln!(
             out,
             "<tr><td><details><summary class=\"mono\">{}</summary>{}{}</details></td><td>{}</td><td>not run</td><td class=\"num\">—</td><td class=\"num\">—</td><td class=\"num\">—</td><td class=\"num\">~{} planned</td><td></td></tr>",
             text(&p.id),
@@ -1171,21 +1189,22 @@ fn groups(out: &mut String, report: &Report) {
             file_list(&p.files),
             text(&p.agent),
             p.tokens
-        );
+        )?;
     }
     out.push_str("</tbody></table>\n</section>\n");
+    Ok(())
 }
 
 fn file_list(files: &[String]) -> String {
     let mut out = String::from("<ul>");
     for f in files {
-        let _ = write!(out, "<li class=\"mono\">{}</li>", text(f));
+        out.push_str(&format!("<li class=\"mono\">{}</li>", text(f)));
     }
     out.push_str("</ul>");
     out
 }
 
-fn claims(out: &mut String, report: &Report) {
+fn claims(out: &mut String, report: &Report) -> std::fmt::Result {
     out.push_str("<section id=\"claims\">\n<h2>Claims that are not findings</h2>\n");
     if report.doubtful.is_empty() && report.unparsed.is_empty() {
         out.push_str("<p class=\"empty\">None: every claim of the agents was read as a finding, and no review was doubtful.</p>\n");
@@ -1193,22 +1212,22 @@ fn claims(out: &mut String, report: &Report) {
     if !report.doubtful.is_empty() {
         out.push_str("<h3>Doubtful reviews (claims made, none verified)</h3>\n");
         for d in &report.doubtful {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "<details><summary><span class=\"mono\">{}</span> · {} · {} claims</summary>{}<ul>",
                 text(&d.group),
                 text(&d.agent),
                 d.claims.len(),
                 file_list(&d.files)
-            );
+            )?;
             for c in &d.claims {
-                let _ = writeln!(
+                writeln!(
                     out,
                     "<li>{} {} — <span class=\"muted\">{}</span></li>",
                     where_of(c.path.as_deref(), c.line),
                     text(&c.text),
                     text(&c.reason)
-                );
+                )?;
             }
             out.push_str("</ul></details>\n");
         }
@@ -1216,7 +1235,7 @@ fn claims(out: &mut String, report: &Report) {
     if !report.unparsed.is_empty() {
         out.push_str("<h3>Unreadable claims</h3>\n<table><thead><tr><th>Group</th><th>Agent</th><th>Where</th><th>Claim</th><th>Why not a finding</th></tr></thead><tbody>\n");
         for u in &report.unparsed {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "<tr><td class=\"mono\">{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td><td>{}</td></tr>",
                 text(&u.group),
@@ -1224,7 +1243,7 @@ fn claims(out: &mut String, report: &Report) {
                 where_of(u.path.as_deref(), u.line),
                 text(&u.text),
                 text(&u.reason)
-            );
+            )?;
         }
         out.push_str("</tbody></table>\n");
     }
@@ -1241,9 +1260,9 @@ fn claims(out: &mut String, report: &Report) {
         if list.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "<h3>{title}</h3>\n<ul>");
+        writeln!(out, "<h3>{title}</h3>\n<ul>")?;
         for e in list {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "<li><span class=\"mono\">{}</span> {}{}{} <span class=\"muted mono\">{}</span></li>",
                 text(&e.path),
@@ -1257,11 +1276,12 @@ fn claims(out: &mut String, report: &Report) {
                     .map(|r| format!(" — {}", text(r)))
                     .unwrap_or_default(),
                 text(&e.fingerprint)
-            );
+            )?;
         }
         out.push_str("</ul>\n");
     }
     out.push_str("</section>\n");
+    Ok(())
 }
 
 fn where_of(path: Option<&str>, line: Option<u32>) -> String {
@@ -1273,25 +1293,25 @@ fn where_of(path: Option<&str>, line: Option<u32>) -> String {
     }
 }
 
-fn run_details(out: &mut String, report: &Report) {
+fn run_details(out: &mut String, report: &Report) -> std::fmt::Result {
     out.push_str("<section id=\"details\">\n<h2>Run details</h2>\n");
     if let Some(brief) = &report.brief {
         let source = serde_json::to_value(&brief.source).unwrap_or(Value::Null);
-        let _ = writeln!(
+        writeln!(
             out,
             "<h3>Repository brief</h3>\n<p class=\"muted\">{}</p>\n<p class=\"text\">{}</p>",
             text(&skip_fields(&source)),
             text(&brief.text)
-        );
+        )?;
         if !brief.files_read.is_empty() {
             out.push_str("<details class=\"files\"><summary>Files the brief read</summary><ul>");
             for (path, hash) in &brief.files_read {
-                let _ = write!(
+                write!(
                     out,
                     "<li><span class=\"mono\">{}</span> <span class=\"muted mono\">{}</span></li>",
                     text(path),
                     text(hash)
-                );
+                )?;
             }
             out.push_str("</ul></details>\n");
         }
@@ -1308,7 +1328,7 @@ fn run_details(out: &mut String, report: &Report) {
     ));
     out.push_str("<h3>Spend by agent</h3>\n<table><thead><tr><th>Agent</th><th class=\"num\">input</th><th class=\"num\">cached</th><th class=\"num\">cache writes</th><th class=\"num\">output</th><th class=\"num\">cost</th></tr></thead><tbody>\n");
     for (name, a) in &report.stats.agents {
-        let _ = writeln!(
+        writeln!(
             out,
             "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             text(name),
@@ -1318,7 +1338,7 @@ fn run_details(out: &mut String, report: &Report) {
             a.usage.output_tokens,
             a.cost_usd
                 .map_or_else(|| "n/a".to_string(), |c| format!("${c:.4}"))
-        );
+        )?;
     }
     out.push_str("</tbody></table>\n");
     if let Some(shard) = &report.shard {
@@ -1328,6 +1348,7 @@ fn run_details(out: &mut String, report: &Report) {
         ));
     }
     out.push_str("</section>\n");
+    Ok(())
 }
 
 /// A JSON value as nested definition lists.
@@ -1337,7 +1358,7 @@ fn value_html(v: &Value) -> String {
         Value::Object(map) => {
             let mut out = String::from("<dl class=\"kv\">");
             for (k, v) in map {
-                let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", text(k), value_html(v));
+                out.push_str(&format!("<dt>{}</dt><dd>{}</dd>", text(k), value_html(v)));
             }
             out.push_str("</dl>");
             out
@@ -1351,7 +1372,7 @@ fn value_html(v: &Value) -> String {
         Value::Array(items) => {
             let mut out = String::from("<ol>");
             for i in items {
-                let _ = write!(out, "<li>{}</li>", value_html(i));
+                out.push_str(&format!("<li>{}</li>", value_html(i)));
             }
             out.push_str("</ol>");
             out
@@ -1388,7 +1409,10 @@ pub(crate) fn text(s: &str) -> String {
             '\'' => out.push_str("&#39;"),
             '\n' | '\t' => out.push(c),
             c if invisible(c) || (c.is_control() && c != '\r') => {
-                let _ = write!(out, "<span class=\"ctl\">U+{:04X}</span>", u32::from(c));
+                out.push_str(&format!(
+                    "<span class=\"ctl\">U+{:04X}</span>",
+                    u32::from(c)
+                ));
             }
             '\r' => {}
             c => out.push(c),
@@ -1408,7 +1432,7 @@ pub(crate) fn attr(s: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             c if invisible(c) || c.is_control() => {
-                let _ = write!(out, "U+{:04X}", u32::from(c));
+                out.push_str(&format!("U+{:04X}", u32::from(c)));
             }
             c => out.push(c),
         }

@@ -12,32 +12,32 @@ use crate::util::count;
 use crate::util::human_count;
 
 /// Renders `report` as Markdown.
-pub(super) fn render(report: &Report) -> String {
+pub(super) fn render(report: &Report) -> Result<String, std::fmt::Error> {
     let mut out = String::new();
-    header(&mut out, report);
-    gate(&mut out, report);
-    summary(&mut out, report);
-    findings(&mut out, report);
-    since_last_run(&mut out, report);
-    unverified(&mut out, report);
-    refuted(&mut out, report);
-    unparsed(&mut out, report);
-    doubtful(&mut out, report);
-    contested(&mut out, report);
-    suppressed_and_baselined(&mut out, report);
-    coverage(&mut out, report);
-    failed_groups(&mut out, report);
-    cost(&mut out, report);
-    brief(&mut out, report);
-    notes(&mut out, report);
-    out
+    header(&mut out, report)?;
+    gate(&mut out, report)?;
+    summary(&mut out, report)?;
+    findings(&mut out, report)?;
+    since_last_run(&mut out, report)?;
+    unverified(&mut out, report)?;
+    refuted(&mut out, report)?;
+    unparsed(&mut out, report)?;
+    doubtful(&mut out, report)?;
+    contested(&mut out, report)?;
+    suppressed_and_baselined(&mut out, report)?;
+    coverage(&mut out, report)?;
+    failed_groups(&mut out, report)?;
+    cost(&mut out, report)?;
+    brief(&mut out, report)?;
+    notes(&mut out, report)?;
+    Ok(out)
 }
 
 /// The title, the run in one sentence, the scanned checkout, and the incomplete-run,
 /// doubtful-review and contested-review warnings.
-fn header(out: &mut String, report: &Report) {
-    let _ = writeln!(out, "# fanscan report: {}\n", report.root);
-    let _ = writeln!(
+fn header(out: &mut String, report: &Report) -> std::fmt::Result {
+    writeln!(out, "# fanscan report: {}\n", report.root)?;
+    writeln!(
         out,
         "Provider `{}`, model `{}`: {}. {}, {} reviewed, {}{}.\n",
         report.provider,
@@ -50,19 +50,19 @@ fn header(out: &mut String, report: &Report) {
             (0, 0) => String::new(),
             (s, b) => format!(" (besides {s} suppressed and {b} baselined, listed below)"),
         }
-    );
+    )?;
     if let Some(line) = checkout_line(report) {
-        let _ = writeln!(out, "{line}\n");
+        writeln!(out, "{line}\n")?;
     }
     if !report.complete {
-        let _ = writeln!(
+        writeln!(
             out,
             "> **Incomplete run.** {}\n",
             report.incomplete_reasons.join(" ")
-        );
+        )?;
     }
     if !report.doubtful.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "> **Doubtful reviews.** {} made claims and none was verified: {} not reviewed cleanly (see Doubtful reviews).\n",
             count(report.doubtful.len(), "group"),
@@ -71,15 +71,16 @@ fn header(out: &mut String, report: &Report) {
             } else {
                 "their files were"
             }
-        );
+        )?;
     }
     if !report.contested.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "> **Contested reviews.** {} whose files address AI agents reported nothing else: the text may have steered the model (see Contested reviews).\n",
             count(report.contested.len(), "group"),
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// The scanned tree in one line: `Commit 0123456789ab on main (uncommitted
@@ -93,7 +94,7 @@ fn checkout_line(report: &Report) -> Option<String> {
     if let Checkout::Git(g) = checkout
         && let Some(url) = &g.remote_url
     {
-        let _ = write!(line, "; origin {}", escape(url));
+        line.push_str(&format!("; origin {}", escape(url)));
     }
     line.push('.');
     Some(line)
@@ -116,29 +117,30 @@ fn escape(text: &str) -> String {
 
 /// The reducer's summary, with a note when the gate took findings out of
 /// what it covers.
-fn summary(out: &mut String, report: &Report) {
-    let _ = writeln!(out, "## Summary\n");
+fn summary(out: &mut String, report: &Report) -> std::fmt::Result {
+    writeln!(out, "## Summary\n")?;
     if report.summary.trim().is_empty() {
-        let _ = writeln!(out, "(no summary was written)\n");
+        writeln!(out, "(no summary was written)\n")?;
     } else {
-        let _ = writeln!(out, "{}\n", report.summary.trim());
+        writeln!(out, "{}\n", report.summary.trim())?;
         // The summary is made before the gate takes findings out: say so,
         // so that its counts and the gate's agree.
         let (suppressed, baselined) = (report.suppressed.len(), report.baselined.len());
         if suppressed + baselined > 0 {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "_The summary covers every finding the agents reported; {suppressed} of them are suppressed and {baselined} baselined (listed below), and are not gated on._\n"
-            );
+            )?;
         }
     }
+    Ok(())
 }
 
 /// The open verified findings, by severity.
-fn findings(out: &mut String, report: &Report) {
-    let _ = writeln!(out, "## Findings\n");
+fn findings(out: &mut String, report: &Report) -> std::fmt::Result {
+    writeln!(out, "## Findings\n")?;
     if report.findings.is_empty() {
-        let _ = writeln!(out, "No verified findings.\n");
+        writeln!(out, "No verified findings.\n")?;
     }
     for severity in Severity::DESCENDING {
         let of: Vec<&Merged> = report
@@ -149,29 +151,30 @@ fn findings(out: &mut String, report: &Report) {
         if of.is_empty() {
             continue;
         }
-        let _ = writeln!(
+        writeln!(
             out,
             "### {} ({})\n",
             title_case(severity.as_str()),
             of.len()
-        );
+        )?;
         for m in of {
-            finding(out, m);
+            finding(out, m)?;
         }
         out.push('\n');
     }
+    Ok(())
 }
 
 /// Findings whose cited code could not be confirmed.
-fn unverified(out: &mut String, report: &Report) {
+fn unverified(out: &mut String, report: &Report) -> std::fmt::Result {
     if !report.unverified.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "## Unverified ({}): not gated on\n\nThese cite code that could not be confirmed in the files.\n",
             report.unverified.len()
-        );
+        )?;
         for m in &report.unverified {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "- {}{} `{}:{}`: {}",
                 m.finding.title,
@@ -183,24 +186,25 @@ fn unverified(out: &mut String, report: &Report) {
                 m.finding.path,
                 m.finding.line,
                 m.note.as_deref().unwrap_or("unverified")
-            );
-            skeptic_line(out, m);
+            )?;
+            skeptic_line(out, m)?;
         }
         out.push('\n');
     }
+    Ok(())
 }
 
 /// Verified findings the skeptic refuted.
-fn refuted(out: &mut String, report: &Report) {
+fn refuted(out: &mut String, report: &Report) -> std::fmt::Result {
     if !report.refuted.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "## Refuted by the skeptic ({}): not gated on
 
 Verified findings the skeptic agent argued are not reachable by untrusted input, constant or made safe. Check its reason before you dismiss one.
 ",
             report.refuted.len()
-        );
+        )?;
         for m in &report.refuted {
             let f = &m.finding;
             let rule = f
@@ -208,55 +212,57 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
                 .as_deref()
                 .map(|r| format!(" [{r}]"))
                 .unwrap_or_default();
-            let _ = writeln!(
+            writeln!(
                 out,
                 "- **{}**{rule} ({}) `{}:{}`",
                 f.title,
                 f.severity.as_str(),
                 f.path,
                 f.line
-            );
-            skeptic_line(out, m);
+            )?;
+            skeptic_line(out, m)?;
         }
         out.push('\n');
     }
+    Ok(())
 }
 
 /// Claims that did not come as a readable finding.
-fn unparsed(out: &mut String, report: &Report) {
+fn unparsed(out: &mut String, report: &Report) -> std::fmt::Result {
     if !report.unparsed.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "## Claims that could not be read ({}): unverified, not gated on\n\nWhat agents said that did not come as a readable finding, kept with why.\n",
             report.unparsed.len()
-        );
+        )?;
         for u in &report.unparsed {
             let place = match (&u.path, u.line) {
                 (Some(p), Some(l)) => format!(" `{p}:{l}`"),
                 (Some(p), None) => format!(" `{p}`"),
                 _ => String::new(),
             };
-            let _ = writeln!(
+            writeln!(
                 out,
                 "- group `{}`{place}: {} ({})",
                 u.group,
                 u.text.replace('\n', " "),
                 u.reason
-            );
+            )?;
         }
         out.push('\n');
     }
+    Ok(())
 }
 
 /// What was reviewed, taken from the run store, skipped, failed or left
 /// unread, after the diff scan's changes when there is one.
-fn coverage(out: &mut String, report: &Report) {
+fn coverage(out: &mut String, report: &Report) -> std::fmt::Result {
     let c = &report.coverage;
-    let _ = writeln!(out, "## Coverage\n");
+    writeln!(out, "## Coverage\n")?;
     if let Some(d) = &report.diff {
-        diff_scan(out, d);
+        diff_scan(out, d)?;
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "- reviewed: {} files{}",
         c.reviewed.len(),
@@ -265,110 +271,113 @@ fn coverage(out: &mut String, report: &Report) {
         } else {
             format!(" ({} never shown to their agent)", c.unread.len())
         }
-    );
+    )?;
     if report.stats.cached_groups > 0 {
-        let _ = writeln!(
+        writeln!(
             out,
             "- from the run store: {} of {} groups ({} resumed from an unfinished run); no model was asked for them",
             report.stats.cached_groups,
             report.groups.len(),
             report.stats.resumed_groups
-        );
+        )?;
     }
-    carried_files(out, c);
-    let _ = writeln!(out, "- skipped: {} files", c.skipped.len());
-    let _ = writeln!(out, "- failed: {} files\n", c.failed.len());
+    carried_files(out, c)?;
+    writeln!(out, "- skipped: {} files", c.skipped.len())?;
+    writeln!(out, "- failed: {} files\n", c.failed.len())?;
     for s in c.skipped.iter().take(50) {
-        let _ = writeln!(out, "  - skipped `{}`: {}", s.path, s.reason);
+        writeln!(out, "  - skipped `{}`: {}", s.path, s.reason)?;
     }
     if c.skipped.len() > 50 {
-        let _ = writeln!(
+        writeln!(
             out,
             "  - ... and {} more skipped (see --format json)",
             c.skipped.len() - 50
-        );
+        )?;
     }
     for f in c.failed.iter().take(50) {
-        let _ = writeln!(
+        writeln!(
             out,
             "  - failed `{}` (group {}): {}",
             f.path, f.group, f.reason
-        );
+        )?;
     }
     if c.failed.len() > 50 {
-        let _ = writeln!(
+        writeln!(
             out,
             "  - ... and {} more failed (see --format json)",
             c.failed.len() - 50
-        );
+        )?;
     }
     for u in c.unread.iter().take(50) {
-        let _ = writeln!(
+        writeln!(
             out,
             "  - unread `{u}`: its agent finished without reading it"
-        );
+        )?;
     }
     if !c.skipped.is_empty() || !c.failed.is_empty() || !c.unread.is_empty() {
         out.push('\n');
     }
+    Ok(())
 }
 
 /// What a diff scan audited and what it left out.
-fn diff_scan(out: &mut String, d: &ChangeSet) {
-    let _ = writeln!(
+fn diff_scan(out: &mut String, d: &ChangeSet) -> std::fmt::Result {
+    writeln!(
         out,
         "Diff scan ({}): {} changed files, {} deleted, {} renamed; unchanged files were not audited.\n",
         d.source,
         d.changed.len(),
         d.deleted.len(),
         d.renamed.len()
-    );
+    )?;
     for path in d.deleted.iter().take(50) {
-        let _ = writeln!(out, "  - deleted `{path}`");
+        writeln!(out, "  - deleted `{path}`")?;
     }
     for (from, to) in d.renamed.iter().take(50) {
-        let _ = writeln!(out, "  - renamed `{from}` to `{to}`");
+        writeln!(out, "  - renamed `{from}` to `{to}`")?;
     }
     if !d.deleted.is_empty() || !d.renamed.is_empty() {
         out.push('\n');
     }
+    Ok(())
 }
 
 /// The groups that failed, with their error.
-fn failed_groups(out: &mut String, report: &Report) {
+fn failed_groups(out: &mut String, report: &Report) -> std::fmt::Result {
     let failed: Vec<_> = report.groups.iter().filter(|g| g.error.is_some()).collect();
     if !failed.is_empty() {
-        let _ = writeln!(out, "## Failed groups\n");
+        writeln!(out, "## Failed groups\n")?;
         for g in failed {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "- `{}` ({}): {}",
                 g.id,
                 g.status.as_str(),
                 g.error.as_deref().unwrap_or_default()
-            );
+            )?;
         }
         out.push('\n');
     }
+    Ok(())
 }
 
 /// Requests, tokens, cost (in all and by agent) and duration.
-fn cost(out: &mut String, report: &Report) {
+fn cost(out: &mut String, report: &Report) -> std::fmt::Result {
     let s = &report.stats;
-    let _ = writeln!(out, "## Cost\n");
-    let _ = writeln!(
+    writeln!(out, "## Cost\n")?;
+    writeln!(
         out,
         "- requests: {} ({} retries, {} rate-limited)",
         s.requests, s.retries, s.rate_limited
-    );
-    let _ = writeln!(
+    )?;
+    writeln!(
         out,
         "- tokens: {} in ({} read from the prompt cache, {} written to it), {} out",
         human_count(s.input_tokens),
         human_count(s.cached_tokens),
         human_count(s.cache_write_tokens),
         human_count(s.output_tokens)
-    );
+    )?;
     if let Some(e) = &s.token_estimate {
         let checked = match e.error {
             Some(error) => format!(
@@ -378,18 +387,18 @@ fn cost(out: &mut String, report: &Report) {
             ),
             None => String::new(),
         };
-        let _ = writeln!(
+        writeln!(
             out,
             "- token estimates: {}, calibrated on the server's counts ({} calls: {:.3} counted per estimated token, budgets weigh calls by it +5%, or by the 90th percentile of the calls' ratios when more{checked})",
             e.counted_with, e.calls, e.ratio
-        );
+        )?;
     }
     match s.cost_usd {
         Some(cost) => {
-            let _ = writeln!(out, "- cost: ${cost:.4}");
+            writeln!(out, "- cost: ${cost:.4}")?;
         }
         None => {
-            let _ = writeln!(out, "- cost: unknown (model not in the price table)");
+            writeln!(out, "- cost: unknown (model not in the price table)")?;
         }
     }
     for (agent, a) in &s.agents {
@@ -397,47 +406,50 @@ fn cost(out: &mut String, report: &Report) {
             Some(c) => format!("${c:.4}"),
             None => "cost unknown".to_string(),
         };
-        let _ = writeln!(
+        writeln!(
             out,
             "  - {agent}: {} in ({} cached), {} out, {cost}",
             human_count(a.usage.input_tokens),
             human_count(a.usage.cached_tokens),
             human_count(a.usage.output_tokens)
-        );
+        )?;
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "- duration: {:.1} s",
         report.duration_ms as f64 / 1000.0
-    );
+    )?;
+    Ok(())
 }
 
 /// The repository brief every auditor was given.
-fn brief(out: &mut String, report: &Report) {
+fn brief(out: &mut String, report: &Report) -> std::fmt::Result {
     if let Some(brief) = &report.brief {
-        let _ = writeln!(
+        writeln!(
             out,
             "\n## Repository brief\n\nGiven to every auditor, written by {}.\n",
             brief.source.describe()
-        );
+        )?;
         for line in brief.text.lines() {
-            let _ = writeln!(out, "{}", format!("> {line}").trim_end());
+            writeln!(out, "{}", format!("> {line}").trim_end())?;
         }
     }
+    Ok(())
 }
 
 /// The run's notes.
-fn notes(out: &mut String, report: &Report) {
+fn notes(out: &mut String, report: &Report) -> std::fmt::Result {
     if !report.notes.is_empty() {
-        let _ = writeln!(out, "\n## Notes\n");
+        writeln!(out, "\n## Notes\n")?;
         for n in &report.notes {
-            let _ = writeln!(out, "- {n}");
+            writeln!(out, "- {n}")?;
         }
     }
+    Ok(())
 }
 
 /// The verdict, first thing a CI reader looks for.
-fn gate(out: &mut String, report: &Report) {
+fn gate(out: &mut String, report: &Report) -> std::fmt::Result {
     let g = &report.gate;
     let mark = match g.outcome {
         Outcome::Pass => "PASSED",
@@ -448,7 +460,7 @@ fn gate(out: &mut String, report: &Report) {
         .reason
         .split_once(": ")
         .map_or(g.reason.as_str(), |(_, r)| r);
-    let _ = writeln!(
+    writeln!(
         out,
         "**Gate: {mark}** ({rest}; --fail-on {}{}{}). {} suppressed, {} baselined.\n",
         g.fail_on.as_str(),
@@ -464,75 +476,78 @@ fn gate(out: &mut String, report: &Report) {
         },
         report.suppressed.len(),
         report.baselined.len()
-    );
+    )?;
+    Ok(())
 }
 
 /// Groups whose files address AI agents and whose agent reported nothing
 /// else, with where the text is.
-fn contested(out: &mut String, report: &Report) {
+fn contested(out: &mut String, report: &Report) -> std::fmt::Result {
     if report.contested.is_empty() {
-        return;
+        return Ok(());
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "## Contested reviews ({}): the files address AI agents, the model reported nothing else\n\nText in these files tells AI agents what to do, and the model reviewing them reported no finding of its own: it may have obeyed. Review the files by hand; the text itself is a finding above.\n",
         report.contested.len()
-    );
+    )?;
     for c in &report.contested {
         let files: Vec<String> = c.files.iter().map(|f| format!("`{f}`")).collect();
         let at: Vec<String> = c.injections.iter().map(|i| format!("`{i}`")).collect();
-        let _ = writeln!(
+        writeln!(
             out,
             "- group `{}` ({}), {}: text addressed to AI agents at {}",
             c.group,
             c.agent,
             files.join(", "),
             at.join(", ")
-        );
+        )?;
     }
     out.push('\n');
+    Ok(())
 }
 
 /// Groups whose agent made claims and none was verified, each with its
 /// claims.
-fn doubtful(out: &mut String, report: &Report) {
+fn doubtful(out: &mut String, report: &Report) -> std::fmt::Result {
     if report.doubtful.is_empty() {
-        return;
+        return Ok(());
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "## Doubtful reviews ({}): claims made, none verified\n\nThe model was shown these files and cited code that is not there, so that it reported nothing real says nothing about them. `--strict` makes such a run incomplete.\n",
         report.doubtful.len()
-    );
+    )?;
     for d in &report.doubtful {
         let files: Vec<String> = d.files.iter().map(|f| format!("`{f}`")).collect();
-        let _ = writeln!(
+        writeln!(
             out,
             "- group `{}` ({}), {}: {}",
             d.group,
             d.agent,
             files.join(", "),
             count(d.claims.len(), "claim")
-        );
+        )?;
         for c in &d.claims {
             let place = match (&c.path, c.line) {
                 (Some(p), Some(l)) => format!("`{p}:{l}` "),
                 (Some(p), None) => format!("`{p}` "),
                 _ => String::new(),
             };
-            let _ = writeln!(
+            writeln!(
                 out,
                 "  - {place}{}: {}",
                 c.text.replace('\n', " "),
                 c.reason
-            );
+            )?;
         }
     }
     out.push('\n');
+    Ok(())
 }
 
 /// Findings kept out of the gate, with why: never dropped silently.
-fn suppressed_and_baselined(out: &mut String, report: &Report) {
+fn suppressed_and_baselined(out: &mut String, report: &Report) -> std::fmt::Result {
     let (by_change, earlier): (Vec<&Suppressed>, Vec<&Suppressed>) = report
         .suppressed
         .iter()
@@ -544,11 +559,11 @@ fn suppressed_and_baselined(out: &mut String, report: &Report) {
         if list.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "## {title} ({}): not gated on\n", list.len());
+        writeln!(out, "## {title} ({}): not gated on\n", list.len())?;
         for x in list {
             let f = &x.finding.finding;
             let s = &x.suppression;
-            let _ = writeln!(
+            writeln!(
                 out,
                 "- {} [{}] `{}:{}` ({}): {}{}",
                 f.title,
@@ -562,19 +577,19 @@ fn suppressed_and_baselined(out: &mut String, report: &Report) {
                 } else {
                     format!(" _{}_", s.notes.join("; "))
                 }
-            );
+            )?;
         }
         out.push('\n');
     }
     if !report.baselined.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "## Baselined ({}): not gated on\n",
             report.baselined.len()
-        );
+        )?;
         for b in &report.baselined {
             let f = &b.finding.finding;
-            let _ = writeln!(
+            writeln!(
                 out,
                 "- {} `{}:{}` ({}){}",
                 f.title,
@@ -585,50 +600,51 @@ fn suppressed_and_baselined(out: &mut String, report: &Report) {
                     .as_deref()
                     .map(|r| format!(": {r}"))
                     .unwrap_or_default()
-            );
+            )?;
         }
         out.push('\n');
     }
     if !report.baseline_not_checked.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "Baseline entries not checked ({}): their files were not reviewed in this run, so whether they remain is unknown.\n",
             report.baseline_not_checked.len()
-        );
+        )?;
         for e in report.baseline_not_checked.iter().take(50) {
-            let _ = writeln!(out, "  - {} `{}`", e.title, e.path);
+            writeln!(out, "  - {} `{}`", e.title, e.path)?;
         }
         out.push('\n');
     }
     if !report.baseline_not_found.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "Baseline entries no longer found ({}): their files were reviewed and no longer have them; drop them from the baseline.\n",
             report.baseline_not_found.len()
-        );
+        )?;
         for e in report.baseline_not_found.iter().take(50) {
-            let _ = writeln!(out, "  - {} `{}`", e.title, e.path);
+            writeln!(out, "  - {} `{}`", e.title, e.path)?;
         }
         out.push('\n');
     }
+    Ok(())
 }
 
 /// New, fixed, unchanged and not-checked findings since the last
 /// complete run in the store.
-fn since_last_run(out: &mut String, report: &Report) {
+fn since_last_run(out: &mut String, report: &Report) -> std::fmt::Result {
     let Some(since) = &report.since_last_run else {
         if report.run_id.is_some() {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "## Since the last complete run
 
 No earlier complete run in the store.
 "
-            );
+            )?;
         }
-        return;
+        return Ok(());
     };
-    let _ = writeln!(
+    writeln!(
         out,
         "## Since the last complete run
 
@@ -642,15 +658,15 @@ Compared with run {} ({}): {} new, {} fixed, {} unchanged, {} not checked (their
         since.fixed.len(),
         since.unchanged,
         since.not_checked.len()
-    );
+    )?;
     if !since.by_severity.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "| severity | new | fixed | unchanged | not checked |\n|---|---|---|---|---|"
-        );
+        )?;
         for severity in Severity::DESCENDING {
             if let Some(t) = since.by_severity.get(severity.as_str()) {
-                let _ = writeln!(
+                writeln!(
                     out,
                     "| {} | {} | {} | {} | {} |",
                     severity.as_str(),
@@ -658,29 +674,30 @@ Compared with run {} ({}): {} new, {} fixed, {} unchanged, {} not checked (their
                     t.fixed,
                     t.unchanged,
                     t.not_checked
-                );
+                )?;
             }
         }
         out.push('\n');
     }
     for (label, list) in [("new", &since.new), ("fixed", &since.fixed)] {
         for f in list {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "- {label} [{}] {} `{}:{}`",
                 f.severity.as_str(),
                 f.title,
                 f.path,
                 f.line
-            );
+            )?;
         }
     }
     if !since.new.is_empty() || !since.fixed.is_empty() {
         out.push('\n');
     }
+    Ok(())
 }
 
-fn finding(out: &mut String, m: &Merged) {
+fn finding(out: &mut String, m: &Merged) -> std::fmt::Result {
     let f = &m.finding;
     let lines = match f.end_line {
         Some(end) if end != f.line => format!("{}-{end}", f.line),
@@ -692,24 +709,25 @@ fn finding(out: &mut String, m: &Merged) {
         .map(|r| format!(" [{r}]"))
         .unwrap_or_default();
     let cwe = f.cwe.label().map(|c| format!(" {c}")).unwrap_or_default();
-    let _ = writeln!(out, "- **{}**{rule}{cwe} `{}:{lines}`", f.title, f.path);
+    writeln!(out, "- **{}**{rule}{cwe} `{}:{lines}`", f.title, f.path)?;
     if !f.detail.is_empty() {
-        let _ = writeln!(out, "  {}", f.detail.replace('\n', "\n  "));
+        writeln!(out, "  {}", f.detail.replace('\n', "\n  "))?;
     }
     if let Some(e) = &f.evidence {
-        let _ = writeln!(out, "  ```\n  {}\n  ```", e.replace('\n', "\n  "));
+        writeln!(out, "  ```\n  {}\n  ```", e.replace('\n', "\n  "))?;
     }
     if let Some(note) = &m.note {
-        let _ = writeln!(out, "  _{note}_");
+        writeln!(out, "  _{note}_")?;
     }
     if let Some(note) = &f.cwe.note {
-        let _ = writeln!(out, "  _{note}_");
+        writeln!(out, "  _{note}_")?;
     }
-    skeptic_line(out, m);
+    skeptic_line(out, m)?;
+    Ok(())
 }
 
 /// What the skeptic said of a finding, with its confidence and flow.
-fn skeptic_line(out: &mut String, m: &Merged) {
+fn skeptic_line(out: &mut String, m: &Merged) -> std::fmt::Result {
     if let Some(c) = &m.challenge {
         let located = if m.located { "located, " } else { "" };
         let flow = if c.flow.is_empty() {
@@ -717,11 +735,12 @@ fn skeptic_line(out: &mut String, m: &Merged) {
         } else {
             format!(" Flow: {}.", c.flow.join(" → "))
         };
-        let _ = writeln!(out, "  _Skeptic ({located}{}){flow}_", c.describe());
+        writeln!(out, "  _Skeptic ({located}{}){flow}_", c.describe())?;
         for note in &c.notes {
-            let _ = writeln!(out, "  _{note}_");
+            writeln!(out, "  _{note}_")?;
         }
     }
+    Ok(())
 }
 
 fn title_case(s: &str) -> String {
@@ -734,9 +753,9 @@ fn title_case(s: &str) -> String {
 
 /// Which reviewed files this run audited and which it carried over from
 /// the run store, by the run that audited them (nothing without any).
-fn carried_files(out: &mut String, c: &crate::report::Coverage) {
+fn carried_files(out: &mut String, c: &crate::report::Coverage) -> std::fmt::Result {
     if c.carried.is_empty() {
-        return;
+        return Ok(());
     }
     let mut by_run: std::collections::BTreeMap<i64, usize> = std::collections::BTreeMap::new();
     for f in &c.carried {
@@ -746,11 +765,12 @@ fn carried_files(out: &mut String, c: &crate::report::Coverage) {
         .iter()
         .map(|(run, n)| format!("{n} from run {run}"))
         .collect();
-    let _ = writeln!(
+    writeln!(
         out,
         "- audited in this run: {} files; carried over unchanged: {} files ({}), re-verified against today's text",
         c.reviewed.len().saturating_sub(c.carried.len()),
         c.carried.len(),
         runs.join(", ")
-    );
+    )?;
+    Ok(())
 }

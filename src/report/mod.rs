@@ -369,7 +369,7 @@ impl Report {
     /// Renders the report.
     pub fn render(&self, format: Format) -> Result<String, RenderError> {
         match format {
-            Format::Md => Ok(markdown::render(self)),
+            Format::Md => markdown::render(self).map_err(RenderError::Text),
             Format::Json => {
                 let mut text = serde_json::to_string_pretty(self).map_err(RenderError::Json)?;
                 text.push('\n');
@@ -380,7 +380,9 @@ impl Report {
             }
             Format::Github => Ok(github::render(self)),
             Format::Codeclimate => codeclimate::render(self).map_err(RenderError::CodeClimate),
-            Format::Html => Ok(html::render(self, &html::HtmlExtras::default())),
+            Format::Html => {
+                html::render(self, &html::HtmlExtras::default()).map_err(RenderError::Text)
+            }
             Format::GithubReview | Format::GitlabDiscussions => Err(RenderError::NeedsDiff),
         }
     }
@@ -424,6 +426,10 @@ pub enum RenderError {
     /// The change's hunks could not be read from git.
     #[error("the review needs the change's diff: {0}")]
     Git(#[source] crate::git::GitError),
+    /// Writing Markdown or HTML failed: a `Display` of ours returned an
+    /// error (a fanscan bug), reported instead of a cut page.
+    #[error("cannot write the report's text: a fanscan bug, please report it")]
+    Text(#[source] std::fmt::Error),
 }
 
 /// Who made the report and with what: the run's identity.
