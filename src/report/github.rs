@@ -16,7 +16,6 @@
 //! so everything is escaped as the workflow-command syntax requires: a raw
 //! newline would let a finding start a command of its own.
 
-
 use super::Report;
 use super::sarif::rule_id;
 use crate::findings::Severity;

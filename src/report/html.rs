@@ -222,13 +222,45 @@ fn verdict(out: &mut String, report: &Report, rows: &[Row<'_>]) -> std::fmt::Res
         }
         out.push_str("</ul>\n");
     }
+    out.push_str("<dl class=\"facts\">\n");
+    for (k, v) in facts(report) {
+        writeln!(out, "<div><dt>{k}</dt><dd>{v}</dd></div>")?;
+    }
+    out.push_str("</dl>\n<div class=\"cards\">\n");
+    for sev in Severity::DESCENDING {
+        let n = report
+            .findings
+            .iter()
+            .filter(|m| m.finding.severity == sev)
+            .count();
+        writeln!(
+            out,
+            "<div class=\"card sev-{0}\"><b>{n}</b><span>open {0}</span></div>",
+            sev.as_str()
+        )?;
+    }
+    for status in &Status::ALL[1..] {
+        let n = rows.iter().filter(|r| r.status == *status).count();
+        writeln!(
+            out,
+            "<div class=\"card other\"><b>{n}</b><span>{}</span></div>",
+            status.as_str()
+        )?;
+    }
+    out.push_str("</div>\n</header>\n");
+    Ok(())
+}
+
+/// The run's facts for the verdict's header: checkout, start, duration,
+/// cost, engine, gate, coverage, groups, tokens, requests, the store's run.
+fn facts(report: &Report) -> Vec<(&'static str, String)> {
     let gate = &report.gate;
     let cost = report
         .stats
         .cost_usd
         .map_or_else(|| "n/a".to_string(), |c| format!("${c:.4}"));
     let planned: usize = report.plan.groups.iter().map(|g| g.files.len()).sum();
-    let mut facts: Vec<(&str, String)> = Vec::new();
+    let mut facts: Vec<(&'static str, String)> = Vec::new();
     if let Some(checkout) = &report.manifest.checkout {
         facts.push(("Checkout", checkout_html(checkout)));
     }
@@ -309,33 +341,7 @@ fn verdict(out: &mut String, report: &Report, rows: &[Row<'_>]) -> std::fmt::Res
             ),
         ),
     ]);
-    out.push_str("<dl class=\"facts\">\n");
-    for (k, v) in facts {
-        writeln!(out, "<div><dt>{k}</dt><dd>{v}</dd></div>")?;
-    }
-    out.push_str("</dl>\n<div class=\"cards\">\n");
-    for sev in Severity::DESCENDING {
-        let n = report
-            .findings
-            .iter()
-            .filter(|m| m.finding.severity == sev)
-            .count();
-        writeln!(
-            out,
-            "<div class=\"card sev-{0}\"><b>{n}</b><span>open {0}</span></div>",
-            sev.as_str()
-        )?;
-    }
-    for status in &Status::ALL[1..] {
-        let n = rows.iter().filter(|r| r.status == *status).count();
-        writeln!(
-            out,
-            "<div class=\"card other\"><b>{n}</b><span>{}</span></div>",
-            status.as_str()
-        )?;
-    }
-    out.push_str("</div>\n</header>\n");
-    Ok(())
+    facts
 }
 
 /// The scanned tree: the state in words, then the full commit and
