@@ -341,6 +341,23 @@ impl Context {
         }
     }
 
+    /// Whether the budget can pay for the plan's cheapest group (a shard's
+    /// error says the budget is its share).
+    pub(crate) fn check_budget(
+        &self,
+        plan: &Plan,
+        auditor: &AgentDefinition,
+    ) -> Result<(), BudgetTooSmall> {
+        let s = &self.settings;
+        let cheapest = crate::plan::estimate::cheapest(plan, auditor.preload, s.max_output_tokens);
+        crate::budget::check(cheapest, self.limits(), self.price_of(auditor)).map_err(|e| {
+            match s.shard {
+                Some(shard) => e.of_shard(&shard.to_string()),
+                None => e,
+            }
+        })
+    }
+
     /// The price of the model `agent` runs on, when known.
     pub(crate) fn price_of(&self, agent: &AgentDefinition) -> Option<Price> {
         self.pricer()(agent.model.as_deref().unwrap_or(self.provider.model()))

@@ -126,11 +126,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let scope = plan::in_scope(&inventory, ctx.changes.as_ref());
     let (plan, planner_usage) = ctx.planner()?.plan(&scope).await?;
     let tasks = shard_tasks(s, &plan, &scope)?;
-    let cheapest = plan::estimate::cheapest(&plan, auditor.preload, s.max_output_tokens);
-    budget::check(cheapest, ctx.limits(), ctx.price_of(&auditor)).map_err(|e| match s.shard {
-        Some(shard) => e.of_shard(&shard.to_string()),
-        None => e,
-    })?;
+    ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone(), planner_usage));
     let tools = Arc::new(scoped_tools(&ctx.tools, &inventory));
     let specialists = plan::group_agents(&plan, &ctx.agents)?;
@@ -140,14 +136,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let briefed = brief_stage(ctx, ui, &inventory, &tools, &spend, run.as_mut()).await?;
     let (auditor, specialists) = briefed.apply(auditor, specialists);
     let store = store::prepare(ctx.tools.root(), run, store_warnings, &specialists, tasks).await?;
-    // A group of changed files runs with the agent of the group its files
-    // come from.
-    let mut specialists = specialists;
-    for (changed, origin) in &store.split.origins {
-        if let Some(d) = specialists.get(origin).cloned() {
-            specialists.insert(changed.clone(), d);
-        }
-    }
+    let specialists = store.split.with_origins(specialists);
     let (events, progress) = ui.progress(store.split.fresh.len());
     let fanned = FanOut {
         definition: auditor,

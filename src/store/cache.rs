@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::{KeyBase, Store, StoreError, files, now_ms, reusable};
-use crate::agents::{AgentTask, GroupReport};
+use crate::agents::{AgentDefinition, AgentTask, GroupReport};
 use crate::fanout::Journal;
 use crate::reduce::Reduced;
 use crate::report::Reused;
@@ -101,6 +101,22 @@ pub(crate) struct Split {
     /// Each group of changed files, and a plan group its files come from
     /// (it runs with that group's agent).
     pub(crate) origins: HashMap<String, String>,
+}
+
+impl Split {
+    /// The agents by group, with each group of changed files given the
+    /// agent of the plan group its files come from.
+    pub(crate) fn with_origins(
+        &self,
+        mut specialists: HashMap<String, Arc<AgentDefinition>>,
+    ) -> HashMap<String, Arc<AgentDefinition>> {
+        for (changed, origin) in &self.origins {
+            if let Some(d) = specialists.get(origin).cloned() {
+                specialists.insert(changed.clone(), d);
+            }
+        }
+        specialists
+    }
 }
 
 impl Session {
