@@ -476,7 +476,7 @@ impl Spend {
     /// How this run's estimates were made: none before the server's counts
     /// calibrated them (no count yet, or none reported).
     pub(crate) fn token_estimate(&self) -> Option<TokenEstimate> {
-        let spent = self.spent.lock().ok()?;
+        let spent = self.spent()?;
         let calibrated: Vec<(&&str, &Calibration)> = spent
             .calibrations
             .iter()

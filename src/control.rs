@@ -6,7 +6,7 @@
 //! was stopped, which make the report incomplete. It sits below budget,
 //! agents and fan-out and imports nothing of the crate.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -28,9 +28,7 @@ impl RunControl {
     /// (said once in the report).
     pub fn wind_down(&self, reason: &str) {
         {
-            // A panic elsewhere while holding the lock leaves a valid list:
-            // the reasons recorded so far are kept, never dropped.
-            let mut reasons = self.reasons.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut reasons = crate::util::relock(&self.reasons);
             if !reasons.iter().any(|r| r == reason) {
                 reasons.push(reason.to_string());
             }
@@ -47,10 +45,7 @@ impl RunControl {
 
     /// Why the run was stopped early, if it was.
     pub fn reasons(&self) -> Vec<String> {
-        self.reasons
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        crate::util::relock(&self.reasons).clone()
     }
 
     /// Winds the run down when `limit` has passed (`--max-duration`). The

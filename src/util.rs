@@ -4,6 +4,20 @@
 
 use sha2::{Digest, Sha256};
 
+/// The state behind a lock, poisoned or not: fanscan's one way with a
+/// poisoned lock. A poisoned lock means a panic, a fanscan bug, which its
+/// task's join reports; the mutexes this is used for guard state that each
+/// critical section leaves whole (a counter set, an entry inserted, a line
+/// appended), so the state is the real one and is used, never dropped. A
+/// lock whose state a panic could leave half-updated does not use this: the
+/// budget's ledger stops the run (`Spend::spent`), and the store's
+/// connection fails with `StoreError::Poisoned`.
+pub(crate) fn relock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A built-in regular expression, compiled on first use. Its pattern is a
 /// constant of fanscan's source, never input: one that does not compile is
 /// a fanscan bug, and it fails loudly (a panic naming the pattern) instead

@@ -311,10 +311,7 @@ impl Handler for TaskTool<'_, '_> {
                 .run_task(format!("task-{n}"), definition, args)
                 .await;
             let result = task_result(&run);
-            self.finished
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((n, run));
+            crate::util::relock(&self.finished).push((n, run));
             result
         }))
     }

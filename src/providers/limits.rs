@@ -7,8 +7,9 @@
 //! are spread evenly (a burst of one), never sent as a minute's quota at
 //! once: servers enforce per-minute limits over shorter windows.
 
+use crate::util::relock;
 use std::num::NonZeroU32;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
@@ -340,13 +341,6 @@ fn until_rfc3339(text: &str) -> Option<Duration> {
     let now = jiff::Timestamp::now();
     let span = at.duration_since(now);
     Some(Duration::try_from(span).unwrap_or(Duration::ZERO))
-}
-
-/// The state behind a lock. These locks guard plain counters and instants
-/// that no code panics while holding; should one be poisoned anyway, the
-/// state is still the real one, so it is used rather than dropped.
-fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Seconds as a duration, clamped: a server may send any number, and a

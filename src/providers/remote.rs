@@ -5,8 +5,8 @@
 //! differ only in their [`Wire`]; sending, retrying, rate limiting and
 //! error classification are the HTTP layer's, shared by both.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use reqwest::header::HeaderMap;
@@ -164,10 +164,7 @@ impl<W: Wire> Remote<W> {
             return false;
         }
         tracing::info!(%message, "{note}");
-        self.notes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(note.to_string());
+        crate::util::relock(&self.notes).push(note.to_string());
         true
     }
 
@@ -325,9 +322,6 @@ impl<W: Wire> Provider for Remote<W> {
     }
 
     fn notes(&self) -> Vec<String> {
-        self.notes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        crate::util::relock(&self.notes).clone()
     }
 }

@@ -15,7 +15,7 @@
 //! whole body once it is in, and only that answer is ever used.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use serde_json::Value;
 
@@ -519,7 +519,7 @@ impl<'a> Live<'a> {
     /// One chunk of the body; `None` when a new response body starts (a
     /// retry), which voids what the last one showed.
     pub(crate) fn chunk(&self, chunk: Option<&[u8]>) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = crate::util::relock(&self.state);
         let Some(chunk) = chunk else {
             if state.2 {
                 (self.on_text)(Shown::Restart);

@@ -22,6 +22,7 @@ use crate::agents::{AgentDefinition, AgentTask, GroupReport};
 use crate::fanout::Journal;
 use crate::reduce::Reduced;
 use crate::report::Reused;
+use crate::util::relock;
 use crate::verify::Checked;
 
 /// Bumped whenever a stored `GroupReport` would mean something else
@@ -191,16 +192,14 @@ impl Session {
                 Ok(Ok(hit)) => split.reused.push(hit),
                 Ok(Err(Some(partial))) => split.partials.push(partial),
                 Ok(Err(None)) => {
-                    if let Ok(mut pending) = self.pending.lock() {
-                        pending.insert(
-                            task.group.clone(),
-                            Pending {
-                                key,
-                                hashes,
-                                base: base.clone(),
-                            },
-                        );
-                    }
+                    relock(&self.pending).insert(
+                        task.group.clone(),
+                        Pending {
+                            key,
+                            hashes,
+                            base: base.clone(),
+                        },
+                    );
                     split.fresh.push(task);
                 }
                 Err(e @ StoreError::Poisoned { .. }) => return Err(e),
@@ -211,16 +210,14 @@ impl Session {
             }
         }
         for changed in files::changed_tasks(&split.partials, self.group_tokens) {
-            if let Ok(mut pending) = self.pending.lock() {
-                pending.insert(
-                    changed.task.group.clone(),
-                    Pending {
-                        key: String::new(),
-                        hashes: changed.hashes,
-                        base: changed.base,
-                    },
-                );
-            }
+            relock(&self.pending).insert(
+                changed.task.group.clone(),
+                Pending {
+                    key: String::new(),
+                    hashes: changed.hashes,
+                    base: changed.base,
+                },
+            );
             split
                 .origins
                 .insert(changed.task.group.clone(), changed.origin);
@@ -282,14 +279,12 @@ impl Session {
 
     fn failed(&self, message: String) {
         tracing::warn!("run store: {message}");
-        if let Ok(mut failures) = self.failures.lock() {
-            failures.push(message);
-        }
+        relock(&self.failures).push(message);
     }
 
     /// The store failures of the run, for the report's notes.
     pub(crate) fn failures(&self) -> Vec<String> {
-        self.failures.lock().map(|f| f.clone()).unwrap_or_default()
+        relock(&self.failures).clone()
     }
 
     /// Stores one result in its own short transaction.
@@ -428,11 +423,7 @@ impl Journal for Session {
         if !reusable(report.status) {
             return;
         }
-        let pending = self
-            .pending
-            .lock()
-            .ok()
-            .and_then(|p| p.get(&report.group).cloned());
+        let pending = relock(&self.pending).get(&report.group).cloned();
         let Some(Pending { key, hashes, base }) = pending else {
             return;
         };
