@@ -275,7 +275,9 @@ impl Stage<'_> {
         unchanged.then_some(stored.challenge)
     }
 
-    /// Keeps an answer with the files it rests on.
+    /// Keeps an answer with the files it rests on: those the skeptic was
+    /// shown, and those its flow's steps name (each was checked against
+    /// the file's lines: a changed file could make a step wrong).
     fn keep(
         &self,
         fingerprint: &str,
@@ -293,7 +295,14 @@ impl Stage<'_> {
         let Some(key) = self.key(target, hashes) else {
             return;
         };
-        let files: Option<Vec<(String, String)>> = files
+        let mut rests_on = files.clone();
+        rests_on.extend(
+            challenge
+                .flow
+                .iter()
+                .filter_map(|step| step.rsplit_once(':').map(|(path, _)| path.to_string())),
+        );
+        let files: Option<Vec<(String, String)>> = rests_on
             .iter()
             .map(|p| Some((p.clone(), self.hash(p, hashes)?)))
             .collect();

@@ -244,6 +244,41 @@ async fn a_verdict_with_an_unusable_confidence_stands_without_it() {
     assert!(md.contains("refuted: the name is checked first"), "{md}");
 }
 
+/// A stored verdict rests on the files its flow names too: when one of
+/// them changes, the finding is asked again.
+#[tokio::test]
+async fn a_stored_verdict_is_asked_again_when_a_file_of_its_flow_changes() {
+    let repo = Repo::new(&[
+        ("app/db.py", DB),
+        (
+            "app/cli.py",
+            "import sys
+NAME = sys.argv[1]
+",
+        ),
+    ]);
+    let mock = MockModel::openai(model(
+        sink_finding(),
+        r#"{"verdicts": [{"id": "f1", "verdict": "confirmed", "why": "argv reaches the query", "flow": ["app/cli.py:2", "app/db.py:5"]}]}"#,
+    ))
+    .await;
+    let _ = run(&mock, repo.path()).await;
+    assert_eq!(skeptic_requests(&mock), 2);
+    let _ = run(&mock, repo.path()).await;
+    assert_eq!(skeptic_requests(&mock), 2, "unchanged: reused");
+    repo.write(
+        "app/cli.py",
+        "import sys
+
+NAME = sys.argv[1]
+",
+    );
+    let again = run(&mock, repo.path()).await;
+    assert_eq!(skeptic_requests(&mock), 4, "its flow's file changed");
+    let c = again.findings[0].challenge.as_ref().unwrap();
+    assert_eq!(c.confidence, None, "a verdict without one");
+}
+
 /// What stands for no verdict (an answer that is not JSON) is not kept:
 /// the next run asks again, where a verdict would have been reused.
 #[tokio::test]
@@ -792,6 +827,13 @@ async fn an_unchanged_rescan_with_a_small_models_answers_makes_no_request() {
         challenged.iter().all(|t| t.ends_with("in b/three.py")),
         "{challenged:?}"
     );
+    // Each run draws its own fence boundary: no stored result's key
+    // covers it (else the second run would have asked again).
+    let boundary = |seen: &crate::common::Seen| {
+        crate::common::boundary_of(seen.body["messages"][0]["content"].as_str().unwrap())
+    };
+    let requests = mock.requests();
+    assert_ne!(boundary(&requests[0]), boundary(&requests[before]));
     assert_eq!(mock.brief_requests().len(), 1);
     assert_eq!((third.findings.len(), third.unverified.len()), (6, 6));
 }
