@@ -1,13 +1,21 @@
-//! What a re-run costs after a change, as a fraction of a cold run: a
-//! 2,000-file synthetic repository (250 directories of 8 files of about
-//! 1.2 KB, one group a directory), an in-process mock of the Chat
-//! Completions API on 127.0.0.1 that reports every `risky_call` line it is
-//! shown and bills the prompt by its size (bytes / 4, as `metered` in the
-//! tests), and the run store. Runs a cold scan, then touches 1% of the
-//! files (spread over the tree) and re-runs, then 10% more and re-runs,
-//! and prints input tokens and requests of each re-run as fractions of the
-//! cold run. Targets: 1% change ≤ 2% of the cold run's tokens, 10% ≤ 15%.
-//! It also asserts that each re-run's verified findings are a full scan's.
+//! What a re-run costs after a change, as a fraction of a cold run, the
+//! skeptic included: a 2,000-file synthetic repository (250 directories of
+//! 8 files of about 1.2 KB, one group a directory), the `fanscan` binary
+//! with the run store and the default gate (`--fail-on high`, so the
+//! skeptic challenges every finding at or above high), and an in-process
+//! mock of the Chat Completions API on 127.0.0.1 that answers each stage as
+//! a small model does: the brief in a line, every `risky_call` line it is
+//! shown reported at high, a skeptic's turn without tools and then its
+//! verdicts (those of odd-numbered files without a confidence), and the reducer's
+//! summary. It bills the prompt by its size (bytes / 4, as `metered` in the
+//! tests) and counts requests and billed input tokens by stage.
+//!
+//! Runs a cold scan, the same scan again unchanged (asserted: no request
+//! in any stage), then touches 1% of the files (spread over the tree) and
+//! re-runs, then 10% more and re-runs, and prints each re-run's input
+//! tokens and requests as fractions of the cold run's, with both by stage.
+//! Targets: 1% change ≤ 2% of the cold run's tokens, 10% ≤ 15%. It also
+//! asserts that each re-run's verified findings are a full scan's.
 //!
 //! `cargo bench --bench incremental` runs the full size; `cargo test
 //! --bench incremental` (or `-- --test`) a small one as a smoke test. The
@@ -16,14 +24,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use fanscan::{Context, ProviderArgs, ProviderKind, Report, RunArgs, ScanArgs, Settings, Ui};
+use fanscan::Report;
 
 const FILES_PER_DIR: usize = 8;
 
@@ -90,85 +100,177 @@ fn touch(root: &Path, dirs: usize, step: usize, offset: usize, v: usize) -> usiz
     n
 }
 
-/// The scripted model: reports each `risky_call` line of the files it is
-/// shown (preloaded or read), answers the reducer and the brief; bills
-/// the prompt at bytes / 4.
-struct Model;
+/// The stages a request can belong to, in pipeline order.
+const STAGES: [&str; 4] = ["brief", "audit", "skeptic", "reduce"];
 
-fn answer(body: &Value) -> Value {
+/// Requests and billed input tokens, by stage.
+type Tally = BTreeMap<&'static str, (u64, u64)>;
+
+/// The scripted model (see the header); counts what it is asked.
+struct Model {
+    tally: Arc<Mutex<Tally>>,
+}
+
+/// The stage `body` (`raw`, its text) belongs to.
+fn stage_of(raw: &str, task: &str) -> &'static str {
+    if raw.contains("You write the brief that every auditor") {
+        "brief"
+    } else if task.starts_with("TASK: audit-group") {
+        "audit"
+    } else if task.starts_with("TASK: challenge") {
+        "skeptic"
+    } else {
+        "reduce"
+    }
+}
+
+/// An answer with text only.
+fn text(content: &str) -> Value {
+    json!({"role": "assistant", "content": content})
+}
+
+fn answer(stage: &str, task: &str, body: &Value) -> Value {
     let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
-    let task = messages
-        .iter()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default();
-    if !task.starts_with("TASK: audit-group") {
-        return json!({"role": "assistant",
-            "content": "```json\n{\"summary\": \"Synthetic run.\", \"ranking\": []}\n```"});
-    }
-    let mut findings = Vec::new();
-    for source in messages.iter().filter_map(|m| m["content"].as_str()) {
-        let mut current: Option<String> = None;
-        for line in source.lines() {
-            if let Some(rest) = line.strip_prefix("<file path=\"") {
-                current = rest.split('"').next().map(str::to_string);
-            } else if let Some((n, code)) = line.split_once('\t')
-                && code.contains("risky_call")
-                && let (Some(path), Ok(n)) = (&current, n.trim().parse::<u32>())
-            {
-                findings.push(json!({"path": path, "line": n, "severity": "medium",
-                    "title": "unchecked risky_call", "detail": "d", "evidence": code.trim()}));
+    let final_turn = body.get("response_format").is_some() || body["tool_choice"] == "none";
+    match stage {
+        "brief" => text("**What it is**: a synthetic library of small functions."),
+        "audit" => {
+            let mut findings = Vec::new();
+            for source in messages.iter().filter_map(|m| m["content"].as_str()) {
+                let mut current: Option<String> = None;
+                for line in source.lines() {
+                    if let Some(rest) = line.strip_prefix("<file path=\"") {
+                        current = rest.split('"').next().map(str::to_string);
+                    } else if let Some((n, code)) = line.split_once('\t')
+                        && code.contains("risky_call")
+                        && let (Some(path), Ok(n)) = (&current, n.trim().parse::<u32>())
+                    {
+                        findings.push(json!({"path": path, "line": n, "severity": "high",
+                            "title": "unchecked risky_call", "detail": "d", "evidence": code.trim()}));
+                    }
+                }
             }
+            findings.dedup();
+            text(&format!(
+                "Reviewed.\n```json\n{}\n```\n[TASK_COMPLETE]",
+                json!({ "findings": findings })
+            ))
         }
+        "skeptic" if final_turn => {
+            // The findings of odd-numbered files get no confidence.
+            let odd = task.lines().next().is_some_and(|l| {
+                l.trim_end_matches(".rs")
+                    .ends_with(['1', '3', '5', '7', '9'])
+            });
+            let verdicts: Vec<Value> = task
+                .lines()
+                .filter_map(|l| l.strip_prefix("- id "))
+                .filter_map(|l| l.split(':').next())
+                .map(|id| {
+                    let mut v = json!({"id": id, "verdict": "confirmed",
+                        "why": "the argument reaches risky_call unchecked", "flow": []});
+                    if !odd {
+                        v["confidence"] = json!(7);
+                    }
+                    v
+                })
+                .collect();
+            text(&json!({ "verdicts": verdicts }).to_string())
+        }
+        // No tool call and no marker: the loop's turn ends, the verdicts
+        // are asked next.
+        "skeptic" => text("The value comes from the caller; nothing checks it."),
+        _ => text("```json\n{\"summary\": \"Synthetic run.\", \"ranking\": []}\n```"),
     }
-    findings.dedup();
-    json!({"role": "assistant", "content": format!(
-        "Reviewed.\n```json\n{}\n```\n[TASK_COMPLETE]",
-        json!({ "findings": findings })
-    )})
 }
 
 impl Respond for Model {
     fn respond(&self, request: &Request) -> ResponseTemplate {
-        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let raw = String::from_utf8_lossy(&request.body);
+        let body: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
+        let task = body["messages"]
+            .as_array()
+            .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default();
+        let stage = stage_of(&raw, task);
         let prompt = request.body.len() as u64 / 4;
+        {
+            let mut tally = self.tally.lock().unwrap();
+            let entry = tally.entry(stage).or_default();
+            entry.0 += 1;
+            entry.1 += prompt;
+        }
         ResponseTemplate::new(200).set_body_json(json!({
-            "choices": [{"index": 0, "message": answer(&body), "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": answer(stage, task, &body), "finish_reason": "stop"}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": 100, "total_tokens": prompt + 100}
         }))
     }
 }
 
-fn settings(root: &Path, server: &MockServer, store: &Path) -> Settings {
-    let provider = ProviderArgs {
-        provider: Some(ProviderKind::Openai),
-        model: Some("mock-model".into()),
-        base_url: Some(format!("{}/v1", server.uri())),
-        timeout: Some(60),
-        ..ProviderArgs::default()
-    };
-    let scan = ScanArgs {
-        jobs: Some(16),
+/// One scan through the binary: its report and what the model was asked.
+async fn scan(
+    root: &Path,
+    server: &MockServer,
+    store: &Path,
+    tally: &Mutex<Tally>,
+) -> (Report, Tally) {
+    let args: Vec<String> = [
+        "scan",
+        &root.display().to_string(),
+        "--provider",
+        "openai",
+        "--model",
+        "mock-model",
+        "--base-url",
+        &format!("{}/v1", server.uri()),
+        "--timeout",
+        "60",
+        "--jobs",
+        "16",
         // Eight ~430-token files: one group a directory, with room to grow.
-        group_tokens: Some(4400),
-        max_groups: Some(0),
-        store: Some(store.to_path_buf()),
-        ..ScanArgs::default()
-    };
-    let args = RunArgs {
-        provider,
-        scan,
-        ..RunArgs::default()
-    };
-    Settings::from_args(root, &args, &|_| None).unwrap()
-}
-
-/// One scan: its report, input tokens and requests.
-async fn scan(settings: Settings) -> (Report, u64, u64) {
-    let ctx = Context::new(settings).unwrap();
-    let report = fanscan::scan(&ctx, &Ui::hidden()).await.unwrap();
-    let tokens = report.stats.input_tokens;
-    (report, tokens, ctx.requests())
+        "--group-tokens",
+        "4400",
+        "--max-groups",
+        "0",
+        "--store",
+        &store.display().to_string(),
+        "--format",
+        "json",
+        "--quiet",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fanscan"))
+            .args(&args)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not a JSON report ({e}), exit {:?}: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    // The gate fails: every finding is high and confirmed.
+    assert_eq!(
+        out.status.code(),
+        Some(fanscan::exit::GATE_FAILED),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let asked = std::mem::take(&mut *tally.lock().unwrap());
+    // What the model billed is what the report counts.
+    let billed: u64 = asked.values().map(|(_, t)| t).sum();
+    assert_eq!(report.stats.input_tokens, billed, "{asked:?}");
+    (report, asked)
 }
 
 fn findings(r: &Report) -> Vec<(String, u32)> {
@@ -181,14 +283,25 @@ fn findings(r: &Report) -> Vec<(String, u32)> {
     f
 }
 
-/// Input tokens by agent.
-fn by_agent(r: &Report) -> String {
-    r.stats
-        .agents
+fn totals(t: &Tally) -> (u64, u64) {
+    t.values().fold((0, 0), |(r, k), (r2, k2)| (r + r2, k + k2))
+}
+
+/// `brief 1, audit 500, …` of a tally's requests (`0`) or tokens (`1`).
+fn by_stage(t: &Tally, tokens: bool) -> String {
+    STAGES
         .iter()
-        .map(|(agent, a)| format!("{agent} {}", a.usage.input_tokens))
+        .map(|s| {
+            let (r, k) = t.get(s).copied().unwrap_or_default();
+            format!("{s} {}", if tokens { k } else { r })
+        })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `x` as a percentage of `of`.
+fn share(x: u64, of: u64) -> f64 {
+    100.0 * x as f64 / of.max(1) as f64
 }
 
 async fn run(dirs: usize) -> Vec<String> {
@@ -200,31 +313,58 @@ async fn run(dirs: usize) -> Vec<String> {
         .disable_request_recording()
         .start()
         .await;
+    let tally = Arc::new(Mutex::new(Tally::new()));
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(Model)
+        .respond_with(Model {
+            tally: Arc::clone(&tally),
+        })
         .mount(&server)
         .await;
     let files = dirs * FILES_PER_DIR;
-    let (cold, cold_tokens, cold_requests) = scan(settings(&root, &server, &store)).await;
+    let (cold, cold_asked) = scan(&root, &server, &store, &tally).await;
     assert!(cold.complete, "{:?}", cold.incomplete_reasons);
     assert_eq!(cold.findings.len(), files);
+    assert!(
+        cold.findings.iter().all(|m| m.challenge.is_some()),
+        "the skeptic challenged every finding"
+    );
+    let (cold_requests, cold_tokens) = totals(&cold_asked);
     let mut lines = vec![format!(
-        "cold scan: {files} files, {} groups: {cold_tokens} input tokens ({}), {cold_requests} requests",
+        "cold scan: {files} files, {} groups: {cold_tokens} input tokens ({}), {cold_requests} requests ({})",
         cold.plan.groups.len(),
-        by_agent(&cold)
+        by_stage(&cold_asked, true),
+        by_stage(&cold_asked, false),
     )];
+    let (same, asked) = scan(&root, &server, &store, &tally).await;
+    assert!(
+        asked.is_empty(),
+        "an unchanged re-scan asks nothing: {asked:?}"
+    );
+    assert_eq!(findings(&same), findings(&cold));
+    lines.push("unchanged re-scan: 0 input tokens, 0 requests in every stage".to_string());
     for (label, step, offset, v) in [("1%", 100, 37, 1), ("10%", 10, 3, 2)] {
         let touched = touch(&root, dirs, step, offset, v);
-        let (again, tokens, requests) = scan(settings(&root, &server, &store)).await;
+        let (again, asked) = scan(&root, &server, &store, &tally).await;
         assert!(again.complete, "{:?}", again.incomplete_reasons);
         assert_eq!(findings(&again), findings(&cold), "the same findings");
+        let (requests, tokens) = totals(&asked);
+        let stage_shares = STAGES
+            .iter()
+            .map(|s| {
+                let (_, k) = asked.get(s).copied().unwrap_or_default();
+                let (_, c) = cold_asked.get(s).copied().unwrap_or_default();
+                format!("{s} {:.2}%", share(k, c))
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
         lines.push(format!(
-            "{label} change ({touched} files): {tokens} input tokens ({:.2}% of cold), {requests} requests ({:.2}% of cold); {} files carried over; {}; (target: {})",
-            100.0 * tokens as f64 / cold_tokens.max(1) as f64,
-            100.0 * requests as f64 / cold_requests.max(1) as f64,
+            "{label} change ({touched} files): {tokens} input tokens ({:.2}% of cold; {}), {requests} requests ({:.2}% of cold; {}); each stage's tokens against its cold ones: {stage_shares}; {} files carried over; (target: {})",
+            share(tokens, cold_tokens),
+            by_stage(&asked, true),
+            share(requests, cold_requests),
+            by_stage(&asked, false),
             again.coverage.carried.len(),
-            by_agent(&again),
             if label == "1%" { "<= 2% of the tokens" } else { "<= 15% of the tokens" }
         ));
     }

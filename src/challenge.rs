@@ -2,9 +2,13 @@
 //!
 //! Takes the text of a skeptic's final answer and the ids it was asked
 //! about; gives one [`Challenge`] per id: `confirmed`, `refuted` or
-//! `uncertain`, a confidence from 1 to 10, one sentence why and the data
-//! flow as `path:line` steps. A broken or missing answer for an id is
-//! `uncertain`, never `refuted`, and never lost. The data types sit here,
+//! `uncertain`, a confidence from 1 to 10 (when the model gave one), one
+//! sentence why and the data flow as `path:line` steps. A broken or missing
+//! answer for an id is `uncertain`, never `refuted`, and never lost. Read
+//! leniently where a small model's answer still says what it means: an id
+//! `F1` or `1` for `f1`, a confidence `"7"` or `7.0`, none at all (a
+//! verdict without a confidence is still a verdict; the confidence is
+//! left out, with a note when one was there but unusable). The data types sit here,
 //! below verification and reduction, which carry them; the stage that asks
 //! is [`crate::skeptic`].
 
@@ -52,7 +56,8 @@ impl Stance {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Challenge {
     pub stance: Stance,
-    /// 1 (a guess) to 10 (certain); `None` when no usable answer came.
+    /// 1 (a guess) to 10 (certain); `None` when the skeptic gave none
+    /// (or none usable), and when no usable answer came.
     pub confidence: Option<u8>,
     /// One sentence why.
     pub reason: String,
@@ -132,9 +137,12 @@ pub(crate) fn verdicts_output(ids: &[String]) -> OutputSchema {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Said {
     pub(crate) stance: Stance,
-    pub(crate) confidence: u8,
+    /// None when the entry gave no usable confidence.
+    pub(crate) confidence: Option<u8>,
     pub(crate) reason: String,
     pub(crate) flow: Vec<String>,
+    /// What was left out of the entry (an unusable confidence).
+    pub(crate) notes: Vec<String>,
 }
 
 /// A final answer as read: each id's entry, or why it was unusable.
@@ -160,15 +168,7 @@ pub(crate) fn read_answer(text: &str, ids: &[String]) -> Answer {
     };
     answer.parsed = true;
     for entry in entries {
-        let id = entry
-            .get("id")
-            .and_then(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .or_else(|| v.as_u64().map(|n| n.to_string()))
-            })
-            .map(|s| s.trim().to_string());
-        let Some(id) = id.filter(|id| ids.contains(id)) else {
+        let Some(id) = entry.get("id").and_then(|v| asked_id(v, ids)) else {
             answer
                 .stray
                 .push(format!("an entry for no finding asked: {}", short(entry)));
@@ -186,17 +186,52 @@ pub(crate) fn read_answer(text: &str, ids: &[String]) -> Answer {
     answer
 }
 
+/// The id asked that an entry's `id` names: `f1` as asked, or written
+/// `F1`, ` f1 `, `1` or `"1"` (small models number the findings).
+fn asked_id(value: &Value, ids: &[String]) -> Option<String> {
+    let raw = value
+        .as_str()
+        .map(|s| s.trim().to_string())
+        .or_else(|| value.as_u64().map(|n| n.to_string()))?;
+    let lower = raw.to_ascii_lowercase();
+    let numbered = raw.parse::<u64>().ok().map(|n| format!("f{n}"));
+    [Some(raw), Some(lower), numbered]
+        .into_iter()
+        .flatten()
+        .find(|id| ids.contains(id))
+}
+
+/// An entry's confidence: a whole number from 1 to 10, as a number, a
+/// string or a float that rounds to one. `Ok(None)` when it gives none,
+/// `Err` with the value when it gives one that is unusable.
+fn confidence_of(entry: &Value) -> Result<Option<u8>, String> {
+    let Some(value) = entry.get("confidence").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let number = value
+        .as_f64()
+        .or_else(|| value.as_str().and_then(|s| s.trim().parse::<f64>().ok()));
+    number
+        .map(f64::round)
+        .filter(|n| (1.0..=10.0).contains(n))
+        // In 1..=10 after the filter: the cast is exact.
+        .map(|n| Some(n as u8))
+        .ok_or_else(|| value.to_string())
+}
+
 fn read_entry(entry: &Value) -> Result<Said, String> {
     let verdict = entry.get("verdict").and_then(Value::as_str).unwrap_or("");
     let stance = Stance::parse(verdict).ok_or_else(|| {
         format!("its verdict {verdict:?} is none of confirmed, refuted, uncertain")
     })?;
-    let confidence = entry
-        .get("confidence")
-        .and_then(|c| c.as_u64().or_else(|| c.as_str()?.trim().parse().ok()))
-        .filter(|c| (1..=10).contains(c))
-        .and_then(|c| u8::try_from(c).ok())
-        .ok_or_else(|| "its confidence is not a whole number from 1 to 10".to_string())?;
+    // A verdict without a (usable) confidence is still a verdict.
+    let mut notes = Vec::new();
+    let confidence = confidence_of(entry).unwrap_or_else(|given| {
+        notes.push(format!(
+            "its confidence {given} is not a number from 1 to 10: left out"
+        ));
+        None
+    });
     let reason = entry
         .get("why")
         .and_then(Value::as_str)
@@ -219,6 +254,7 @@ fn read_entry(entry: &Value) -> Result<Said, String> {
         confidence,
         reason,
         flow,
+        notes,
     })
 }
 
@@ -260,7 +296,8 @@ fn short(value: &Value) -> String {
 /// argument worthless, and a refutation takes a finding out of the gate).
 pub(crate) fn check(said: Said, exists: &dyn Fn(&str, u32) -> bool) -> Challenge {
     let mut flow = Vec::new();
-    let mut notes = Vec::new();
+    let mut notes = said.notes;
+    let mut dropped = false;
     for step in &said.flow {
         let parsed = step
             .rsplit_once(':')
@@ -269,14 +306,17 @@ pub(crate) fn check(said: Said, exists: &dyn Fn(&str, u32) -> bool) -> Challenge
             Some((path, line)) if line > 0 && exists(path, line) => {
                 flow.push(format!("{path}:{line}"));
             }
-            _ => notes.push(format!(
-                "flow step {step:?} dropped: no such line in a file of the scan"
-            )),
+            _ => {
+                dropped = true;
+                notes.push(format!(
+                    "flow step {step:?} dropped: no such line in a file of the scan"
+                ));
+            }
         }
     }
     let mut stance = said.stance;
-    let mut confidence = Some(said.confidence);
-    if stance == Stance::Refuted && !notes.is_empty() {
+    let mut confidence = said.confidence;
+    if stance == Stance::Refuted && dropped {
         notes.push(
             "a refutation citing a step that does not exist is not trusted: counted as uncertain"
                 .into(),
@@ -311,7 +351,7 @@ mod tests {
         let a = read_answer(text, &ids());
         assert!(a.parsed);
         let f1 = a.by_id["f1"].clone().unwrap();
-        assert_eq!((f1.stance, f1.confidence), (Stance::Refuted, 8));
+        assert_eq!((f1.stance, f1.confidence), (Stance::Refuted, Some(8)));
         assert!(a.by_id["f2"].as_ref().unwrap_err().contains("maybe"));
         assert_eq!(a.stray.len(), 1);
     }
@@ -323,11 +363,43 @@ mod tests {
         let fenced = "Here:\n```json\n{\"verdicts\": [{\"id\": \"f2\", \"verdict\": \"Confirmed\", \"confidence\": \"7\", \"why\": \"argv\", \"flow\": []}]}\n```\n[TASK_COMPLETE]";
         let a = read_answer(fenced, &ids());
         assert_eq!(a.by_id["f2"].clone().unwrap().stance, Stance::Confirmed);
+        // An unusable confidence is left out, with a note; the verdict stands.
         let a = read_answer(
             r#"{"verdicts":[{"id":"f1","verdict":"refuted","confidence":11,"why":"w"}]}"#,
             &ids(),
         );
-        assert!(a.by_id["f1"].is_err());
+        let f1 = a.by_id["f1"].clone().unwrap();
+        assert_eq!((f1.stance, f1.confidence), (Stance::Refuted, None));
+        assert_eq!(
+            f1.notes,
+            vec!["its confidence 11 is not a number from 1 to 10: left out"]
+        );
+    }
+
+    /// Issue 26: a small model's answers, read as what they mean (they
+    /// were "broken entries", never kept, and asked again every run).
+    #[test]
+    fn a_verdict_without_a_confidence_or_with_a_numbered_id_is_a_verdict() {
+        let text = r#"{"verdicts": [
+            {"id": 1, "verdict": "confirmed", "why": "argv reaches it", "flow": []},
+            {"id": "F2", "verdict": "refuted", "confidence": 7.6, "why": "constant"}
+        ]}"#;
+        let a = read_answer(text, &ids());
+        assert!(a.stray.is_empty(), "{:?}", a.stray);
+        let f1 = a.by_id["f1"].clone().unwrap();
+        assert_eq!((f1.stance, f1.confidence), (Stance::Confirmed, None));
+        assert!(f1.notes.is_empty(), "none given is not a fault");
+        let f2 = a.by_id["f2"].clone().unwrap();
+        assert_eq!((f2.stance, f2.confidence), (Stance::Refuted, Some(8)));
+        for (given, read) in [
+            (json!(null), Ok(None)),
+            (json!("7"), Ok(Some(7))),
+            (json!(10), Ok(Some(10))),
+            (json!(0), Err("0".to_string())),
+            (json!("high"), Err("\"high\"".to_string())),
+        ] {
+            assert_eq!(confidence_of(&json!({"confidence": given})), read);
+        }
     }
 
     #[test]
@@ -335,9 +407,10 @@ mod tests {
         let exists = |p: &str, l: u32| p == "a.py" && l <= 10;
         let said = |stance| Said {
             stance,
-            confidence: 9,
+            confidence: Some(9),
             reason: "r".into(),
             flow: vec!["a.py:3".into(), "a.py:99".into(), "nope".into()],
+            notes: Vec::new(),
         };
         let c = check(said(Stance::Confirmed), &exists);
         assert_eq!(c.stance, Stance::Confirmed);

@@ -9,9 +9,12 @@
 //! preloaded, through the one agent loop ([`Loop`]) and the provider's
 //! structured output ([`verdicts_output`]). A located claim the skeptic
 //! confirms becomes verified, its evidence the file's text at the cited
-//! lines. Answers are kept in the run store by finding fingerprint, the
-//! files read and their content, agent and model, so that an unchanged
-//! re-scan asks nothing. The calls count in the run's budget and progress
+//! lines. Every verdict the skeptic gave (with a confidence or without,
+//! a refutation counted as uncertain included) is kept in the run store by
+//! finding fingerprint, the files read and their content, agent and model,
+//! so that an unchanged re-scan asks nothing; what stands for no verdict
+//! (a failed call, a broken or missing entry) is not kept, and is asked
+//! again. The calls count in the run's budget and progress
 //! like any agent's; when the run is stopped (a budget, Ctrl-C), the
 //! findings not yet challenged stay as they are, and the notes say so.
 
@@ -48,7 +51,9 @@ const BEFORE: usize = 40;
 const AFTER: usize = 15;
 
 /// Bumped whenever a stored answer would mean something else.
-const FORMAT_VERSION: u32 = 1;
+/// 2: every verdict is kept, also one without a confidence and a
+/// refutation counted as uncertain (1 kept only those with a confidence).
+const FORMAT_VERSION: u32 = 2;
 
 /// One finding as the skeptic is asked about it.
 #[derive(Clone, Debug)]
@@ -153,9 +158,18 @@ struct Stage<'a> {
 /// What one call gave: each fingerprint's challenge (none: the call never
 /// ran), and the files the skeptic was shown.
 struct Called {
-    answers: Option<Vec<(String, Challenge)>>,
+    answers: Option<Vec<Heard>>,
     files: BTreeSet<String>,
     complete: bool,
+}
+
+/// What one call said of one finding.
+struct Heard {
+    fingerprint: String,
+    challenge: Challenge,
+    /// Whether it is the skeptic's verdict (kept in the store), not what
+    /// stands for none (a failed call, a broken or missing entry).
+    verdict: bool,
 }
 
 impl Stage<'_> {
@@ -220,11 +234,19 @@ impl Stage<'_> {
                 not_asked += batch.len();
                 continue;
             };
-            for (fingerprint, challenge) in list {
-                if called.complete && challenge.confidence.is_some() {
-                    self.keep(&fingerprint, &batch, &challenge, &called.files, &mut hashes);
+            for heard in list {
+                // A verdict is kept whatever its confidence; no verdict is
+                // never kept, so the next run asks again.
+                if called.complete && heard.verdict {
+                    self.keep(
+                        &heard.fingerprint,
+                        &batch,
+                        &heard.challenge,
+                        &called.files,
+                        &mut hashes,
+                    );
                 }
-                answers.insert(fingerprint, challenge);
+                answers.insert(heard.fingerprint, heard.challenge);
             }
         }
         for target in targets.values() {
@@ -253,7 +275,9 @@ impl Stage<'_> {
         unchanged.then_some(stored.challenge)
     }
 
-    /// Keeps an answer with the files it rests on.
+    /// Keeps an answer with the files it rests on: those the skeptic was
+    /// shown, and those its flow's steps name (each was checked against
+    /// the file's lines: a changed file could make a step wrong).
     fn keep(
         &self,
         fingerprint: &str,
@@ -271,7 +295,14 @@ impl Stage<'_> {
         let Some(key) = self.key(target, hashes) else {
             return;
         };
-        let files: Option<Vec<(String, String)>> = files
+        let mut rests_on = files.clone();
+        rests_on.extend(
+            challenge
+                .flow
+                .iter()
+                .filter_map(|step| step.rsplit_once(':').map(|(path, _)| path.to_string())),
+        );
+        let files: Option<Vec<(String, String)>> = rests_on
             .iter()
             .map(|p| Some((p.clone(), self.hash(p, hashes)?)))
             .collect();
@@ -394,18 +425,29 @@ impl Stage<'_> {
             .iter()
             .zip(&ids)
             .map(|(t, id)| {
-                let challenge = match (answer.by_id.get(id), &failed) {
-                    (Some(Ok(said)), _) => check(said.clone(), &exists),
-                    (Some(Err(why)), _) => {
-                        Challenge::no_answer(&format!("its entry was broken: {why}"))
-                    }
-                    (None, Some(error)) => Challenge::no_answer(error),
-                    (None, None) if !answer.parsed => Challenge::no_answer(
-                        "its answer was not a JSON object with a list of verdicts",
+                let (challenge, verdict) = match (answer.by_id.get(id), &failed) {
+                    (Some(Ok(said)), _) => (check(said.clone(), &exists), true),
+                    (Some(Err(why)), _) => (
+                        Challenge::no_answer(&format!("its entry was broken: {why}")),
+                        false,
                     ),
-                    (None, None) => Challenge::no_answer("it gave no verdict for this finding"),
+                    (None, Some(error)) => (Challenge::no_answer(error), false),
+                    (None, None) if !answer.parsed => (
+                        Challenge::no_answer(
+                            "its answer was not a JSON object with a list of verdicts",
+                        ),
+                        false,
+                    ),
+                    (None, None) => (
+                        Challenge::no_answer("it gave no verdict for this finding"),
+                        false,
+                    ),
                 };
-                (t.fingerprint.clone(), challenge)
+                Heard {
+                    fingerprint: t.fingerprint.clone(),
+                    challenge,
+                    verdict,
+                }
             })
             .collect();
         Called {

@@ -210,8 +210,8 @@ async fn broken_answers_are_uncertain_never_refuted_never_lost() {
         (r#"{"verdicts": []}"#, "no verdict for this finding", 2),
         // An entry that is not a verdict.
         (
-            r#"{"verdicts": [{"id": "f1", "verdict": "refuted", "confidence": 42, "why": "x", "flow": []}]}"#,
-            "confidence is not a whole number from 1 to 10",
+            r#"{"verdicts": [{"id": "f1", "verdict": "probably", "confidence": 4, "why": "x", "flow": []}]}"#,
+            "none of confirmed, refuted, uncertain",
             2,
         ),
     ] {
@@ -229,6 +229,82 @@ async fn broken_answers_are_uncertain_never_refuted_never_lost() {
         assert_eq!(skeptic_requests(&mock), requests, "{verdict}");
         assert_eq!(report.exit_code(), exit::GATE_FAILED);
     }
+}
+
+/// A verdict is a verdict without its confidence: an unusable one is left
+/// out and noted (it was a broken entry, uncertain, asked again each run).
+#[tokio::test]
+async fn a_verdict_with_an_unusable_confidence_stands_without_it() {
+    let repo = repo();
+    let mock = MockModel::openai(model(
+        sink_finding(),
+        r#"{"verdicts": [{"id": "f1", "verdict": "refuted", "confidence": 42, "why": "the name is checked first", "flow": []}]}"#,
+    ))
+    .await;
+    let report = run(&mock, repo.path()).await;
+    assert_eq!(report.refuted.len(), 1, "{:?}", report.findings);
+    let c = report.refuted[0].challenge.as_ref().unwrap();
+    assert_eq!((c.stance, c.confidence), (Stance::Refuted, None));
+    assert_eq!(
+        c.notes,
+        vec!["its confidence 42 is not a number from 1 to 10: left out"]
+    );
+    assert_eq!(report.exit_code(), exit::OK);
+    let md = report.render(Format::Md).unwrap();
+    assert!(md.contains("refuted: the name is checked first"), "{md}");
+}
+
+/// A stored verdict rests on the files its flow names too: when one of
+/// them changes, the finding is asked again.
+#[tokio::test]
+async fn a_stored_verdict_is_asked_again_when_a_file_of_its_flow_changes() {
+    let repo = Repo::new(&[
+        ("app/db.py", DB),
+        (
+            "app/cli.py",
+            "import sys
+NAME = sys.argv[1]
+",
+        ),
+    ]);
+    let mock = MockModel::openai(model(
+        sink_finding(),
+        r#"{"verdicts": [{"id": "f1", "verdict": "confirmed", "why": "argv reaches the query", "flow": ["app/cli.py:2", "app/db.py:5"]}]}"#,
+    ))
+    .await;
+    let _ = run(&mock, repo.path()).await;
+    assert_eq!(skeptic_requests(&mock), 2);
+    let _ = run(&mock, repo.path()).await;
+    assert_eq!(skeptic_requests(&mock), 2, "unchanged: reused");
+    repo.write(
+        "app/cli.py",
+        "import sys
+
+NAME = sys.argv[1]
+",
+    );
+    let again = run(&mock, repo.path()).await;
+    assert_eq!(skeptic_requests(&mock), 4, "its flow's file changed");
+    let c = again.findings[0].challenge.as_ref().unwrap();
+    assert_eq!(c.confidence, None, "a verdict without one");
+}
+
+/// What stands for no verdict (an answer that is not JSON) is not kept:
+/// the next run asks again, where a verdict would have been reused.
+#[tokio::test]
+async fn no_verdict_is_not_kept_and_is_asked_again() {
+    let repo = repo();
+    let mock = MockModel::openai(model(sink_finding(), "no json at all")).await;
+    let _ = run(&mock, repo.path()).await;
+    assert_eq!(
+        skeptic_requests(&mock),
+        3,
+        "a turn, the verdicts, the repair"
+    );
+    let again = run(&mock, repo.path()).await;
+    assert_eq!(skeptic_requests(&mock), 6, "asked again");
+    let c = again.findings[0].challenge.as_ref().unwrap();
+    assert_eq!((c.stance, c.confidence), (Stance::Uncertain, None));
 }
 
 #[tokio::test]
@@ -511,4 +587,263 @@ fn shards_do_not_challenge_and_merge_does() {
         Some(Stance::Confirmed)
     );
     assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
+}
+
+/// A file of the small-model scan: two sinks, a shell command (critical)
+/// and a query (high), each on its own line.
+fn sinks(name: &str) -> String {
+    format!(
+        "import os, sys\n\ndef {name}(cur):\n    arg = sys.argv[1]\n    os.system(\"ls \" + arg)\n    cur.execute(\"SELECT \" + arg)\n    return cur\n"
+    )
+}
+
+/// Three directories of two files: three groups, two findings at or
+/// above high in every file.
+fn small_repo() -> Repo {
+    Repo::new(&[
+        ("a/one.py", &sinks("one")),
+        ("a/two.py", &sinks("two")),
+        ("b/three.py", &sinks("three")),
+        ("b/four.py", &sinks("four")),
+        ("c/five.py", &sinks("five")),
+        ("c/six.py", &sinks("six")),
+    ])
+}
+
+/// The first user message of a request.
+fn task_of(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The stage a request belongs to: `audit`, `skeptic` or `reduce`.
+fn stage_of(body: &Value) -> &'static str {
+    let task = task_of(body);
+    if task.starts_with("TASK: challenge") {
+        "skeptic"
+    } else if task.starts_with("TASK: reduce") {
+        "reduce"
+    } else {
+        "audit"
+    }
+}
+
+/// Requests from `from` on, by stage.
+fn by_stage(mock: &MockModel, from: usize) -> std::collections::BTreeMap<&'static str, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for seen in &mock.requests()[from..] {
+        *counts.entry(stage_of(&seen.body)).or_default() += 1;
+    }
+    counts
+}
+
+/// The findings a small model reports of the fenced files it was shown:
+/// each `os.system` line critical, each `cur.execute` line high.
+fn small_findings(body: &Value) -> Value {
+    let mut findings = Vec::new();
+    for text in body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str())
+    {
+        let mut path: Option<String> = None;
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("<file path=\"") {
+                path = rest.split('"').next().map(str::to_string);
+            } else if let (Some(p), Some((n, code))) = (&path, line.split_once('\t')) {
+                let Ok(n) = n.trim().parse::<u32>() else {
+                    continue;
+                };
+                // The query's quote is prose, not code: a located claim.
+                let (severity, title, evidence) = if code.contains("os.system(") {
+                    ("critical", "command injection", code.trim().to_string())
+                } else if code.contains("cur.execute(") {
+                    (
+                        "high",
+                        "SQL injection",
+                        format!("line {n}: the query is built from arg"),
+                    )
+                } else {
+                    continue;
+                };
+                findings.push(json!({"path": p, "line": n, "severity": severity,
+                    "title": title, "detail": "argv reaches it", "evidence": evidence}));
+            }
+        }
+    }
+    findings.dedup();
+    json!({ "findings": findings })
+}
+
+/// A model that answers as a small real one does: it reads a path-like
+/// token of its prompt that is no file (`db.py`, `config.py`), ends its
+/// turns without the completion marker, and gives its verdicts without a
+/// confidence (the refutations citing a flow step that is not a path of
+/// the scan).
+fn small_model() -> crate::common::Behaviour {
+    Box::new(|body, _| {
+        let task = task_of(body);
+        let last = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .cloned()
+            .unwrap_or_default();
+        let final_turn = body.get("response_format").is_some() || body["tool_choice"] == "none";
+        let reply = if task.starts_with("TASK: reduce") {
+            crate::common::reducer_turn()
+        } else if task.starts_with("TASK: challenge") {
+            if final_turn {
+                let ids: Vec<&str> = task
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("- id "))
+                    .filter_map(|l| l.split(':').next())
+                    .collect();
+                let verdicts: Vec<Value> = ids
+                    .iter()
+                    .map(|id| {
+                        let line = task
+                            .lines()
+                            .find(|l| l.starts_with(&format!("- id {id}:")))
+                            .unwrap_or_default();
+                        if line.contains("command injection") {
+                            json!({"id": id, "verdict": "confirmed", "why": "argv reaches the shell", "flow": []})
+                        } else {
+                            json!({"id": id, "verdict": "refuted", "why": "the query is parameterized", "flow": ["db.py:5"]})
+                        }
+                    })
+                    .collect();
+                text_turn(&json!({ "verdicts": verdicts }).to_string())
+            } else if last["role"] == "user" {
+                let path = task
+                    .lines()
+                    .next()
+                    .and_then(|l| l.rsplit(" in ").next())
+                    .unwrap_or_default()
+                    .to_string();
+                tool_turn(&[
+                    ("r1", "read_file", &json!({"path": "db.py"}).to_string()),
+                    ("r2", "read_file", &json!({"path": path}).to_string()),
+                ])
+            } else {
+                text_turn("I traced the values to their sources.")
+            }
+        } else if final_turn {
+            text_turn(&format!("```json\n{}\n```", small_findings(body)))
+        } else if last["role"] == "user" {
+            tool_turn(&[("c1", "read_file", r#"{"path": "config.py"}"#)])
+        } else {
+            text_turn("I looked at the files.")
+        };
+        ResponseTemplate::new(200).set_body_json(reply)
+    })
+}
+
+async fn small_scan(mock: &MockModel, repo: &Repo) -> Report {
+    let args = RunArgs {
+        scan: fanscan::ScanArgs {
+            group_tokens: Some(100),
+            jobs: Some(2),
+            ..fanscan::ScanArgs::default()
+        },
+        ..challenge(FailOn::High)
+    };
+    let ctx = Context::new(mock.settings_with(repo.path(), args)).unwrap();
+    fanscan::scan(&ctx, &Ui::hidden()).await.unwrap()
+}
+
+/// Issue 26: with answers as a small model gives them, an unchanged
+/// re-scan asked the skeptic again (a verdict without a confidence was
+/// never kept). Now it makes no request in any stage, and a changed file
+/// costs its own audit and the challenges of its findings.
+#[tokio::test]
+async fn an_unchanged_rescan_with_a_small_models_answers_makes_no_request() {
+    let repo = small_repo();
+    let mock = MockModel::openai(small_model()).await;
+    let cold = small_scan(&mock, &repo).await;
+    assert!(cold.complete, "{:?}", cold.incomplete_reasons);
+    assert_eq!(cold.plan.groups.len(), 3, "{:?}", cold.plan.groups);
+    // The shell commands confirmed; the queries, located claims, refuted
+    // citing a step in no file of the scan: uncertain, so unverified.
+    assert_eq!(cold.findings.len(), 6, "{:?}", cold.findings);
+    assert!(
+        cold.findings
+            .iter()
+            .all(|m| m.challenge.as_ref().unwrap().stance == Stance::Confirmed)
+    );
+    assert_eq!(cold.unverified.len(), 6, "{:?}", cold.unverified);
+    assert!(cold.unverified.iter().all(|m| m.located));
+    assert!(cold.refuted.is_empty(), "refutations citing no real step");
+    assert_eq!(mock.brief_requests().len(), 1);
+    let first = by_stage(&mock, 0);
+    // Three groups of three turns; six files of one call of three turns.
+    assert_eq!(first.get("audit"), Some(&9), "{first:?}");
+    assert_eq!(first.get("skeptic"), Some(&18), "{first:?}");
+    assert_eq!(first.get("reduce"), Some(&1), "{first:?}");
+
+    let before = mock.requests().len();
+    let again = small_scan(&mock, &repo).await;
+    assert_eq!(
+        by_stage(&mock, before),
+        std::collections::BTreeMap::new(),
+        "an unchanged re-scan asks nothing: {:?}",
+        again.notes
+    );
+    assert_eq!(mock.brief_requests().len(), 1, "nor the brief");
+    assert_eq!(again.findings, cold.findings);
+    assert_eq!(again.unverified, cold.unverified);
+    assert!(
+        again
+            .notes
+            .iter()
+            .any(|n| n.contains("12 answers from the run store")),
+        "{:?}",
+        again.notes
+    );
+
+    // One file changes: its own audit, and the one call on its findings.
+    repo.write("b/three.py", &format!("{}# changed\n", sinks("three")));
+    let before = mock.requests().len();
+    let third = small_scan(&mock, &repo).await;
+    assert!(third.complete, "{:?}", third.incomplete_reasons);
+    // Its group (three turns), the one call on its two findings (three
+    // turns), and the reducer (a group's report changed).
+    let asked = by_stage(&mock, before);
+    let expected: std::collections::BTreeMap<&str, usize> =
+        [("audit", 3), ("reduce", 1), ("skeptic", 3)].into();
+    assert_eq!(asked, expected);
+    let audited: Vec<Vec<String>> = mock.requests()[before..]
+        .iter()
+        .filter(|s| stage_of(&s.body) == "audit")
+        .map(|s| task_files(&s.body))
+        .collect();
+    assert_eq!(audited[0], vec!["b/three.py".to_string()], "{audited:?}");
+    let challenged: Vec<String> = mock.requests()[before..]
+        .iter()
+        .filter(|s| stage_of(&s.body) == "skeptic")
+        .map(|s| {
+            task_of(&s.body)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert!(
+        challenged.iter().all(|t| t.ends_with("in b/three.py")),
+        "{challenged:?}"
+    );
+    // Each run draws its own fence boundary: no stored result's key
+    // covers it (else the second run would have asked again).
+    let boundary = |seen: &crate::common::Seen| {
+        crate::common::boundary_of(seen.body["messages"][0]["content"].as_str().unwrap())
+    };
+    let requests = mock.requests();
+    assert_ne!(boundary(&requests[0]), boundary(&requests[before]));
+    assert_eq!(mock.brief_requests().len(), 1);
+    assert_eq!((third.findings.len(), third.unverified.len()), (6, 6));
 }
