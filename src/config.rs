@@ -14,11 +14,11 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use serde::Deserialize;
 
-use crate::gate::{FailOn, GatePolicy};
-use crate::git::{ConfigOrigin, GitError};
-use crate::plan::shard::{Quota, Shard, ShardError, ShardQuota};
 use crate::report::{Format, SarifSuppressed};
+use crate::stages::gate::{FailOn, GatePolicy};
+use crate::stages::plan::shard::{Quota, Shard, ShardError, ShardQuota};
 use crate::tools::paths::PathError;
+use crate::util::git::{ConfigOrigin, GitError};
 
 /// Which wire format answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
@@ -1078,7 +1078,7 @@ fn resolve_limits(
             .anthropic_version
             .clone()
             .or_else(|| file.anthropic_version.clone())
-            .unwrap_or_else(|| crate::providers::anthropic::DEFAULT_VERSION.to_string()),
+            .unwrap_or_else(|| crate::llm::providers::anthropic::DEFAULT_VERSION.to_string()),
         retry_budget: provider.retry_budget.or(file.retry_budget).unwrap_or(1000),
         jobs,
         group_tokens,
@@ -1545,7 +1545,7 @@ mod tests {
 
     #[test]
     fn a_shard_takes_its_share_of_the_run_s_limits_unless_configured_per_shard() {
-        use crate::plan::shard::ShareKind;
+        use crate::stages::plan::shard::ShareKind;
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("fanscan.toml"),

@@ -5,12 +5,12 @@
 
 use crate::ScanError;
 use crate::agents::subagent::GroupReport;
-use crate::ask::{Answer, AskError};
 use crate::config::ConfigError;
-use crate::context::SetupError;
 use crate::eval::EvalError;
-use crate::gate::Outcome;
+use crate::pipeline::ask::{Answer, AskError};
+use crate::pipeline::context::SetupError;
 use crate::report::Report;
+use crate::stages::gate::Outcome;
 use crate::store::StoreError;
 
 /// The run completed.

@@ -3,77 +3,55 @@
 //! and what each takes and gives are described once, in `docs/architecture.md`.
 
 mod agents;
-mod ask;
-mod baseline;
-mod brief;
-mod budget;
-mod challenge;
 mod config;
-mod context;
-mod control;
-mod conversation;
-mod cwe;
 mod engine;
 mod eval;
-mod events;
 pub mod exit;
-mod fanout;
-mod findings;
-mod gate;
-mod git;
-mod inventory;
-mod language;
-mod plan;
-mod prices;
+mod llm;
+mod model;
+mod pipeline;
 mod progress;
-mod providers;
-mod publish;
-mod reduce;
 mod report;
-mod rules;
-mod skeptic;
+mod stages;
 mod store;
-mod suppress;
-mod tokens;
 mod tools;
 mod util;
-mod verify;
 
 use std::sync::Arc;
 
 use agents::AgentDefinition;
-use brief::Brief;
-use fanout::FanOut;
 use report::shard::{MergeError, ShardPart};
+use stages::brief::Brief;
+use stages::fanout::FanOut;
 
 pub use agents::AgentSet;
 pub use agents::subagent::{AgentStatus, AgentTask, GroupReport, TaskFile};
-pub use ask::{Answer, AskError, CitationStatus, Totals, ask};
-pub use baseline::Baseline;
-pub use brief::BriefSource;
-pub use challenge::Stance;
 pub use config::{
     GateArgs, OutputArgs, Outputs, PlannerKind, ProviderArgs, ProviderKind, RunArgs, ScanArgs,
     Settings, ShardArgs,
 };
-pub use context::{Context, SetupError, Ui};
-pub use control::RunControl;
 pub use eval::{Count, EvalArgs, EvalError, evaluate};
-pub use events::{Event, EventSink};
-pub use findings::Severity;
-pub use gate::{Baselined, FailOn, Outcome, Suppressed};
-pub use git::{Checkout, GitCheckout};
-pub use inventory::{Inventory, InventoryOptions, walk};
-pub use plan::render::{json as plan_json, text as plan_text};
-pub use plan::shard::{Shard, ShardQuota, Share, ShareKind};
-pub use plan::{Plan, Routing, pack_plan};
+pub use llm::control::RunControl;
+pub use llm::events::{Event, EventSink};
+pub use llm::providers::EngineKind;
+pub use model::challenge::Stance;
+pub use model::findings::Severity;
+pub use pipeline::ask::{Answer, AskError, CitationStatus, Totals, ask};
+pub use pipeline::context::{Context, SetupError, Ui};
+pub use pipeline::publish::render;
 pub use progress::LogWriter;
-pub use providers::EngineKind;
-pub use publish::render;
-pub use reduce::Merged;
 pub use report::since::FindingRef;
 pub use report::{Format, RenderError, Report, SarifSuppressed};
+pub use stages::baseline::Baseline;
+pub use stages::brief::BriefSource;
+pub use stages::gate::{Baselined, FailOn, Outcome, Suppressed};
+pub use stages::inventory::{Inventory, InventoryOptions, walk};
+pub use stages::plan::render::{json as plan_json, text as plan_text};
+pub use stages::plan::shard::{Shard, ShardQuota, Share, ShareKind};
+pub use stages::plan::{Plan, Routing, pack_plan};
+pub use stages::reduce::Merged;
 pub use store::{StoreError, diff_text, history_text};
+pub use util::git::{Checkout, GitCheckout};
 
 /// A scan that could not produce a report.
 #[derive(Debug, thiserror::Error)]
@@ -104,9 +82,9 @@ macro_rules! setup_errors {
     )*};
 }
 setup_errors!(
-    inventory::InventoryError,
-    plan::PlanError,
-    budget::BudgetTooSmall,
+    stages::inventory::InventoryError,
+    stages::plan::PlanError,
+    llm::budget::BudgetTooSmall,
     agents::UnknownAgent
 );
 
@@ -114,22 +92,22 @@ setup_errors!(
 /// it shares with [`merge`] (verify → challenge → reduce → triage →
 /// report). Only setup errors stop it; everything after is in the report.
 pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
-    let started = context::Started::now();
+    let started = pipeline::context::Started::now();
     let s = &ctx.settings;
     let _time_limit = ui.control.time_limit(s.max_duration);
     let auditor = Arc::new(ctx.agent(&s.agent)?.clone());
     let reducer = ctx.agent("reducer")?;
 
-    let inventory = inventory::walk(&s.root, &InventoryOptions::from(s))?;
+    let inventory = stages::inventory::walk(&s.root, &InventoryOptions::from(s))?;
     // A diff scan plans only the changed files; the tools below still
     // reach the whole inventory, for context.
-    let scope = plan::in_scope(&inventory, ctx.changes.as_ref());
+    let scope = stages::plan::in_scope(&inventory, ctx.changes.as_ref());
     let (plan, planner_usage) = ctx.planner()?.plan(&scope).await?;
     let tasks = shard_tasks(s, &plan, &scope)?;
     ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone(), planner_usage));
     let tools = Arc::new(scoped_tools(&ctx.tools, &inventory));
-    let specialists = plan::group_agents(&plan, &ctx.agents)?;
+    let specialists = stages::plan::group_agents(&plan, &ctx.agents)?;
     let run_info = ctx.run_info(&plan, &started);
     let (mut run, store_warnings) =
         store::ScanStore::open(s, ctx.store_keys(), &auditor, reducer, &run_info).await?;
@@ -194,12 +172,12 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
 /// What `scan` and `merge` hand their shared tail: the audited groups and
 /// what the report says of how they came.
 struct Audited<'a> {
-    started: context::Started,
+    started: pipeline::context::Started,
     plan: Plan,
     /// The whole inventory: verification reads its files.
     inventory: Inventory,
     /// What the plan's scope skipped.
-    skipped: Vec<inventory::Skipped>,
+    skipped: Vec<stages::inventory::Skipped>,
     reports: Vec<GroupReport>,
     reused: std::collections::BTreeMap<String, report::Reused>,
     not_started: Vec<AgentTask>,
@@ -211,7 +189,7 @@ struct Audited<'a> {
     brief: Option<Brief>,
     run: Option<store::ScanStore>,
     tools: Arc<tools::ToolContext>,
-    spend: &'a budget::Spend,
+    spend: &'a llm::budget::Spend,
     reducer: &'a AgentDefinition,
 }
 
@@ -228,8 +206,8 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
     let s = &ctx.settings;
     let (checked, lines, reports) =
         verify_off_thread(a.reports, a.inventory, Arc::clone(&a.tools)).await?;
-    let skeptic = skeptic::Skeptic {
-        definition: ctx.agents.get(skeptic::SKEPTIC),
+    let skeptic = pipeline::skeptic::Skeptic {
+        definition: ctx.agents.get(pipeline::skeptic::SKEPTIC),
         provider: ctx.provider.as_ref(),
         // A shard's findings are challenged in `fanscan merge`.
         threshold: s.challenge.threshold().filter(|_| s.shard.is_none()),
@@ -237,7 +215,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         max_output_tokens: s.max_output_tokens,
     };
     let run = a.run.as_ref();
-    let challenged = skeptic::challenge(
+    let challenged = pipeline::skeptic::challenge(
         skeptic,
         ui,
         a.spend,
@@ -312,7 +290,7 @@ fn scoped_tools(tools: &tools::ToolContext, inventory: &Inventory) -> tools::Too
 
 /// The repository brief, and the auditors with it in their prompts.
 struct Briefed {
-    written: brief::Written,
+    written: stages::brief::Written,
 }
 
 impl Briefed {
@@ -331,9 +309,12 @@ impl Briefed {
         };
         let specialists = specialists
             .into_iter()
-            .map(|(group, d)| (group, Arc::new(brief::with_brief(&d, brief))))
+            .map(|(group, d)| (group, Arc::new(stages::brief::with_brief(&d, brief))))
             .collect();
-        (Arc::new(brief::with_brief(&auditor, brief)), specialists)
+        (
+            Arc::new(stages::brief::with_brief(&auditor, brief)),
+            specialists,
+        )
     }
 }
 
@@ -344,18 +325,18 @@ async fn brief_stage(
     ui: &Ui,
     inventory: &Inventory,
     tools: &Arc<tools::ToolContext>,
-    spend: &budget::Spend,
+    spend: &llm::budget::Spend,
     run: Option<&mut store::ScanStore>,
 ) -> Result<Briefed, ScanError> {
     let settings = &ctx.settings;
     let own = settings
         .config_origin
-        .read(&settings.root, brief::BRIEF_FILE)
+        .read(&settings.root, stages::brief::BRIEF_FILE)
         .map_err(SetupError::from)?
         .map(|text| (text, settings.config_origin.describe()));
     let definition = ctx.agent("brief")?;
-    let written = brief::Stage {
-        writer: brief::Writer {
+    let written = stages::brief::Stage {
+        writer: stages::brief::Writer {
             definition,
             provider: ctx.provider.as_ref(),
             tools: Arc::clone(tools),
@@ -365,12 +346,15 @@ async fn brief_stage(
             max_output_tokens: settings.max_output_tokens,
         },
         own,
-        stored: run.as_deref().map(|r| r as &dyn brief::Stored),
+        stored: run.as_deref().map(|r| r as &dyn stages::brief::Stored),
     }
     .run(inventory)
     .await;
     if let (Some(brief), Some(run)) = (&written.brief, run) {
-        run.rekey_auditor(&brief::with_brief(ctx.agent(&settings.agent)?, brief));
+        run.rekey_auditor(&stages::brief::with_brief(
+            ctx.agent(&settings.agent)?,
+            brief,
+        ));
     }
     Ok(Briefed { written })
 }
@@ -381,9 +365,16 @@ async fn verify_off_thread(
     reports: Vec<GroupReport>,
     inventory: Inventory,
     tools: Arc<tools::ToolContext>,
-) -> Result<(Vec<verify::Checked>, verify::FileLines, Vec<GroupReport>), ScanError> {
+) -> Result<
+    (
+        Vec<stages::verify::Checked>,
+        stages::verify::FileLines,
+        Vec<GroupReport>,
+    ),
+    ScanError,
+> {
     tokio::task::spawn_blocking(move || {
-        let (checked, lines) = verify::verify_keeping_lines(&reports, &inventory, &tools);
+        let (checked, lines) = stages::verify::verify_keeping_lines(&reports, &inventory, &tools);
         (checked, lines, reports)
     })
     .await
@@ -396,27 +387,31 @@ async fn verify_off_thread(
 /// taken out, each listed apart.
 fn triage(
     ctx: &Context,
-    reduced: &mut reduce::Reduced,
+    reduced: &mut stages::reduce::Reduced,
     reports: &[GroupReport],
-    lines: &verify::FileLines,
-) -> gate::Triage {
+    lines: &stages::verify::FileLines,
+) -> stages::gate::Triage {
     let s = &ctx.settings;
     let mut findings = std::mem::take(&mut reduced.findings);
-    let config_changes = gate::config_changes(
+    let config_changes = stages::gate::config_changes(
         ctx.changes.as_ref(),
         &s.config_origin,
         s.base_rules.as_deref(),
     );
-    findings.extend(config_changes.into_iter().map(|finding| reduce::Merged {
-        fingerprint: reduce::fingerprint(&finding, 0),
-        finding,
-        agents: vec!["fanscan".into()],
-        groups: Vec::new(),
-        verified: true,
-        note: None,
-        located: false,
-        challenge: None,
-    }));
+    findings.extend(
+        config_changes
+            .into_iter()
+            .map(|finding| stages::reduce::Merged {
+                fingerprint: stages::reduce::fingerprint(&finding, 0),
+                finding,
+                agents: vec!["fanscan".into()],
+                groups: Vec::new(),
+                verified: true,
+                note: None,
+                located: false,
+                challenge: None,
+            }),
+    );
     let reviewed: std::collections::BTreeSet<String> = reports
         .iter()
         .filter(|r| r.status.reviewed())
@@ -427,19 +422,19 @@ fn triage(
         // Added by the change when the file at the base has no such comment
         // (or no such file). An unreadable base counts as added: listing
         // a suppression apart is the safe side.
-        Some(base) => !git::show(&s.root, base, path)
+        Some(base) => !util::git::show(&s.root, base, path)
             .ok()
             .flatten()
             .is_some_and(|text| {
                 text.lines()
-                    .any(|l| suppress::marker_text(l) == Some(marker))
+                    .any(|l| model::suppress::marker_text(l) == Some(marker))
             }),
         None => false,
     };
-    gate::triage(
+    stages::gate::triage(
         findings,
         std::mem::take(&mut reduced.unverified),
-        &gate::TriageInput {
+        &stages::gate::TriageInput {
             lines,
             baseline: ctx.baseline.as_ref(),
             reviewed: &reviewed,
@@ -455,21 +450,25 @@ async fn reduce_or_reuse(
     ui: &Ui,
     reducer: &AgentDefinition,
     run: Option<&store::ScanStore>,
-    checked: &[verify::Checked],
+    checked: &[stages::verify::Checked],
     reports: &[GroupReport],
-) -> reduce::Reduced {
+) -> stages::reduce::Reduced {
     let s = &ctx.settings;
     if let Some(shard) = s.shard {
         // The reducer runs once, in `fanscan merge`.
-        return reduce::partial(checked, &shard.to_string());
+        return stages::reduce::partial(checked, &shard.to_string());
     }
     if let Some(stored) = run.and_then(|r| r.reduced(reports, checked)) {
         return stored;
     }
-    let reducer = reduce::Reducer {
+    let reducer = stages::reduce::Reducer {
         definition: reducer,
         provider: ctx.provider.as_ref(),
-        context_tokens: reduce::batch_tokens(reducer, s.context_tokens, s.max_output_tokens),
+        context_tokens: stages::reduce::batch_tokens(
+            reducer,
+            s.context_tokens,
+            s.max_output_tokens,
+        ),
         max_output_tokens: s.max_output_tokens,
         // A run stopped early (budget, Ctrl-C) spends nothing more.
         stopped_early: ui.control.stop.is_cancelled(),
@@ -503,7 +502,7 @@ fn shard_tasks(
     if settings.planner == PlannerKind::Llm {
         return Err(MergeError::LlmPlanner.into());
     }
-    let mine = plan::shard::groups_of(plan, shard);
+    let mine = stages::plan::shard::groups_of(plan, shard);
     Ok(tasks
         .into_iter()
         .filter(|t| mine.contains(&t.group))
@@ -514,7 +513,7 @@ fn shard_tasks(
 /// groups' full results.
 fn shard_part(
     shard: Shard,
-    quota: Option<plan::shard::ShardQuota>,
+    quota: Option<stages::plan::shard::ShardQuota>,
     plan: &Plan,
     reports: &[GroupReport],
     ui: &Ui,
@@ -524,7 +523,7 @@ fn shard_part(
         index: shard.index,
         count: shard.count,
         plan_hash: plan.hash(),
-        groups: plan::shard::groups_of(plan, shard),
+        groups: stages::plan::shard::groups_of(plan, shard),
         stopped: ui.control.reasons(),
         reports: reports.to_vec(),
     }
@@ -540,7 +539,7 @@ pub async fn merge(
     ui: &Ui,
     parts: &[std::path::PathBuf],
 ) -> Result<Report, ScanError> {
-    let started = context::Started::now();
+    let started = pipeline::context::Started::now();
     let s = &ctx.settings;
     if s.planner == PlannerKind::Llm {
         return Err(MergeError::LlmPlanner.into());
@@ -552,8 +551,8 @@ pub async fn merge(
         .map(|p| report::shard::load(p).map(|r| (p.clone(), r)))
         .collect::<Result<Vec<_>, _>>()?;
     let joined = report::shard::join(loaded)?;
-    let inventory = inventory::walk(&s.root, &InventoryOptions::from(s))?;
-    let scope = plan::in_scope(&inventory, ctx.changes.as_ref());
+    let inventory = stages::inventory::walk(&s.root, &InventoryOptions::from(s))?;
+    let scope = stages::plan::in_scope(&inventory, ctx.changes.as_ref());
     let (local, _) = ctx.planner()?.plan(&scope).await?;
     if local.hash() != joined.plan.hash() {
         return Err(MergeError::CheckoutPlan {

@@ -6,7 +6,7 @@
 //! agent on stderr (hidden when stderr is not a terminal or with
 //! `--quiet`), and appends each agent's conversation to
 //! `<dir>/<group>.jsonl` with `--transcripts`. Budgets are kept by
-//! [`crate::budget`], synchronously, not here.
+//! [`crate::llm::budget`], synchronously, not here.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -17,8 +17,8 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
-use crate::conversation::Usage;
-use crate::events::Event;
+use crate::llm::conversation::Usage;
+use crate::llm::events::Event;
 use crate::util::human_count;
 
 /// Most agent lines drawn at once; the rest are counted on the main bar.

@@ -27,12 +27,12 @@ use super::router::{Handler, ReadOnlyTools, Running, ToolRouter, one_line};
 use super::subagent::{AgentRun, AgentStatus, AgentTask, GroupReport, run_subagent};
 use super::turns::{Finish, Loop, PlainText, Start, Stop};
 use super::{AgentDefinition, AgentSet};
-use crate::budget::Spend;
-use crate::control::RunControl;
-use crate::conversation::{ToolCall, ToolSpec, Usage};
-use crate::events::EventSink;
-use crate::providers::Provider;
-use crate::providers::stream::OnText;
+use crate::llm::budget::Spend;
+use crate::llm::control::RunControl;
+use crate::llm::conversation::{ToolCall, ToolSpec, Usage};
+use crate::llm::events::EventSink;
+use crate::llm::providers::Provider;
+use crate::llm::providers::stream::OnText;
 use crate::tools::{ToolContext, ToolError, ToolOutput};
 
 /// Makes the event sink of one task: `(group id, agent, description)`.
@@ -388,15 +388,15 @@ enum TaskError {
 mod tests {
     use std::sync::Mutex;
 
-    use crate::conversation::{ChatRequest, ChatResponse, FinishReason};
-    use crate::providers::ProviderError;
+    use crate::llm::conversation::{ChatRequest, ChatResponse, FinishReason};
+    use crate::llm::providers::ProviderError;
 
     use futures::future::BoxFuture;
     use tokio_util::sync::CancellationToken;
 
     use super::*;
     use crate::agents::turns::script::{Script, calls, text};
-    use crate::providers::EngineKind;
+    use crate::llm::providers::EngineKind;
     use crate::tools::ToolLimits;
     use crate::tools::secrets::Redactor;
 

@@ -17,7 +17,7 @@ pub(crate) mod turns;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::git::ConfigOrigin;
+use crate::util::git::ConfigOrigin;
 
 pub(crate) use definition::{AgentDefinition, DefinitionError};
 pub(crate) use subagent::{AgentRun, AgentStatus, AgentTask, GroupReport, TaskFile, run_subagent};
@@ -139,7 +139,7 @@ impl AgentSet {
     /// The repository's agents as they are at `reference`.
     fn load_at_ref(&mut self, root: &Path, reference: &str, errors: &mut Vec<DefinitionError>) {
         let dir = ".fanscan/agents";
-        let names = match crate::git::list(root, reference, dir) {
+        let names = match crate::util::git::list(root, reference, dir) {
             Ok(names) => names,
             Err(e) => {
                 errors.push(DefinitionError {
@@ -155,7 +155,7 @@ impl AgentSet {
             let file = name.rsplit('/').next().unwrap_or(name);
             let rel = format!("{dir}/{file}");
             let source = format!("{reference}:{rel}");
-            let text = match crate::git::show(root, reference, &rel) {
+            let text = match crate::util::git::show(root, reference, &rel) {
                 Ok(Some(text)) => text,
                 Ok(None) => continue,
                 Err(e) => {
@@ -258,7 +258,7 @@ mod tests {
             .collect();
         texts.push((
             "REPORT_FORMAT".into(),
-            crate::findings::REPORT_FORMAT.into(),
+            crate::model::findings::REPORT_FORMAT.into(),
         ));
         texts.push((
             "summary_request".into(),
@@ -266,7 +266,7 @@ mod tests {
         ));
         texts.push((
             "report_schema".into(),
-            crate::findings::report_schema().to_string(),
+            crate::model::findings::report_schema().to_string(),
         ));
         for (what, text) in texts {
             assert_eq!(path_like(&text), Vec::<String>::new(), "{what}");

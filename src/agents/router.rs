@@ -18,8 +18,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 
-use crate::conversation::{FileRead, MAX_CALLS_PER_TURN, Message, ToolCall, ToolSpec};
-use crate::events::EventSink;
+use crate::llm::conversation::{FileRead, MAX_CALLS_PER_TURN, Message, ToolCall, ToolSpec};
+use crate::llm::events::EventSink;
 use crate::tools::fence::Fence;
 use crate::tools::secrets::Redaction;
 use crate::tools::{ToolContext, ToolError, ToolOutput};

@@ -23,14 +23,14 @@ pub use super::turns::AgentStatus;
 
 use super::router::{ReadOnlyTools, ToolRouter};
 use super::turns::{Finish, Loop, Outcome, Reader, Start, expected_tokens, system_prompt};
-use crate::budget::Spend;
-use crate::conversation::{ChatRequest, FileRead, Message, Usage};
-use crate::events::EventSink;
-use crate::findings::{
+use crate::llm::budget::Spend;
+use crate::llm::conversation::{ChatRequest, FileRead, Message, Usage};
+use crate::llm::events::EventSink;
+use crate::llm::providers::Provider;
+use crate::model::findings::{
     Finding, FindingCwe, HowParsed, Origin, ParsedReport, REPORT_FORMAT, Severity, TASK_COMPLETE,
     Unparsed, parse_report, report_output,
 };
-use crate::providers::Provider;
 use crate::tools::fence::Fence;
 use crate::tools::{ToolContext, ToolError};
 
@@ -361,7 +361,7 @@ impl Ready {
             }],
             tools: ToolContext::specs(&run.definition.tools),
             max_output_tokens: run.max_output_tokens,
-            counter: crate::tokens::TokenCounter::for_model(
+            counter: crate::llm::tokens::TokenCounter::for_model(
                 run.definition
                     .model
                     .as_deref()
@@ -621,7 +621,7 @@ fn repair_request(parsed: &ParsedReport) -> String {
 /// evidence: the report must not repeat the secret either.
 pub(crate) fn secret_finding(path: String, line: u32, kind: &str) -> Finding {
     // A secret in test code is often a fixture, but still worth a look.
-    let in_tests = crate::rules::is_test_path(&path);
+    let in_tests = crate::engine::rules::is_test_path(&path);
     Finding {
         severity: if in_tests {
             Severity::Low

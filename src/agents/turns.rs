@@ -25,15 +25,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::definition::AgentDefinition;
 use super::router::ToolRouter;
-use crate::budget::Spend;
-use crate::conversation::{
+use crate::llm::budget::Spend;
+use crate::llm::conversation::{
     ChallengeFact, ChatRequest, ChatResponse, Facts, FileRead, FinishReason, Message, OutputSchema,
     ToolCall, ToolChoice, ToolSpec, Usage,
 };
-use crate::events::EventSink;
-use crate::findings::says_complete;
-use crate::providers::stream::{OnText, Shown};
-use crate::providers::{Provider, ProviderError};
+use crate::llm::events::EventSink;
+use crate::llm::providers::stream::{OnText, Shown};
+use crate::llm::providers::{Provider, ProviderError};
+use crate::model::findings::says_complete;
 use crate::tools::fence::Fence;
 
 /// How an agent ended.
@@ -136,7 +136,9 @@ pub(crate) struct PlainText;
 impl Reader for PlainText {
     type Read = String;
     fn read(&self, text: &str) -> String {
-        crate::findings::strip_marker(text).trim().to_string()
+        crate::model::findings::strip_marker(text)
+            .trim()
+            .to_string()
     }
 }
 
@@ -302,7 +304,7 @@ impl Loop<'_> {
             let go = !stopping
                 && self.spend.allows(
                     self.group,
-                    crate::budget::Tokens::counted(request.counter, expected),
+                    crate::llm::budget::Tokens::counted(request.counter, expected),
                 );
             if !go && !stopping {
                 s.refused = Some(expected);
@@ -352,10 +354,10 @@ impl Loop<'_> {
         let (Some(group), Some(tokens)) = (self.group, s.refused) else {
             return;
         };
-        let counter = crate::tokens::TokenCounter::for_model(self.model);
+        let counter = crate::llm::tokens::TokenCounter::for_model(self.model);
         if self
             .spend
-            .summary_fits(group, crate::budget::Tokens::counted(counter, tokens))
+            .summary_fits(group, crate::llm::budget::Tokens::counted(counter, tokens))
         {
             return;
         }
@@ -388,7 +390,7 @@ impl Loop<'_> {
             cache_key: self.cache_key.clone(),
             output_schema,
             facts: std::mem::take(&mut s.facts),
-            counter: crate::tokens::TokenCounter::for_model(self.model),
+            counter: crate::llm::tokens::TokenCounter::for_model(self.model),
             ..ChatRequest::default()
         }
     }
@@ -695,8 +697,8 @@ pub(crate) mod script {
 
     use futures::future::BoxFuture;
 
-    use crate::conversation::{ChatRequest, ChatResponse, FinishReason, ToolCall};
-    use crate::providers::{EngineKind, Provider, ProviderError};
+    use crate::llm::conversation::{ChatRequest, ChatResponse, FinishReason, ToolCall};
+    use crate::llm::providers::{EngineKind, Provider, ProviderError};
 
     /// Answers its turns in order, then `done [TASK_COMPLETE]`; keeps
     /// every request.

@@ -1,5 +1,5 @@
 //! The offline rule engine: a deterministic player of the model's part
-//! through the same [`Provider`](crate::providers::Provider) protocol as a
+//! through the same [`Provider`](crate::llm::providers::Provider) protocol as a
 //! remote model. Takes requests; gives answers a model would give: the
 //! read-only tool calls a careful auditor makes, then the rule set's
 //! findings ([`offline`]), and the skeptic's verdicts from a small,
@@ -9,4 +9,5 @@
 //! wire-format providers know nothing of the findings format.
 
 pub(crate) mod offline;
+pub(crate) mod rules;
 pub(crate) mod source_check;

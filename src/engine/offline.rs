@@ -8,11 +8,11 @@
 //! where a file is cut), then findings from the rule set applied to exactly
 //! what the tools returned, ending with `[TASK_COMPLETE]`. Which files the
 //! task names and where each read stopped come as data
-//! ([`crate::conversation::Facts`]), never scraped from the prose. It serves the
+//! ([`crate::llm::conversation::Facts`]), never scraped from the prose. It serves the
 //! sub-agent loop only: planning and reducing take their deterministic
 //! paths themselves when the run has no language model. Reports name it a
 //! rule engine, not a language model. Asked as the skeptic (the findings
-//! come as data, [`crate::conversation::Facts::challenges`]), it answers
+//! come as data, [`crate::llm::conversation::Facts::challenges`]), it answers
 //! each with the source check of [`super::source_check`].
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,15 +22,15 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::source_check::{self, SourceTable};
-use crate::conversation::{
+use crate::engine::rules::RuleSet;
+use crate::llm::conversation::{
     ChatRequest, ChatResponse, FileRead, FinishReason, MAX_CALLS_PER_TURN, Message, ToolCall,
     ToolChoice, Usage,
 };
-use crate::findings::{Finding, Severity, TASK_COMPLETE, render_block, render_structured};
-use crate::language::language_of;
-use crate::providers::{EngineKind, Provider, ProviderError};
-use crate::rules::RuleSet;
+use crate::llm::providers::{EngineKind, Provider, ProviderError};
+use crate::model::findings::{Finding, Severity, TASK_COMPLETE, render_block, render_structured};
 use crate::tools::fence;
+use crate::util::language::language_of;
 
 /// Most files it reads when it has to explore (no file list given).
 const EXPLORE_FILES: usize = 200;
@@ -59,7 +59,7 @@ impl Offline {
 
     /// The final report: the rule set applied to every line seen.
     fn report(&self, request: &ChatRequest, seen: &Conversation) -> Result<String, ProviderError> {
-        let unusable = |e: &crate::rules::RuleError| ProviderError::Engine(e.to_string());
+        let unusable = |e: &crate::engine::rules::RuleError| ProviderError::Engine(e.to_string());
         let rule_count = self.rules.rules().map_err(unusable)?.len();
         let mut findings: Vec<Finding> = Vec::new();
         let mut line_count = 0usize;
@@ -361,7 +361,7 @@ impl Conversation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::Facts;
+    use crate::llm::conversation::Facts;
     use crate::tools::ToolContext;
     use crate::tools::fence::Fence;
 
@@ -431,7 +431,7 @@ mod tests {
         let text = r.text.unwrap();
         assert!(text.contains("not a language model"));
         assert!(text.ends_with(TASK_COMPLETE));
-        let parsed = crate::findings::parse_report(&text);
+        let parsed = crate::model::findings::parse_report(&text);
         assert!(
             parsed
                 .findings
@@ -487,7 +487,7 @@ mod tests {
         let r = engine
             .answer(&request(messages, ToolChoice::None, facts))
             .unwrap();
-        let parsed = crate::findings::parse_report(&r.text.unwrap());
+        let parsed = crate::model::findings::parse_report(&r.text.unwrap());
         assert!(parsed.findings.iter().any(|f| f.path == "src/a.rs"
             && f.line == 1
             && f.rule.as_deref() == Some("rust/unwrap")));
@@ -501,7 +501,7 @@ mod tests {
             1\tlet x = y.unwrap();\n</file>\n";
         let messages = vec![Message::User { text: task.into() }];
         let r = engine.answer(&request(messages, ToolChoice::None, Facts::default()));
-        let parsed = crate::findings::parse_report(&r.unwrap().text.unwrap());
+        let parsed = crate::model::findings::parse_report(&r.unwrap().text.unwrap());
         assert!(parsed.findings.is_empty(), "{:?}", parsed.findings);
     }
 

@@ -32,7 +32,7 @@ use regex::Regex;
 use crate::util::builtin_regex;
 use serde::Deserialize;
 
-use crate::language::language_of;
+use crate::util::language::language_of;
 
 /// The bundled table.
 const TABLE: &str = include_str!("../../configs/sources.toml");

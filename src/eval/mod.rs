@@ -13,7 +13,7 @@ mod truth;
 
 use std::path::PathBuf;
 
-use crate::cwe::{CweError, CweTable};
+use crate::model::cwe::{CweError, CweTable};
 
 pub use score::Count;
 pub(crate) use score::MatchBy;

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::report::RunView;
 use super::score::{self, Counts, MatchBy, Method, Outcome, Rates, RunScore, Tally};
 use super::truth::{Truth, TruthFormat};
-use crate::cwe::{CweId, CweTable};
+use crate::model::cwe::{CweId, CweTable};
 
 /// How many missed cases and false alarms the Markdown lists per run (the
 /// JSON has them all).
@@ -258,7 +258,7 @@ fn md_per_cwe(out: &mut String, eval: &Evaluation) -> std::fmt::Result {
                 let name = class
                     .name
                     .as_deref()
-                    .map(|n| format!(" {}", cell(crate::cwe::short_name(n))))
+                    .map(|n| format!(" {}", cell(crate::model::cwe::short_name(n))))
                     .unwrap_or_else(|| " (not in fanscan's table)".into());
                 (
                     format!("{}{name}", class.cwe),

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::EvalError;
 use super::truth::normalize;
-use crate::cwe::CweId;
+use crate::model::cwe::CweId;
 
 /// Which of the report's lists a finding came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -251,7 +251,7 @@ pub(crate) fn builtin_rule_cwes() -> Result<RuleCwes, EvalError> {
         #[serde(default)]
         cwe: Option<RawCwe>,
     }
-    let text = crate::rules::BUILTIN_RULES;
+    let text = crate::engine::rules::BUILTIN_RULES;
     let bug = |problem: String| EvalError::BuiltinRules { problem };
     let rules: Rules = toml::from_str(text).map_err(|e| bug(crate::util::toml_error(text, &e)))?;
     let mut map = RuleCwes::new();

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::report::{Claim, Listed, Prediction, RunView};
 use super::truth::{Case, FileKey, Truth, file_name, stem};
-use crate::cwe::{CweId, CweTable};
+use crate::model::cwe::{CweId, CweTable};
 
 /// Which findings count as the run's predictions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]

@@ -20,7 +20,7 @@ use std::fmt;
 use serde::Deserialize;
 
 use super::EvalError;
-use crate::cwe::CweId;
+use crate::model::cwe::CweId;
 
 /// The longest line range (`12-14`) a case may label.
 const MAX_RANGE: u32 = 10_000;

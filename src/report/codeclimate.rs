@@ -24,8 +24,8 @@ use serde::Serialize;
 
 use super::Report;
 use super::sarif::{is_security, rule_id};
-use crate::findings::Severity;
-use crate::reduce::Merged;
+use crate::model::findings::Severity;
+use crate::stages::reduce::Merged;
 
 #[derive(Serialize)]
 struct Issue<'a> {

@@ -18,9 +18,9 @@
 
 use super::Report;
 use super::sarif::rule_id;
-use crate::findings::Severity;
-use crate::git::Checkout;
+use crate::model::findings::Severity;
 use crate::util::count;
+use crate::util::git::Checkout;
 
 /// Renders `report` as workflow commands, one per line.
 pub(crate) fn render(report: &Report) -> String {
@@ -119,7 +119,7 @@ fn suppressed_by_change(out: &mut String, report: &Report) {
 
 /// An error when the gate failed.
 fn gate_failed(out: &mut String, report: &Report) {
-    if report.gate.outcome == crate::gate::Outcome::Fail {
+    if report.gate.outcome == crate::stages::gate::Outcome::Fail {
         line(
             out,
             "error",

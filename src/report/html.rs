@@ -21,10 +21,10 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::findings::Severity;
-use crate::gate::Outcome;
-use crate::git::Checkout;
-use crate::reduce::Merged;
+use crate::model::findings::Severity;
+use crate::stages::gate::Outcome;
+use crate::stages::reduce::Merged;
+use crate::util::git::Checkout;
 
 use super::Report;
 
@@ -927,8 +927,8 @@ fn finding_facts(
     kv(
         "Origin",
         text(match f.origin {
-            crate::findings::Origin::Agent => "agent",
-            crate::findings::Origin::ToolLayer => "tool_layer",
+            crate::model::findings::Origin::Agent => "agent",
+            crate::model::findings::Origin::ToolLayer => "tool_layer",
         }),
     );
     kv("Agents", text(&m.agents.join(", ")));

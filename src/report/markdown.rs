@@ -4,11 +4,11 @@
 use std::fmt::Write as _;
 
 use super::Report;
-use crate::findings::Severity;
-use crate::gate::{Outcome, Suppressed};
-use crate::git::{ChangeSet, Checkout};
-use crate::reduce::Merged;
+use crate::model::findings::Severity;
+use crate::stages::gate::{Outcome, Suppressed};
+use crate::stages::reduce::Merged;
 use crate::util::count;
+use crate::util::git::{ChangeSet, Checkout};
 use crate::util::human_count;
 
 /// Renders `report` as Markdown.

@@ -24,17 +24,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::agents::{AgentStatus, AgentTask, GroupReport};
-use crate::baseline::BaselineEntry;
-use crate::budget::AgentUsage;
-use crate::conversation::Usage;
-use crate::findings::Origin;
-use crate::gate::{Baselined, GatePolicy, Suppressed, Triage, Verdict};
-use crate::git::{ChangeSet, Checkout};
-use crate::inventory::Skipped;
-use crate::plan::Plan;
-use crate::providers::EngineKind;
-use crate::reduce::{Merged, Reduced};
+use crate::llm::budget::AgentUsage;
+use crate::llm::conversation::Usage;
+use crate::llm::providers::EngineKind;
+use crate::model::findings::Origin;
+use crate::stages::baseline::BaselineEntry;
+use crate::stages::gate::{Baselined, GatePolicy, Suppressed, Triage, Verdict};
+use crate::stages::inventory::Skipped;
+use crate::stages::plan::Plan;
+use crate::stages::reduce::{Merged, Reduced};
 use crate::util::count as plural;
+use crate::util::git::{ChangeSet, Checkout};
 
 /// The JSON schema version; bumped on any incompatible change.
 pub(crate) const SCHEMA_VERSION: u32 = 1;
@@ -284,7 +284,7 @@ pub struct Stats {
     /// How token estimates (budgets) were made after the first responses:
     /// absent while they were bytes / 3 throughout (no server count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_estimate: Option<crate::budget::TokenEstimate>,
+    pub token_estimate: Option<crate::llm::budget::TokenEstimate>,
 }
 
 /// The report of one run.
@@ -362,7 +362,7 @@ pub struct Report {
     pub shard: Option<shard::ShardPart>,
     /// The repository brief the auditors were given, and who wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub brief: Option<crate::brief::Brief>,
+    pub brief: Option<crate::stages::brief::Brief>,
 }
 
 impl Report {
@@ -425,7 +425,7 @@ pub enum RenderError {
     Review(#[source] serde_json::Error),
     /// The change's hunks could not be read from git.
     #[error("the review needs the change's diff: {0}")]
-    Git(#[source] crate::git::GitError),
+    Git(#[source] crate::util::git::GitError),
     /// Writing Markdown or HTML failed: a `Display` of ours returned an
     /// error (a fanscan bug), reported instead of a cut page.
     #[error("cannot write the report's text: a fanscan bug, please report it")]
@@ -513,7 +513,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
     let contested = contested(run.engine, &reports, &triage);
     notes.extend(contested_note(&contested));
     let complete = incomplete_reasons.is_empty();
-    let gate = crate::gate::verdict(policy, &triage.findings, &triage.unverified, complete);
+    let gate = crate::stages::gate::verdict(policy, &triage.findings, &triage.unverified, complete);
     Report {
         schema_version: SCHEMA_VERSION,
         tool: ToolInfo {
@@ -839,8 +839,8 @@ fn coverage(skipped: Vec<Skipped>, reports: &[GroupReport], not_started: &[Agent
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::findings::{Finding, FindingCwe, HowParsed, Severity, Unparsed};
-    use crate::reduce::Merged;
+    use crate::model::findings::{Finding, FindingCwe, HowParsed, Severity, Unparsed};
+    use crate::stages::reduce::Merged;
 
     fn finding(title: &str, origin: Origin) -> Finding {
         Finding {

@@ -12,10 +12,10 @@
 
 use serde::Serialize;
 
-use crate::findings::Severity;
-use crate::gate::Outcome;
-use crate::git::ReviewDiff;
-use crate::reduce::Merged;
+use crate::model::findings::Severity;
+use crate::stages::gate::Outcome;
+use crate::stages::reduce::Merged;
+use crate::util::git::ReviewDiff;
 
 use super::Report;
 

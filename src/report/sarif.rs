@@ -54,12 +54,12 @@ use serde_json::{Value, json};
 use serde_sarif::sarif as s;
 
 use super::Report;
-use crate::cwe::CweId;
-use crate::findings::{Finding, Origin, Severity};
-use crate::gate::Baselined;
-use crate::git::Checkout;
-use crate::reduce::Merged;
+use crate::model::cwe::CweId;
+use crate::model::findings::{Finding, Origin, Severity};
+use crate::stages::gate::Baselined;
+use crate::stages::reduce::Merged;
 use crate::util::count;
+use crate::util::git::Checkout;
 
 /// The schema the log names in `$schema` (the OASIS errata 01 schema).
 pub(crate) const SCHEMA_URI: &str =
@@ -142,7 +142,7 @@ pub(crate) fn render(
 #[derive(Clone, Copy)]
 enum Entry<'a> {
     Open(&'a Merged),
-    Suppressed(&'a crate::gate::Suppressed),
+    Suppressed(&'a crate::stages::gate::Suppressed),
     Baselined(&'a Baselined),
     Refuted(&'a Merged),
 }
@@ -341,7 +341,10 @@ fn indexed_result(m: &Merged, index: &BTreeMap<&str, i64>) -> s::Result {
 
 /// A finding suppressed by a `fanscan:ignore` comment: in source, with the
 /// comment's reason.
-fn suppressed_result(x: &crate::gate::Suppressed, index: &BTreeMap<&str, i64>) -> s::Result {
+fn suppressed_result(
+    x: &crate::stages::gate::Suppressed,
+    index: &BTreeMap<&str, i64>,
+) -> s::Result {
     let mut r = indexed_result(&x.finding, index);
     let why = x
         .suppression
@@ -417,7 +420,10 @@ fn version_control(report: &Report) -> Option<Vec<s::VersionControlDetails>> {
     let Some(Checkout::Git(g)) = &report.manifest.checkout else {
         return None;
     };
-    let uri = g.remote_url.as_deref().and_then(crate::git::remote_uri)?;
+    let uri = g
+        .remote_url
+        .as_deref()
+        .and_then(crate::util::git::remote_uri)?;
     let mut details = s::VersionControlDetails::builder()
         .repository_uri(uri)
         .build();
@@ -1051,11 +1057,11 @@ pub(crate) mod tests {
             detail: "why and how to fix".into(),
             evidence: Some(format!("code at line {line}")),
             rule: rule.map(str::to_string),
-            cwe: crate::findings::FindingCwe::default(),
+            cwe: crate::model::findings::FindingCwe::default(),
             origin: Origin::Agent,
         };
         Merged {
-            fingerprint: crate::reduce::fingerprint(&finding, 0),
+            fingerprint: crate::stages::reduce::fingerprint(&finding, 0),
             finding,
             agents: vec!["auditor".into()],
             groups: vec!["g1".into()],
@@ -1075,7 +1081,7 @@ pub(crate) mod tests {
                 version: "0.1.0".into(),
             },
             provider: "offline".into(),
-            engine: crate::providers::EngineKind::RuleEngine,
+            engine: crate::llm::providers::EngineKind::RuleEngine,
             model: "rules".into(),
             root: "/tmp/repo".into(),
             started_at: "2026-01-01T00:00:00Z".into(),
@@ -1093,7 +1099,7 @@ pub(crate) mod tests {
             complete: true,
             incomplete_reasons: Vec::new(),
             summary: String::new(),
-            plan: crate::plan::Plan {
+            plan: crate::stages::plan::Plan {
                 planner: "pack".into(),
                 group_tokens: 0,
                 groups: Vec::new(),
@@ -1109,7 +1115,7 @@ pub(crate) mod tests {
             coverage: Coverage::default(),
             stats: Stats::default(),
             notes: Vec::new(),
-            gate: crate::gate::Verdict::default(),
+            gate: crate::stages::gate::Verdict::default(),
             suppressed: Vec::new(),
             baselined: Vec::new(),
             baseline_not_checked: Vec::new(),
@@ -1224,9 +1230,9 @@ pub(crate) mod tests {
     #[test]
     fn rules_carry_their_findings_cwe_tags_and_a_security_cwe_makes_a_security_rule() {
         let mut sql = merged("a.py", 2, Severity::High, Some("sql/concat"), "SQL");
-        sql.finding.cwe = crate::findings::FindingCwe::number(89);
+        sql.finding.cwe = crate::model::findings::FindingCwe::number(89);
         let mut other = merged("b.py", 9, Severity::High, Some("sql/concat"), "SQL");
-        other.finding.cwe = crate::findings::FindingCwe::number(564);
+        other.finding.cwe = crate::model::findings::FindingCwe::number(564);
         // A model's own rule id with no security word: the CWE decides.
         let mut model = merged(
             "c.py",
@@ -1235,9 +1241,9 @@ pub(crate) mod tests {
             Some("logic"),
             "path from input",
         );
-        model.finding.cwe = crate::findings::FindingCwe::number(22);
+        model.finding.cwe = crate::model::findings::FindingCwe::number(22);
         let mut unwrap = merged("a.rs", 6, Severity::Low, Some("rust/unwrap"), "unwrap");
-        unwrap.finding.cwe = crate::findings::FindingCwe::number(617);
+        unwrap.finding.cwe = crate::model::findings::FindingCwe::number(617);
         let v = sarif(&report(vec![sql, other, model, unwrap]), None);
         let rules: BTreeMap<&str, &Value> = v["runs"][0]["tool"]["driver"]["rules"]
             .as_array()
@@ -1418,9 +1424,9 @@ pub(crate) mod tests {
             Some("r/open"),
             "open",
         )]);
-        r.suppressed = vec![crate::gate::Suppressed {
+        r.suppressed = vec![crate::stages::gate::Suppressed {
             finding: merged("a.rs", 2, Severity::High, Some("r/ignored"), "ignored"),
-            suppression: crate::suppress::Suppression {
+            suppression: crate::model::suppress::Suppression {
                 line: 1,
                 rules: vec!["r/ignored".into()],
                 reason: Some("fixed list".into()),

@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{CallCounts, Report, Reused};
 use crate::agents::GroupReport;
-use crate::budget::AgentUsage;
-use crate::conversation::Usage;
-use crate::git::Checkout;
-use crate::plan::Plan;
+use crate::llm::budget::AgentUsage;
+use crate::llm::conversation::Usage;
+use crate::stages::plan::Plan;
+use crate::util::git::Checkout;
 
 /// What makes a report partial: which shard of which plan it ran, and
 /// every finished group's full result (what `fanscan merge` verifies and
@@ -40,7 +40,7 @@ pub struct ShardPart {
     /// The limits and budgets the shard ran with: its share of the run's
     /// (1/N) or its configured own. Absent in parts of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quota: Option<crate::plan::shard::ShardQuota>,
+    pub quota: Option<crate::stages::plan::shard::ShardQuota>,
 }
 
 /// Parts that cannot be merged. Exit code 2; each names the part and the

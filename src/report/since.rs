@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::findings::Severity;
+use crate::model::findings::Severity;
 
 /// A finding as a comparison needs it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -19,11 +19,11 @@ use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::{KeyBase, Store, StoreError, files, now_ms, reusable};
 use crate::agents::{AgentDefinition, AgentTask, GroupReport};
-use crate::fanout::Journal;
-use crate::reduce::Reduced;
 use crate::report::Reused;
+use crate::stages::fanout::Journal;
+use crate::stages::reduce::Reduced;
+use crate::stages::verify::Checked;
 use crate::util::relock;
-use crate::verify::Checked;
 
 /// Bumped whenever a stored `GroupReport` would mean something else
 /// (fields, parsing of findings): old results are then never reused.
@@ -367,7 +367,7 @@ impl Session {
             }
         };
         let mut reduced: Reduced = serde_json::from_str(&body?).ok()?;
-        reduced.usage = crate::conversation::Usage::default();
+        reduced.usage = crate::llm::conversation::Usage::default();
         Some(reduced)
     }
 
@@ -504,7 +504,7 @@ pub(crate) fn evict(store: &Store, max_bytes: u64) -> Result<usize, StoreError> 
 
 /// Reports in plan order: the stored ones and the fresh ones together.
 pub(crate) fn in_plan_order(
-    plan: &crate::plan::Plan,
+    plan: &crate::stages::plan::Plan,
     reused: Vec<(GroupReport, Reused)>,
     fresh: Vec<GroupReport>,
 ) -> (Vec<GroupReport>, BTreeMap<String, Reused>) {

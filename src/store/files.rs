@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::{KeyBase, Store, StoreError, now_ms, reusable};
 use crate::agents::subagent::FileHash;
 use crate::agents::{AgentStatus, AgentTask, GroupReport, TaskFile};
-use crate::findings::{Finding, HowParsed, Unparsed};
+use crate::model::findings::{Finding, HowParsed, Unparsed};
 
 /// Bumped whenever a stored [`FileRecord`] would mean something else.
 pub(crate) const FILE_FORMAT_VERSION: u32 = 1;
@@ -320,12 +320,12 @@ pub(crate) struct ChangedTask {
 /// come from (the unchanged files are not preloaded; the tools still
 /// reach them).
 pub(crate) fn changed_tasks(partials: &[Partial], budget: u64) -> Vec<ChangedTask> {
-    let entries: Vec<(usize, crate::inventory::FileEntry, &str)> = partials
+    let entries: Vec<(usize, crate::stages::inventory::FileEntry, &str)> = partials
         .iter()
         .enumerate()
         .flat_map(|(i, p)| p.changed.iter().map(move |c| (i, c)))
         .map(|(i, (f, h))| {
-            let entry = crate::inventory::FileEntry {
+            let entry = crate::stages::inventory::FileEntry {
                 path: f.path.clone(),
                 bytes: f.bytes,
                 language: f.language.clone(),
@@ -334,21 +334,21 @@ pub(crate) fn changed_tasks(partials: &[Partial], budget: u64) -> Vec<ChangedTas
             (i, entry, h.as_str())
         })
         .collect();
-    let mut by_agent: BTreeMap<&str, Vec<&crate::inventory::FileEntry>> = BTreeMap::new();
+    let mut by_agent: BTreeMap<&str, Vec<&crate::stages::inventory::FileEntry>> = BTreeMap::new();
     for (i, entry, _) in &entries {
         by_agent
             .entry(partials[*i].base.agent.as_str())
             .or_default()
             .push(entry);
     }
-    let of_path: BTreeMap<&str, (usize, &str, &crate::inventory::FileEntry)> = entries
+    let of_path: BTreeMap<&str, (usize, &str, &crate::stages::inventory::FileEntry)> = entries
         .iter()
         .map(|(i, e, h)| (e.path.as_str(), (*i, *h, e)))
         .collect();
-    crate::plan::pack_agents(by_agent, budget, None)
+    crate::stages::plan::pack_agents(by_agent, budget, None)
         .into_iter()
         .filter_map(|g| {
-            let members: Vec<(usize, &str, &crate::inventory::FileEntry)> = g
+            let members: Vec<(usize, &str, &crate::stages::inventory::FileEntry)> = g
                 .files
                 .iter()
                 .filter_map(|p| of_path.get(p.as_str()).copied())
@@ -587,7 +587,7 @@ fn worse(a: AgentStatus, b: AgentStatus) -> AgentStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::findings::{FindingCwe, Origin, Severity};
+    use crate::model::findings::{FindingCwe, Origin, Severity};
 
     fn finding(line: u32, evidence: &str) -> Finding {
         Finding {

@@ -31,10 +31,10 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use crate::agents::{AgentDefinition, AgentStatus, AgentTask, GroupReport};
 use crate::config::Settings;
-use crate::fanout::Journal;
-use crate::reduce::Reduced;
 use crate::report::{Report, RunInfo};
-use crate::verify::Checked;
+use crate::stages::fanout::Journal;
+use crate::stages::reduce::Reduced;
+use crate::stages::verify::Checked;
 use cache::{Session, Split};
 
 /// `PRAGMA application_id` of a fanscan store ("FSCN").
@@ -850,13 +850,13 @@ fn write_gitignore(dir: &Path) -> std::io::Result<()> {
     std::fs::write(ignore, GITIGNORE)
 }
 
-impl crate::brief::Stored for ScanStore {
-    fn brief(&self, key: &str) -> Option<crate::brief::Brief> {
+impl crate::stages::brief::Stored for ScanStore {
+    fn brief(&self, key: &str) -> Option<crate::stages::brief::Brief> {
         // A body that no longer reads (another version's) is written anew.
         serde_json::from_str(&self.session.stored("brief", key)?).ok()
     }
 
-    fn keep_brief(&self, key: &str, brief: &crate::brief::Brief) {
+    fn keep_brief(&self, key: &str, brief: &crate::stages::brief::Brief) {
         if let Ok(body) = serde_json::to_string(brief) {
             self.session.keep("brief", key, &body);
         }

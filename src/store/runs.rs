@@ -13,7 +13,7 @@ use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
 use super::{Store, StoreError};
-use crate::findings::Severity;
+use crate::model::findings::Severity;
 use crate::report::since::{FindingRef, RunFindings, SinceLastRun, compare};
 use crate::report::{Manifest, Report};
 

@@ -24,7 +24,7 @@ use regex::Regex;
 use regex::bytes::{Regex as BytesRegex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde::Deserialize;
 
-use crate::findings::{Finding, FindingCwe, Origin, Severity};
+use crate::model::findings::{Finding, FindingCwe, Origin, Severity};
 
 /// The built-in rule table.
 pub(crate) const BUILTIN_RULES: &str = include_str!("../../configs/injection.toml");
@@ -1056,7 +1056,7 @@ struct FileKind {
 
 impl FileKind {
     fn of(path: &str) -> Self {
-        let language = crate::language::language_of(path);
+        let language = crate::util::language::language_of(path);
         Self {
             prose: is_prose(path),
             char_quotes: matches!(
@@ -1083,7 +1083,7 @@ impl FileKind {
 /// Documentation and translations, and files without a language or an
 /// extension (`LICENSE`, `README`).
 fn is_prose(path: &str) -> bool {
-    let ext = crate::language::extension(path);
+    let ext = crate::util::language::extension(path);
     matches!(
         ext.as_str(),
         "md" | "markdown"
@@ -1099,7 +1099,7 @@ fn is_prose(path: &str) -> bool {
             | "xlf"
             | "strings"
             | "tex"
-    ) || (crate::language::language_of(path).is_none() && ext.is_empty())
+    ) || (crate::util::language::language_of(path).is_none() && ext.is_empty())
 }
 
 /// The quoted string on `line` around byte `at`, as `start..end` of its

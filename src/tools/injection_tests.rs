@@ -651,14 +651,14 @@ fn this_repository_passes_its_own_scan() {
         let lines: Vec<String> = text.lines().map(str::to_string).collect();
         for (n, line) in lines.iter().enumerate().filter(|_| !is_prose(&rel)) {
             let ours = |r: &String| r.starts_with("injection/") || r.starts_with("unicode/");
-            if let Some(s) = crate::suppress::parse(line, u32::try_from(n + 1).unwrap())
+            if let Some(s) = crate::model::suppress::parse(line, u32::try_from(n + 1).unwrap())
                 && s.rules.iter().any(ours)
             {
                 declared.insert((rel.clone(), s.line));
             }
         }
         for hit in d.scan(&rel, &text) {
-            match crate::suppress::find(&lines, hit.line, Some(&hit.rule)) {
+            match crate::model::suppress::find(&lines, hit.line, Some(&hit.rule)) {
                 Some(s) => {
                     assert!(
                         s.reason.is_some(),

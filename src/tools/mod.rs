@@ -19,8 +19,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::conversation::{FileRead, ToolSpec};
-use crate::findings::Finding;
+use crate::llm::conversation::{FileRead, ToolSpec};
+use crate::model::findings::Finding;
 use fence::{Fence, FenceError};
 use injection::{BuiltinTable, Detector, InjectionRuleError};
 use paths::{Resolved, resolve};

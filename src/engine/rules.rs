@@ -1,0 +1,608 @@
+//! The offline engine's rule set: regex rules kept in `configs/rules.toml`
+//! (compiled into the binary) or a file given with `--rules`.
+//!
+//! Takes a file's lines (as a tool showed them, already redacted); gives
+//! findings with exact paths and lines. Rules may skip test code and
+//! comments, and exclude lines matching a `not_pattern`. Every rule names
+//! the CWE weaknesses it finds, and may carry sample lines it must and must
+//! not report: a sample that disagrees with the rule is a load error, so a
+//! pattern edit cannot silently stop matching what it was written for.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::model::findings::{Finding, FindingCwe, Origin, Severity};
+use crate::util::language::language_of;
+
+/// The built-in rule set.
+pub(crate) const BUILTIN_RULES: &str = include_str!("../../configs/rules.toml");
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    #[serde(default)]
+    rule: Vec<RawRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    id: String,
+    #[serde(default)]
+    languages: Vec<String>,
+    severity: String,
+    title: String,
+    message: String,
+    pattern: String,
+    #[serde(default)]
+    not_pattern: Option<String>,
+    #[serde(default)]
+    skip_tests: bool,
+    #[serde(default)]
+    skip_comments: bool,
+    #[serde(default)]
+    cwe: Vec<u32>,
+    #[serde(default)]
+    examples: Vec<String>,
+    #[serde(default)]
+    counterexamples: Vec<String>,
+}
+
+/// One compiled rule.
+#[derive(Debug)]
+pub(crate) struct Rule {
+    pub id: String,
+    pub languages: Vec<String>,
+    pub severity: Severity,
+    pub title: String,
+    pub message: String,
+    pattern: Regex,
+    not_pattern: Option<Regex>,
+    skip_tests: bool,
+    skip_comments: bool,
+    /// Never empty; the most specific weakness first.
+    cwe: Vec<u32>,
+}
+
+impl Rule {
+    /// The CWE ids of the weakness this rule finds (`[89]` for CWE-89),
+    /// never empty, the most specific first: a finding that carries one
+    /// CWE takes the first.
+    pub(crate) fn cwe(&self) -> &[u32] {
+        &self.cwe
+    }
+
+    /// Whether this rule reports `line` in non-test code: the pattern
+    /// matches (outside a comment when the rule skips comments) and the
+    /// `not_pattern` does not.
+    fn reports(&self, line: &str) -> bool {
+        let code = if self.skip_comments {
+            strip_comment(line)
+        } else {
+            line
+        };
+        self.pattern.is_match(code) && !self.not_pattern.as_ref().is_some_and(|n| n.is_match(line))
+    }
+}
+
+/// A rule file that cannot be used: names the file, the rule and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum RuleError {
+    #[error("{source_name}: cannot read the rule file: {error}")]
+    Read {
+        source_name: String,
+        error: std::io::Error,
+    },
+    #[error("{source_name}: invalid rule file: {detail}")]
+    Toml { source_name: String, detail: String },
+    #[error("{source_name}: rule {id:?}: {problem}")]
+    Rule {
+        source_name: String,
+        id: String,
+        problem: String,
+    },
+}
+
+/// A rule set: where it came from, its hash and its compiled rules.
+///
+/// A file the user gives is compiled when it is loaded, so that its
+/// mistakes are setup errors. The built-in set is compiled on first use:
+/// `plan` and scans with a model never apply it (compiling its 105
+/// patterns and checking their samples was most of `fanscan plan`'s time),
+/// and a unit test compiles it on every change.
+#[derive(Debug)]
+pub(crate) struct RuleSet {
+    /// Where it came from (`builtin` or a path), for the run manifest.
+    pub source: String,
+    /// SHA-256 of the rule text, for the run manifest.
+    pub hash: String,
+    /// The rule text, kept for a set compiled on first use.
+    text: &'static str,
+    compiled: OnceLock<Result<Vec<Rule>, RuleError>>,
+}
+
+impl RuleSet {
+    /// Parses and compiles a rule file; errors name the source and the rule.
+    pub(crate) fn parse(source: &str, text: &str) -> Result<Self, RuleError> {
+        let rules = compile(source, text)?;
+        Ok(Self {
+            source: source.to_string(),
+            hash: crate::util::sha256_hex(text.as_bytes()),
+            text: "",
+            compiled: OnceLock::from(Ok(rules)),
+        })
+    }
+
+    /// The compiled rules, compiled now if this is their first use; the
+    /// error names the source and the rule.
+    pub(crate) fn rules(&self) -> Result<&[Rule], &RuleError> {
+        self.compiled
+            .get_or_init(|| compile(&self.source, self.text))
+            .as_deref()
+    }
+
+    /// The CWE ids of rule `id` (see [`Rule::cwe`]), if the set has it: a
+    /// finding names its rule, so this is how it gets its CWE.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn cwe_of(&self, id: &str) -> Option<&[u32]> {
+        self.rules()
+            .ok()?
+            .iter()
+            .find(|r| r.id == id)
+            .map(Rule::cwe)
+    }
+
+    /// The built-in rule set, compiled on first use.
+    pub(crate) fn builtin() -> Self {
+        Self::compiled_on_first_use("builtin:configs/rules.toml", BUILTIN_RULES)
+    }
+
+    /// A set of text that ships with the binary, compiled when first
+    /// applied: its errors surface there (see [`RuleSet::rules`]).
+    pub(crate) fn compiled_on_first_use(source: &str, text: &'static str) -> Self {
+        Self {
+            source: source.to_string(),
+            hash: crate::util::sha256_hex(text.as_bytes()),
+            text,
+            compiled: OnceLock::new(),
+        }
+    }
+
+    /// The rule file at `path`.
+    pub(crate) fn load(path: &std::path::Path) -> Result<Self, RuleError> {
+        let source_name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|error| RuleError::Read {
+            source_name: source_name.clone(),
+            error,
+        })?;
+        Self::parse(&source_name, &text)
+    }
+
+    /// Applies every rule to the numbered lines of one file. `lines` must be
+    /// in ascending order; they need not be the whole file.
+    pub(crate) fn apply(
+        &self,
+        path: &str,
+        lines: &[(u32, String)],
+    ) -> Result<Vec<Finding>, &RuleError> {
+        let rules = self.rules()?;
+        let language = language_of(path);
+        let test_file = is_test_path(path);
+        // In Rust, code after `#[cfg(test)]` is test code.
+        let test_from = lines
+            .iter()
+            .find(|(_, l)| l.trim_start().starts_with("#[cfg(test)]"))
+            .map(|(n, _)| *n);
+        let mut out = Vec::new();
+        for rule in rules {
+            if !rule.languages.is_empty()
+                && !language.is_some_and(|l| rule.languages.iter().any(|r| r == l))
+            {
+                continue;
+            }
+            if rule.skip_tests && test_file {
+                continue;
+            }
+            for (number, line) in lines {
+                if rule.skip_tests && test_from.is_some_and(|t| *number >= t) {
+                    break;
+                }
+                if !rule.reports(line) {
+                    continue;
+                }
+                out.push(Finding {
+                    path: path.to_string(),
+                    line: *number,
+                    end_line: None,
+                    severity: rule.severity,
+                    title: rule.title.clone(),
+                    detail: rule.message.clone(),
+                    evidence: Some(line.trim().to_string()),
+                    rule: Some(rule.id.clone()),
+                    // The most specific weakness is listed first.
+                    cwe: rule
+                        .cwe()
+                        .first()
+                        .map_or_else(FindingCwe::default, |n| FindingCwe::number(*n)),
+                    origin: Origin::Agent,
+                });
+            }
+        }
+        out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
+        Ok(out)
+    }
+}
+
+/// Parses and compiles rule text: every rule's pattern, CWE and samples.
+fn compile(source: &str, text: &str) -> Result<Vec<Rule>, RuleError> {
+    let file: RuleFile = toml::from_str(text).map_err(|e| RuleError::Toml {
+        source_name: source.to_string(),
+        detail: crate::util::toml_error(text, &e),
+    })?;
+    let mut rules = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for raw in file.rule {
+        let at = |problem: String| RuleError::Rule {
+            source_name: source.to_string(),
+            id: raw.id.clone(),
+            problem,
+        };
+        if !seen.insert(raw.id.clone()) {
+            return Err(at("the id is used twice".into()));
+        }
+        let severity = Severity::parse(&raw.severity).ok_or_else(|| {
+            at(format!(
+                "severity {:?} is not one of critical, high, medium, low, info",
+                raw.severity
+            ))
+        })?;
+        let pattern = Regex::new(&raw.pattern).map_err(|e| at(format!("invalid pattern: {e}")))?;
+        let not_pattern = raw
+            .not_pattern
+            .as_deref()
+            .map(Regex::new)
+            .transpose()
+            .map_err(|e| at(format!("invalid not_pattern: {e}")))?;
+        if raw.cwe.is_empty() {
+            return Err(at(
+                    "names no CWE: add `cwe = [N]` with the CWE id(s) of the weakness it finds, most specific first (e.g. `cwe = [89]` for SQL injection)".into(),
+                ));
+        }
+        if let Some(zero) = raw.cwe.iter().find(|c| **c == 0) {
+            return Err(at(format!(
+                "`cwe` holds {zero}, which is no CWE id: write the number of CWE-N, e.g. `cwe = [89]`"
+            )));
+        }
+        let mut distinct = std::collections::BTreeSet::new();
+        if let Some(twice) = raw.cwe.iter().find(|c| !distinct.insert(**c)) {
+            return Err(at(format!("`cwe` names {twice} twice: keep one")));
+        }
+        let rule = Rule {
+            id: raw.id.clone(),
+            languages: raw.languages,
+            severity,
+            title: raw.title,
+            message: raw.message,
+            pattern,
+            not_pattern,
+            skip_tests: raw.skip_tests,
+            skip_comments: raw.skip_comments,
+            cwe: raw.cwe,
+        };
+        if let Some(line) = raw.examples.iter().find(|l| !rule.reports(l)) {
+            return Err(at(format!(
+                "example {line:?} is not reported: fix the pattern/not_pattern or the example"
+            )));
+        }
+        if let Some(line) = raw.counterexamples.iter().find(|l| rule.reports(l)) {
+            return Err(at(format!(
+                "counterexample {line:?} is reported: fix the pattern/not_pattern or the counterexample"
+            )));
+        }
+        rules.push(rule);
+    }
+    Ok(rules)
+}
+
+/// Paths that hold tests by convention.
+pub(crate) fn is_test_path(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    lower.split('/').any(|part| {
+        matches!(
+            part,
+            "test"
+                | "tests"
+                | "testing"
+                | "spec"
+                | "specs"
+                | "__tests__"
+                | "benches"
+                | "testdata"
+                | "fixtures"
+        )
+    }) || name.starts_with("test_")
+        || name.contains("_test.")
+        || name.contains(".test.")
+        || name.contains(".spec.")
+        || name.ends_with("tests.rs")
+        || name.ends_with("test.java")
+}
+
+/// The code part of a line: whole-line comments become empty, and a
+/// trailing `//` or `#` comment outside a string ('…', "…" or `…`) is cut.
+fn strip_comment(line: &str) -> &str {
+    let trimmed = line.trim_start();
+    if ["//", "#", "/*", "*", "--", "<!--"]
+        .iter()
+        .any(|p| trimmed.starts_with(p))
+        && !trimmed.starts_with("#[")
+        && !trimmed.starts_with("#!")
+        && !trimmed.starts_with("#include")
+        && !trimmed.starts_with("#define")
+    {
+        return "";
+    }
+    let bytes = line.as_bytes();
+    let mut in_string: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        match in_string {
+            Some(_) if c == b'\\' => i += 1,
+            Some(q) if c == q => in_string = None,
+            Some(_) => {}
+            // Backticks quote in JavaScript/TypeScript (template literals)
+            // and Go (raw strings), where `//` inside is no comment.
+            None if c == b'"' || c == b'\'' || c == b'`' => in_string = Some(c),
+            None if c == b'/' && bytes.get(i + 1) == Some(&b'/') => return &line[..i],
+            None if c == b'#' && i > 0 && bytes[i - 1] == b' ' => return &line[..i],
+            None => {}
+        }
+        i += 1;
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbered(text: &str) -> Vec<(u32, String)> {
+        text.lines()
+            .enumerate()
+            .map(|(i, l)| (i as u32 + 1, l.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn builtin_rules_compile() {
+        let rules = RuleSet::builtin();
+        assert!(
+            rules.rules().unwrap().len() >= 20,
+            "{}",
+            rules.rules().unwrap().len()
+        );
+    }
+
+    #[test]
+    fn the_builtin_set_is_compiled_on_first_use_and_a_bad_one_fails_there() {
+        let rules = RuleSet::builtin();
+        assert!(rules.compiled.get().is_none(), "not compiled by builtin()");
+        assert_eq!(
+            rules.hash,
+            crate::util::sha256_hex(BUILTIN_RULES.as_bytes())
+        );
+        assert!(rules.rules().is_ok());
+        assert!(rules.compiled.get().is_some());
+        let bad = RuleSet::compiled_on_first_use(
+            "builtin:bad.toml",
+            "[[rule]]\nid = \"x\"\nseverity = \"high\"\ntitle = \"t\"\nmessage = \"m\"\npattern = \"(\"\ncwe = [1]\n",
+        );
+        let e = bad.apply("a.rs", &numbered("x")).unwrap_err().to_string();
+        assert!(
+            e.contains("builtin:bad.toml: rule \"x\": invalid pattern"),
+            "{e}"
+        );
+        // The error stays: every later use fails the same way.
+        assert!(bad.rules().is_err());
+    }
+
+    #[test]
+    fn rust_unwrap_outside_tests_only() {
+        let rules = RuleSet::builtin();
+        let code = "fn a() {\n    let x = y.unwrap();\n    let z = y.unwrap_or(1);\n    // c.unwrap()\n}\n#[cfg(test)]\nmod tests { fn t() { y.unwrap(); } }\n";
+        let found = rules.apply("src/a.rs", &numbered(code)).unwrap();
+        let unwraps: Vec<u32> = found
+            .iter()
+            .filter(|f| f.rule.as_deref() == Some("rust/unwrap"))
+            .map(|f| f.line)
+            .collect();
+        assert_eq!(unwraps, vec![2]);
+        assert!(
+            rules
+                .apply("tests/a.rs", &numbered(code))
+                .unwrap()
+                .iter()
+                .all(|f| f.rule.as_deref() != Some("rust/unwrap"))
+        );
+    }
+
+    #[test]
+    fn strip_comment_keeps_strings() {
+        assert_eq!(
+            strip_comment("let u = \"http://x\"; // c"),
+            "let u = \"http://x\"; "
+        );
+        assert_eq!(strip_comment("   // all comment"), "");
+        assert_eq!(strip_comment("#[derive(Debug)]"), "#[derive(Debug)]");
+        assert_eq!(
+            strip_comment("const u = `//host/${p}`; // c"),
+            "const u = `//host/${p}`; "
+        );
+    }
+
+    #[test]
+    fn every_builtin_rule_names_a_cwe_and_carries_samples() {
+        let file: RuleFile = toml::from_str(BUILTIN_RULES).unwrap();
+        for raw in &file.rule {
+            assert!(!raw.cwe.is_empty(), "{} names no CWE", raw.id);
+            assert!(
+                !raw.examples.is_empty() && !raw.counterexamples.is_empty(),
+                "{} needs examples and counterexamples",
+                raw.id
+            );
+        }
+        let rules = RuleSet::builtin();
+        assert_eq!(rules.cwe_of("sql/concat"), Some(&[89][..]));
+        assert_eq!(rules.cwe_of("crypto/weak-hash-go"), Some(&[328, 327][..]));
+        assert_eq!(rules.cwe_of("no/such-rule"), None);
+        assert!(rules.rules().unwrap().iter().all(|r| !r.cwe().is_empty()));
+    }
+
+    #[test]
+    fn findings_carry_their_rules_first_cwe_named_from_the_table() {
+        let rules = RuleSet::builtin();
+        let table = crate::model::cwe::CweTable::builtin().unwrap();
+        // Every CWE a built-in rule declares is one the table names: a
+        // rule's finding is never flagged as unknown.
+        for rule in rules.rules().unwrap() {
+            for &n in rule.cwe() {
+                let id = crate::model::cwe::CweId::from_number(n).unwrap();
+                assert!(
+                    table.is_known(id),
+                    "rule {}: CWE-{n} is not in configs/cwe.toml",
+                    rule.id
+                );
+            }
+        }
+        let found = rules
+            .apply("a.go", &[(3, "h := md5.New()".to_string())])
+            .unwrap();
+        let f = found
+            .iter()
+            .find(|f| f.rule.as_deref() == Some("crypto/weak-hash-go"))
+            .unwrap();
+        assert_eq!(f.cwe.id.map(|id| id.number()), Some(328));
+        assert_eq!(f.cwe.name.as_deref(), Some("Use of Weak Hash"));
+        assert_eq!(f.cwe.note, None);
+    }
+
+    #[test]
+    fn a_rule_without_a_cwe_is_a_load_error_naming_it() {
+        let e = RuleSet::parse(
+            "r.toml",
+            "[[rule]]\nid='x/y'\nseverity='low'\ntitle='t'\nmessage='m'\npattern='a'\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("r.toml: rule \"x/y\": names no CWE"), "{e}");
+        assert!(e.contains("cwe = [89]"), "{e}");
+        for (cwe, problem) in [("[0]", "no CWE id"), ("[89, 89]", "twice")] {
+            let e = RuleSet::parse(
+                "r.toml",
+                &format!("[[rule]]\nid='x'\nseverity='low'\ncwe={cwe}\ntitle='t'\nmessage='m'\npattern='a'\n"),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(problem), "{e}");
+        }
+        let ok = RuleSet::parse(
+            "r.toml",
+            "[[rule]]\nid='x'\nseverity='low'\ncwe=[89]\ntitle='t'\nmessage='m'\npattern='a'\n",
+        )
+        .unwrap();
+        assert_eq!(ok.rules().unwrap()[0].cwe(), &[89]);
+    }
+
+    #[test]
+    fn samples_that_disagree_with_the_rule_are_load_errors() {
+        let rule = |samples: &str| {
+            RuleSet::parse(
+                "r.toml",
+                &format!(
+                    "[[rule]]\nid='x'\nseverity='low'\ncwe=[78]\ntitle='t'\nmessage='m'\npattern='system\\('\nnot_pattern='\"clear\"'\nskip_comments=true\n{samples}"
+                ),
+            )
+        };
+        assert!(
+            rule(
+                "examples=['system(cmd)']\ncounterexamples=['system(\"clear\")', '// system(cmd)']"
+            )
+            .is_ok()
+        );
+        let e = rule("examples=['exec(cmd)']").unwrap_err().to_string();
+        assert!(
+            e.contains("rule \"x\": example \"exec(cmd)\" is not reported"),
+            "{e}"
+        );
+        let e = rule("counterexamples=['system(cmd)']")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("counterexample \"system(cmd)\" is reported"),
+            "{e}"
+        );
+    }
+
+    fn rules_at(rules: &RuleSet, path: &str, code: &str, id: &str) -> Vec<u32> {
+        rules
+            .apply(path, &numbered(code))
+            .unwrap()
+            .iter()
+            .filter(|f| f.rule.as_deref() == Some(id))
+            .map(|f| f.line)
+            .collect()
+    }
+
+    #[test]
+    fn sql_concat_skips_constants_and_numeric_values_but_not_strings() {
+        let rules = RuleSet::builtin();
+        let code = "class Q {\n\
+            String a = \"SELECT id FROM \" + Tables.USERS + \" WHERE id = ?\";\n\
+            String b = \"SELECT id FROM users WHERE id = \" + Integer.parseInt(raw);\n\
+            String c = \"SELECT id FROM users WHERE name = '\" + name + \"'\";\n\
+            String d = \"SELECT \" + COLUMNS + \" FROM users WHERE id = ?\";\n\
+            String e = \"SELECT id FROM users WHERE name = '\" + user.getName() + \"'\";\n\
+            }\n";
+        assert_eq!(
+            rules_at(&rules, "src/Q.java", code, "sql/concat"),
+            vec![4, 6]
+        );
+    }
+
+    #[test]
+    fn runtime_exec_reports_built_commands_not_constant_ones() {
+        let rules = RuleSet::builtin();
+        let code = "class R {\n\
+            void a() throws Exception { Runtime.getRuntime().exec(\"uptime\"); }\n\
+            void b() throws Exception { Runtime.getRuntime().exec(new String[] {\"git\", \"status\"}); }\n\
+            void c(String h) throws Exception { Runtime.getRuntime().exec(\"ping \" + h); }\n\
+            void d(String cmd) throws Exception { rt.exec(cmd); }\n\
+            }\n";
+        assert_eq!(
+            rules_at(&rules, "src/R.java", code, "java/runtime-exec"),
+            vec![4, 5]
+        );
+    }
+
+    #[test]
+    fn bad_rule_files_name_the_rule() {
+        let e = RuleSet::parse(
+            "r.toml",
+            "[[rule]]\nid='x'\nseverity='bad'\ntitle='t'\nmessage='m'\npattern='a'\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("r.toml: rule \"x\": severity"), "{e}");
+        let e = RuleSet::parse(
+            "r.toml",
+            "[[rule]]\nid='x'\nseverity='low'\ntitle='t'\nmessage='m'\npattern='('\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("invalid pattern"), "{e}");
+    }
+}

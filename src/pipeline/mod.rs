@@ -1,0 +1,12 @@
+//! Running the pipeline: the resolved run (`context`: settings, provider,
+//! agents, prices, the terminal's `Ui`), the skeptic stage (it reads and
+//! writes the run store and draws progress), `fanscan ask`'s lead, and
+//! writing the outputs (`publish`).
+//!
+//! Takes settings; gives reports and answers. The top of the library:
+//! nothing below imports it.
+
+pub(crate) mod ask;
+pub(crate) mod context;
+pub(crate) mod publish;
+pub(crate) mod skeptic;
