@@ -24,6 +24,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The fixtures shared with the integration tests: each bench uses a part.
+#[allow(dead_code, unreachable_pub, unused_imports)]
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -135,22 +140,7 @@ fn answer(stage: &str, task: &str, body: &Value) -> Value {
     match stage {
         "brief" => text("**What it is**: a synthetic library of small functions."),
         "audit" => {
-            let mut findings = Vec::new();
-            for source in messages.iter().filter_map(|m| m["content"].as_str()) {
-                let mut current: Option<String> = None;
-                for line in source.lines() {
-                    if let Some(rest) = line.strip_prefix("<file path=\"") {
-                        current = rest.split('"').next().map(str::to_string);
-                    } else if let Some((n, code)) = line.split_once('\t')
-                        && code.contains("risky_call")
-                        && let (Some(path), Ok(n)) = (&current, n.trim().parse::<u32>())
-                    {
-                        findings.push(json!({"path": path, "line": n, "severity": "high",
-                            "title": "unchecked risky_call", "detail": "d", "evidence": code.trim()}));
-                    }
-                }
-            }
-            findings.dedup();
+            let findings = common::needle_findings(messages, "risky_call", "high");
             text(&format!(
                 "Reviewed.\n```json\n{}\n```\n[TASK_COMPLETE]",
                 json!({ "findings": findings })

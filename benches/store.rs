@@ -114,26 +114,7 @@ fn answer(body: &Value) -> Value {
     }
     // Files come preloaded in the task (`<file path="...">`, numbered
     // lines) or as read_file results.
-    let mut findings = Vec::new();
-    let sources = messages
-        .iter()
-        .filter_map(|m| m["content"].as_str())
-        .collect::<Vec<_>>();
-    for source in sources {
-        let mut current: Option<String> = None;
-        for line in source.lines() {
-            if let Some(rest) = line.strip_prefix("<file path=\"") {
-                current = rest.split('"').next().map(str::to_string);
-            } else if let Some((n, code)) = line.split_once('\t')
-                && code.contains("risky_call")
-                && let (Some(path), Ok(n)) = (&current, n.trim().parse::<u32>())
-            {
-                findings.push(json!({"path": path, "line": n, "severity": "medium",
-                    "title": "unchecked risky_call", "detail": "d", "evidence": code.trim()}));
-            }
-        }
-    }
-    findings.dedup();
+    let findings = common::needle_findings(messages, "risky_call", "medium");
     common::text_turn(&format!(
         "Reviewed.\n```json\n{}\n```\n[TASK_COMPLETE]",
         json!({ "findings": findings })

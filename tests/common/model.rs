@@ -379,3 +379,26 @@ pub fn scan_reply(needle: &str, body: &Value) -> Value {
         auditor_reply(needle, body)
     }
 }
+
+/// One finding of `severity` for every line holding `needle` in the
+/// fenced files of `messages` (preloaded in the task or returned by
+/// read_file: `<file path="…">`, then numbered lines), quoting the line.
+pub fn needle_findings(messages: &[Value], needle: &str, severity: &str) -> Vec<Value> {
+    let mut findings = Vec::new();
+    for source in messages.iter().filter_map(|m| m["content"].as_str()) {
+        let mut current: Option<String> = None;
+        for line in source.lines() {
+            if let Some(rest) = line.strip_prefix("<file path=\"") {
+                current = rest.split('"').next().map(str::to_string);
+            } else if let Some((n, code)) = line.split_once('\t')
+                && code.contains(needle)
+                && let (Some(path), Ok(n)) = (&current, n.trim().parse::<u32>())
+            {
+                findings.push(json!({"path": path, "line": n, "severity": severity,
+                    "title": format!("unchecked {needle}"), "detail": "d", "evidence": code.trim()}));
+            }
+        }
+    }
+    findings.dedup();
+    findings
+}
