@@ -54,6 +54,22 @@ struct RawTable {
     source: Vec<RawSource>,
 }
 
+/// A source table that does not read: the bundled one is a fanscan bug.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SourceTableError {
+    #[error("configs/sources.toml does not parse: {0}")]
+    Toml(#[source] toml::de::Error),
+    #[error("configs/sources.toml: pattern {pattern:?} of {kind:?}: {error}")]
+    Pattern {
+        kind: String,
+        pattern: String,
+        #[source]
+        error: regex::Error,
+    },
+    #[error("configs/sources.toml: sanitizers: {0}")]
+    Sanitizers(#[source] regex::Error),
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSource {
@@ -63,17 +79,18 @@ struct RawSource {
 
 impl SourceTable {
     /// Parses a table; the error names the file and the pattern.
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let raw: RawTable = toml::from_str(text)
-            .map_err(|e| format!("configs/sources.toml does not parse: {e}"))?;
+    pub(crate) fn parse(text: &str) -> Result<Self, SourceTableError> {
+        let raw: RawTable = toml::from_str(text).map_err(SourceTableError::Toml)?;
         let mut sources = Vec::new();
         for s in raw.source {
             let patterns = s
                 .patterns
                 .iter()
                 .map(|p| {
-                    Regex::new(p).map_err(|e| {
-                        format!("configs/sources.toml: pattern {p:?} of {:?}: {e}", s.kind)
+                    Regex::new(p).map_err(|error| SourceTableError::Pattern {
+                        kind: s.kind.clone(),
+                        pattern: p.clone(),
+                        error,
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
@@ -87,10 +104,7 @@ impl SourceTable {
                 r"(?:^|[^\w$.])(?:[A-Za-z_$][\w$]*\s*\.\s*)*(?:{})\s*\(",
                 names.join("|")
             );
-            Some(
-                Regex::new(&pattern)
-                    .map_err(|e| format!("configs/sources.toml: sanitizers: {e}"))?,
-            )
+            Some(Regex::new(&pattern).map_err(SourceTableError::Sanitizers)?)
         };
         Ok(Self {
             sources,
@@ -102,10 +116,10 @@ impl SourceTable {
 
     /// The bundled table (checked by a test; an error is reported by the
     /// engine as an uncertain answer, never a panic).
-    pub(crate) fn bundled() -> Result<&'static Self, &'static str> {
-        static BUNDLED: LazyLock<Result<SourceTable, String>> =
+    pub(crate) fn bundled() -> Result<&'static Self, &'static SourceTableError> {
+        static BUNDLED: LazyLock<Result<SourceTable, SourceTableError>> =
             LazyLock::new(|| SourceTable::parse(TABLE));
-        BUNDLED.as_ref().map_err(String::as_str)
+        BUNDLED.as_ref()
     }
 
     fn source_in(&self, text: &str) -> Option<&str> {
