@@ -258,11 +258,13 @@ fn compile(source: &str, text: &str) -> Result<Vec<Rule>, RuleError> {
                 raw.severity
             ))
         })?;
-        let pattern = Regex::new(&raw.pattern).map_err(|e| at(format!("invalid pattern: {e}")))?;
+        let ascii = crate::util::ascii_word_boundaries;
+        let pattern =
+            Regex::new(&ascii(&raw.pattern)).map_err(|e| at(format!("invalid pattern: {e}")))?;
         let not_pattern = raw
             .not_pattern
             .as_deref()
-            .map(Regex::new)
+            .map(|p| Regex::new(&ascii(p)))
             .transpose()
             .map_err(|e| at(format!("invalid not_pattern: {e}")))?;
         if raw.cwe.is_empty() {

@@ -9,6 +9,8 @@
 use regex::Regex;
 use serde::Serialize;
 
+use crate::util::{ascii_word_boundaries, builtin_regex};
+
 /// Pattern group meaning "the first capture group that took part".
 const FIRST_GROUP: usize = usize::MAX;
 /// Pattern group meaning "group 1, an unquoted value" (checked harder).
@@ -33,11 +35,22 @@ struct Pattern {
 /// The compiled secret patterns. Build once per run and share.
 pub(crate) struct Redactor {
     patterns: Vec<Pattern>,
-    begin_key: Option<Regex>,
-    end_key: Option<Regex>,
+    begin_key: Regex,
+    end_key: Regex,
     /// Every pattern at once over a whole text: most files hold no secret,
     /// and one pass over them replaces a pass per pattern per line.
-    any: Option<regex::RegexSet>,
+    any: regex::RegexSet,
+    /// Every pattern at once over one line, in `patterns`' order: only the
+    /// patterns that match a line are run for their captures on it.
+    per_line: regex::RegexSet,
+}
+
+/// A set of built-in patterns; one that does not compile is a fanscan bug
+/// and fails loudly, as [`builtin_regex`] does.
+fn builtin_set(patterns: impl IntoIterator<Item = String>) -> regex::RegexSet {
+    regex::RegexSet::new(patterns).unwrap_or_else(|e| {
+        panic!("a built-in secret pattern does not compile (a fanscan bug): {e}")
+    })
 }
 
 const PLACEHOLDER_WORDS: &[&str] = &[
@@ -112,35 +125,41 @@ impl Redactor {
             ),
         ];
         let begin = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----";
-        let any = regex::RegexSet::new(
+        // ASCII word boundaries: a Unicode one sends the regex crate to its
+        // slowest engine on any non-ASCII text (a 776 KB Unicode table took
+        // 84 s of redaction over its pages).
+        let table: Vec<(&'static str, String, usize)> = table
+            .iter()
+            .map(|(kind, pattern, group)| (*kind, ascii_word_boundaries(pattern), *group))
+            .collect();
+        let any = builtin_set(
             table
                 .iter()
                 .map(|(_, pattern, _)| format!("(?m){pattern}"))
                 .chain(std::iter::once(begin.to_string())),
-        )
-        .ok();
+        );
+        let per_line = builtin_set(table.iter().map(|(_, pattern, _)| pattern.clone()));
         let patterns = table
             .iter()
-            .filter_map(|(kind, pattern, group)| {
-                Regex::new(pattern).ok().map(|regex| Pattern {
-                    kind,
-                    regex,
-                    group: *group,
-                })
+            .map(|(kind, pattern, group)| Pattern {
+                kind,
+                regex: builtin_regex(pattern),
+                group: *group,
             })
             .collect();
         Self {
             patterns,
-            begin_key: Regex::new(begin).ok(),
+            begin_key: builtin_regex(begin),
             any,
-            end_key: Regex::new(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----").ok(),
+            per_line,
+            end_key: builtin_regex(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"),
         }
     }
 
     /// Redacts `text`; returns the redacted text and what was redacted.
     /// Line numbers are kept: a redacted line stays one line.
     pub(crate) fn redact(&self, text: &str) -> (String, Vec<Redaction>) {
-        if self.any.as_ref().is_some_and(|set| !set.is_match(text)) {
+        if !self.any.is_match(text) {
             return (text.to_string(), Vec::new());
         }
         let mut out = String::with_capacity(text.len());
@@ -152,15 +171,14 @@ impl Redactor {
                 Some(b) => (b, "\n"),
                 None => (line, ""),
             };
-            let matches = |r: &Option<Regex>| r.as_ref().is_some_and(|r| r.is_match(body));
-            if in_key || matches(&self.begin_key) {
+            if in_key || self.begin_key.is_match(body) {
                 if !in_key {
                     found.push(Redaction {
                         line: number,
                         kind: "private-key",
                     });
                 }
-                in_key = !matches(&self.end_key);
+                in_key = !self.end_key.is_match(body);
                 out.push_str("[REDACTED:private-key]");
                 out.push_str(ending);
                 continue;
@@ -174,7 +192,13 @@ impl Redactor {
 
     fn redact_line(&self, line: &str, number: u32, found: &mut Vec<Redaction>) -> String {
         let mut line = line.to_string();
-        for pattern in &self.patterns {
+        let mut hits = self.per_line.matches(&line);
+        for (index, pattern) in self.patterns.iter().enumerate() {
+            // A pattern runs for its captures only where it matches the
+            // line as it is now (an earlier replacement changes it).
+            if !hits.matched(index) {
+                continue;
+            }
             // Replace from the right so earlier offsets stay valid.
             let spans: Vec<(usize, usize)> = pattern
                 .regex
@@ -194,6 +218,9 @@ impl Redactor {
                     line: number,
                     kind: pattern.kind,
                 });
+            }
+            if !spans.is_empty() {
+                hits = self.per_line.matches(&line);
             }
         }
         line
@@ -255,7 +282,7 @@ mod tests {
     fn every_pattern_compiles() {
         let r = Redactor::new();
         assert_eq!(r.patterns.len(), 13);
-        assert!(r.begin_key.is_some() && r.end_key.is_some() && r.any.is_some());
+        assert_eq!(r.patterns.len(), r.per_line.len());
     }
 
     #[test]

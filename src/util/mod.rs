@@ -22,6 +22,36 @@ pub(crate) fn relock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// `pattern` with its word boundaries (`\b`, `\B`) made ASCII
+/// (`(?-u:\b)`). A Unicode word boundary makes the regex crate's fast
+/// engines give up on any non-ASCII text and fall back to its slowest one:
+/// a rule set with `\b` took 84 s over one 776 KB Unicode test table. Code's
+/// identifiers are ASCII, so the boundaries mean the same there. An escaped
+/// backslash (`\\b`) is left as it is.
+pub(crate) fn ascii_word_boundaries(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some(b @ ('b' | 'B')) => {
+                out.push_str("(?-u:\\");
+                out.push(b);
+                out.push(')');
+            }
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
 /// A built-in regular expression, compiled on first use. Its pattern is a
 /// constant of fanscan's source, never input: one that does not compile is
 /// a fanscan bug, and it fails loudly (a panic naming the pattern) instead
@@ -135,5 +165,16 @@ mod tests {
         assert_eq!(estimate_tokens(0), 0);
         assert_eq!(estimate_tokens(1), 1);
         assert_eq!(estimate_tokens(4), 2);
+    }
+
+    #[test]
+    fn word_boundaries_become_ascii_and_escaped_backslashes_stay() {
+        assert_eq!(
+            ascii_word_boundaries(r"\beval\(|\\b|\Bx\d"),
+            r"(?-u:\b)eval\(|\\b|(?-u:\B)x\d"
+        );
+        let re = regex::Regex::new(&ascii_word_boundaries(r"\beval\b")).unwrap();
+        assert!(re.is_match("x = eval(y)"));
+        assert!(!re.is_match("evaluate"));
     }
 }
