@@ -1,11 +1,12 @@
 //! The binary's parts: the flags and their resolution ([`flags`]), one
 //! function per command ([`commands`]), writing the report ([`output`]),
-//! and Ctrl-C ([`signals`]). [`Failure`] is why a command made no result,
+//! the progress bars ([`progress`]) and Ctrl-C ([`signals`]). [`Failure`] is why a command made no result,
 //! with its exit code.
 
 pub(crate) mod commands;
 pub(crate) mod flags;
 pub(crate) mod output;
+pub(crate) mod progress;
 mod signals;
 
 use fanscan::{AskError, EvalError, ScanError, SetupError, StoreError, exit};
