@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use fanscan::{
-    EvalArgs, FailOn, GateArgs, OutputArgs, PlannerKind, ProviderArgs, RunArgs, ScanArgs, Settings,
-    SetupError, ShardArgs,
+    Count, EvalArgs, EvalFormat, FailOn, GateArgs, MatchBy, OutputArgs, PlannerKind, ProviderArgs,
+    RunArgs, ScanArgs, Settings, SetupError, ShardArgs,
 };
 
 const EXIT_CODES: &str = "Exit codes:
@@ -81,7 +81,7 @@ pub(crate) enum Command {
     #[command(
         after_help = "Exit codes: 0 scored, 1 internal or I/O error, 2 a truth file or report\nthat cannot be read (the message names the file, the line and the fix)."
     )]
-    Eval(EvalArgs),
+    Eval(Eval),
     /// List the agent definitions in effect.
     Agents(Agents),
     /// Run one agent on one task and print its report.
@@ -129,6 +129,89 @@ pub(crate) struct Scan {
     /// Seconds running agents get to finish after Ctrl-C before they are cancelled.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     grace: u64,
+}
+
+/// `fanscan eval`.
+#[derive(Args, Debug)]
+pub(crate) struct Eval {
+    /// The reports to score (`fanscan scan --format json`); two or more are
+    /// shown side by side.
+    #[arg(required = true, value_name = "REPORT")]
+    reports: Vec<PathBuf>,
+    /// The labelled truth: fanscan's CSV (path,cwe,vulnerable,lines) or
+    /// JSON, the OWASP Benchmark's expectedresults-*.csv, or the CASTLE
+    /// dataset JSON; the format is told by the content.
+    #[arg(long, value_name = "FILE")]
+    truth: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = EvalFormatFlag::Md)]
+    format: EvalFormatFlag,
+    /// How many lines from a labelled line a finding may cite and still
+    /// match it.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    line_slack: u32,
+    /// Which findings are the run's predictions.
+    #[arg(long, value_enum, default_value_t = CountFlag::Open)]
+    count: CountFlag,
+    /// What a finding must share with a case besides its file (and line).
+    #[arg(long = "match", value_name = "WHAT", value_enum, default_value_t = MatchFlag::Cwe)]
+    match_by: MatchFlag,
+}
+
+impl From<Eval> for EvalArgs {
+    fn from(c: Eval) -> Self {
+        Self {
+            reports: c.reports,
+            truth: c.truth,
+            format: match c.format {
+                EvalFormatFlag::Md => EvalFormat::Md,
+                EvalFormatFlag::Json => EvalFormat::Json,
+            },
+            line_slack: c.line_slack,
+            count: match c.count {
+                CountFlag::Open => Count::Open,
+                CountFlag::Verified => Count::Verified,
+                CountFlag::All => Count::All,
+            },
+            match_by: match c.match_by {
+                MatchFlag::Cwe => MatchBy::Cwe,
+                MatchFlag::Location => MatchBy::Location,
+            },
+        }
+    }
+}
+
+/// `eval --format`: [`EvalFormat`] on the command line.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum EvalFormatFlag {
+    Md,
+    Json,
+}
+
+/// `eval --count`: [`Count`] on the command line; the variants' docs are
+/// the help.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum CountFlag {
+    /// The open findings: verified, and not suppressed, baselined or
+    /// refuted: what the gate fails on.
+    Open,
+    /// Every verified finding, also those suppressed, baselined or refuted
+    /// by the skeptic (the run before those filters).
+    Verified,
+    /// Every located claim, also those that failed verification.
+    All,
+}
+
+/// `eval --match`: [`MatchBy`] on the command line; the variants' docs
+/// are the help.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum MatchFlag {
+    /// The file, the CWE (or a documented relative) and, where lines are
+    /// labelled, the line.
+    Cwe,
+    /// The file and, where lines are labelled, the line; the CWE is not
+    /// looked at (for runs whose findings carry none).
+    Location,
 }
 
 /// `fanscan merge`.
@@ -368,7 +451,7 @@ impl Command {
                     .store
                     .unwrap_or_else(|| PathBuf::from(".fanscan/store.db")),
             },
-            Self::Eval(args) => Job::Eval(args),
+            Self::Eval(c) => Job::Eval(c.into()),
             Self::Agents(c) => Job::Agents { path: c.path },
             Self::RunAgent(c) => Job::RunAgent {
                 settings: settings(
