@@ -8,9 +8,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use fanscan::{
-    Count, EvalArgs, EvalFormat, FailOn, GateArgs, MatchBy, OutputArgs, PlannerKind, ProviderArgs,
-    RunArgs, ScanArgs, Settings, SetupError, ShardArgs,
+    Count, EvalArgs, EvalFormat, FailOn, GateArgs, MatchBy, PlannerKind, RunArgs, Settings,
+    SetupError,
 };
+
+use super::run_flags::{GateFlags, OutputFlags, ProviderFlags, ScanFlags, ShardFlags};
 
 const EXIT_CODES: &str = "Exit codes:
   0  passed: every planned file reviewed, no open finding at or above --fail-on
@@ -92,9 +94,9 @@ pub(crate) enum Command {
 #[derive(Args, Debug)]
 pub(crate) struct RunFlags {
     #[command(flatten)]
-    provider: ProviderArgs,
+    provider: ProviderFlags,
     #[command(flatten)]
-    scan: ScanArgs,
+    scan: ScanFlags,
 }
 
 impl RunFlags {
@@ -102,8 +104,8 @@ impl RunFlags {
     /// report outputs.
     fn into_args(self) -> RunArgs {
         RunArgs {
-            provider: self.provider,
-            scan: self.scan,
+            provider: self.provider.into(),
+            scan: self.scan.into(),
             ..RunArgs::default()
         }
     }
@@ -118,11 +120,11 @@ pub(crate) struct Scan {
     #[command(flatten)]
     run: RunFlags,
     #[command(flatten)]
-    gate: GateArgs,
+    gate: GateFlags,
     #[command(flatten)]
-    shard: ShardArgs,
+    shard: ShardFlags,
     #[command(flatten)]
-    out: OutputArgs,
+    out: OutputFlags,
     /// Write each agent's conversation to DIR/<group>.jsonl.
     #[arg(long, value_name = "DIR")]
     transcripts: Option<PathBuf>,
@@ -226,9 +228,9 @@ pub(crate) struct Merge {
     #[command(flatten)]
     run: RunFlags,
     #[command(flatten)]
-    gate: GateArgs,
+    gate: GateFlags,
     #[command(flatten)]
-    out: OutputArgs,
+    out: OutputFlags,
 }
 
 /// `fanscan ask`.
@@ -327,7 +329,7 @@ pub(crate) struct RunAgent {
     #[arg(default_value = ".")]
     path: PathBuf,
     #[command(flatten)]
-    provider: ProviderArgs,
+    provider: ProviderFlags,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -389,9 +391,9 @@ impl Command {
                 settings: settings(
                     &c.path,
                     RunArgs {
-                        gate: c.gate,
-                        shard: c.shard,
-                        output: Some(c.out),
+                        gate: c.gate.into(),
+                        shard: c.shard.into(),
+                        output: Some(c.out.into()),
                         ..c.run.into_args()
                     },
                 )?,
@@ -402,8 +404,8 @@ impl Command {
                 settings: settings(
                     &c.path,
                     RunArgs {
-                        gate: c.gate,
-                        output: Some(c.out),
+                        gate: c.gate.into(),
+                        output: Some(c.out.into()),
                         ..c.run.into_args()
                     },
                 )?,
@@ -457,7 +459,7 @@ impl Command {
                 settings: settings(
                     &c.path,
                     RunArgs {
-                        provider: c.provider,
+                        provider: c.provider.into(),
                         ..RunArgs::default()
                     },
                 )?,
