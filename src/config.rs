@@ -11,7 +11,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
 use serde::Deserialize;
 
 use crate::report::{Format, SarifSuppressed};
@@ -21,7 +20,7 @@ use crate::tools::paths::PathError;
 use crate::util::git::{ConfigOrigin, GitError};
 
 /// Which wire format answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// The embedded rule engine: no key, no network.
@@ -33,7 +32,7 @@ pub enum ProviderKind {
 }
 
 /// Which planner splits the repository.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PlannerKind {
     /// Deterministic packing by directory under the token budget.
@@ -43,89 +42,59 @@ pub enum PlannerKind {
 }
 
 /// Provider options shared by every command that may call a model.
-#[derive(Args, Clone, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ProviderArgs {
-    /// The provider: offline (default, no key, no network), openai, anthropic.
-    #[arg(long, value_enum)]
+    /// `--provider`.
     pub provider: Option<ProviderKind>,
-    /// The model name (e.g. gpt-4o-mini, claude-sonnet-4-6).
-    #[arg(long)]
+    /// `--model`.
     pub model: Option<String>,
-    /// The API root, e.g. http://127.0.0.1:11434/v1 for Ollama.
-    #[arg(long)]
+    /// `--base-url`.
     pub base_url: Option<String>,
-    /// The environment variable holding the API key.
-    #[arg(long)]
+    /// `--api-key-env`.
     pub api_key_env: Option<String>,
-    /// A fanscan.toml to use instead of the repository's own.
-    #[arg(long, value_name = "FILE")]
+    /// `--config`.
     pub config: Option<PathBuf>,
-    /// Seconds one model request may take.
-    #[arg(long, value_name = "SECS")]
+    /// `--timeout`.
     pub timeout: Option<u64>,
-    /// Most output tokens per model call.
-    #[arg(long, value_name = "N")]
+    /// `--max-output-tokens`.
     pub max_output_tokens: Option<u32>,
-    /// The model's context window in tokens (the reducer batches its input
-    /// to fit it; an agent file's `context_tokens` overrides it). Default 64000.
-    #[arg(long, value_name = "N")]
+    /// `--context-tokens`.
     pub context_tokens: Option<u64>,
-    /// A rule file for the offline engine instead of the built-in one.
-    #[arg(long, value_name = "FILE")]
+    /// `--rules`.
     pub rules: Option<PathBuf>,
-    /// Requests per minute across all agents (0: unlimited). Spread evenly.
-    #[arg(long, value_name = "N")]
+    /// `--rpm`.
     pub rpm: Option<u32>,
-    /// Tokens per minute across all agents (0: unlimited).
-    #[arg(long, value_name = "N")]
+    /// `--tpm`.
     pub tpm: Option<u64>,
-    /// Attempts per model call, the first included.
-    #[arg(long, value_name = "N")]
+    /// `--max-attempts`.
     pub max_attempts: Option<u32>,
-    /// Longest server-requested wait (retry-after) honoured, in seconds.
-    #[arg(long, value_name = "SECS")]
+    /// `--max-retry-wait`.
     pub max_retry_wait: Option<u64>,
-    /// The anthropic-version header.
-    #[arg(long, value_name = "VERSION")]
+    /// `--anthropic-version`.
     pub anthropic_version: Option<String>,
-    /// Retries allowed in the whole run, across all agents.
-    #[arg(long, value_name = "N")]
+    /// `--retry-budget`.
     pub retry_budget: Option<u64>,
-    /// A price table instead of the built-in configs/prices.toml.
-    #[arg(long, value_name = "FILE")]
+    /// `--prices`.
     pub prices: Option<PathBuf>,
 }
 
 /// Which share of the plan a `scan` runs (`--shard K/N`, or a Kubernetes
 /// Indexed Job's `$JOB_COMPLETION_INDEX` with `--shard-from-env`).
-#[derive(Args, Clone, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ShardArgs {
-    /// Run only shard K of N (counted from 1) of the plan's groups and
-    /// write a partial JSON report for `fanscan merge`.
-    #[arg(long, value_name = "K/N", value_parser = Shard::parse, conflicts_with = "shard_from_env")]
+    /// `--shard`.
     pub shard: Option<Shard>,
-    /// Take the shard from $JOB_COMPLETION_INDEX (0-based, set by a
-    /// Kubernetes Indexed Job): shard index+1 of --shard-count.
-    #[arg(long, requires = "shard_count")]
+    /// `--shard-from-env`.
     pub shard_from_env: bool,
-    /// N for --shard-from-env: the Job's `completions`.
-    #[arg(long, value_name = "N", requires = "shard_from_env")]
+    /// `--shard-count`.
     pub shard_count: Option<usize>,
-    /// This shard's requests per minute (0: unlimited), instead of its
-    /// share of --rpm (rpm / N, rounded down). Also `[shard] rpm`.
-    #[arg(long, value_name = "N")]
+    /// `--shard-rpm`.
     pub shard_rpm: Option<u32>,
-    /// This shard's tokens per minute (0: unlimited), instead of tpm / N.
-    /// Also `[shard] tpm`.
-    #[arg(long, value_name = "N")]
+    /// `--shard-tpm`.
     pub shard_tpm: Option<u64>,
-    /// This shard's cost budget in US dollars, instead of max-cost / N.
-    /// Also `[shard] max_cost`.
-    #[arg(long, value_name = "USD")]
+    /// `--shard-max-cost`.
     pub shard_max_cost: Option<f64>,
-    /// This shard's token budget, instead of max-tokens / N. Also
-    /// `[shard] max_tokens`.
-    #[arg(long, value_name = "N")]
+    /// `--shard-max-tokens`.
     pub shard_max_tokens: Option<u64>,
 }
 
@@ -146,153 +115,83 @@ impl ShardArgs {
 }
 
 /// Options of `scan` and `plan`.
-#[derive(Args, Clone, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ScanArgs {
-    /// Only files matching this glob (repeatable).
-    #[arg(long, value_name = "GLOB")]
+    /// `--include`.
     pub include: Vec<String>,
-    /// Leave out files matching this glob (repeatable).
-    #[arg(long, value_name = "GLOB")]
+    /// `--exclude`.
     pub exclude: Vec<String>,
-    /// Skip hidden files and directories (by default they are audited).
-    #[arg(long)]
+    /// `--no-hidden`.
     pub no_hidden: bool,
-    /// Files larger than this many bytes are skipped.
-    #[arg(long, value_name = "BYTES")]
+    /// `--max-file-bytes`.
     pub max_file_bytes: Option<u64>,
-    /// Audit vendored and generated files too. By default they are skipped
-    /// and listed with their reason, as GitHub Linguist decides: its
-    /// well-known paths and names (vendor/, third_party/, node_modules/,
-    /// jquery-*.js, minified bundles, *.pb.go, ...) and the
-    /// linguist-vendored / linguist-generated attributes in .gitattributes.
-    /// Dependency lock files stay skipped even then; a
-    /// `Cargo.lock -linguist-generated` line in .gitattributes audits one.
-    #[arg(long)]
+    /// `--include-vendored`.
     pub include_vendored: bool,
-    /// The planner.
-    #[arg(long, value_enum)]
+    /// `--planner`.
     pub planner: Option<PlannerKind>,
-    /// Estimated tokens of file content per group.
-    #[arg(long, value_name = "N")]
+    /// `--group-tokens`.
     pub group_tokens: Option<u64>,
-    /// The most groups a plan may have (0: no cap).
-    #[arg(long, value_name = "N")]
+    /// `--max-groups`.
     pub max_groups: Option<usize>,
-    /// Sub-agents in flight at once.
-    #[arg(long, short = 'j', value_name = "N")]
+    /// `--jobs`.
     pub jobs: Option<usize>,
-    /// The agent that audits each group.
-    #[arg(long, value_name = "NAME")]
+    /// `--agent`.
     pub agent: Option<String>,
-    /// Stop starting groups once the estimated cost reaches this many US dollars.
-    #[arg(long, value_name = "USD")]
+    /// `--max-cost`.
     pub max_cost: Option<f64>,
-    /// Stop starting groups once this many tokens were used.
-    #[arg(long, value_name = "N")]
+    /// `--max-tokens`.
     pub max_tokens: Option<u64>,
-    /// Stop starting groups after this long (e.g. 90s, 20m, 2h).
-    #[arg(long, value_name = "DURATION")]
+    /// `--max-duration`.
     pub max_duration: Option<String>,
-    /// The run store (cache, resume, history). Default .fanscan/store.db
-    /// under the scanned root.
-    #[arg(long, value_name = "PATH")]
+    /// `--store`.
     pub store: Option<PathBuf>,
-    /// Run without the run store: no cache, no resume, no history.
-    #[arg(long, conflicts_with = "store")]
+    /// `--no-store`.
     pub no_store: bool,
-    /// Ask the model for every group and every file, even those whose
-    /// result is stored (the fresh results are stored): `--full` is the
-    /// weekly cold run; without it only changed files are audited again.
-    #[arg(long, visible_alias = "full")]
+    /// `--no-cache`.
     pub no_cache: bool,
-    /// Bound the stored results to this many MB, least recently used
-    /// dropped first (0: no bound). Default 1024.
-    #[arg(long, value_name = "MB")]
+    /// `--store-max-mb`.
     pub store_max_mb: Option<u64>,
-    /// A diff scan: plan only the groups holding files changed since the
-    /// merge base of REF and HEAD (`git diff --merge-base REF`: commits and
-    /// uncommitted edits; renames followed, deletions listed). The agents
-    /// may still read other files for context. fanscan.toml, the rules and
-    /// .fanscan/agents/ are read from REF, so the change cannot steer its
-    /// own review.
-    #[arg(long, value_name = "REF", conflicts_with = "changed_files")]
+    /// `--since`.
     pub since: Option<String>,
-    /// A diff scan over the files listed in FILE (one path a line), for CI
-    /// systems that provide the list. Configuration is read from the
-    /// working tree.
-    #[arg(long, value_name = "FILE")]
+    /// `--changed-files`.
     pub changed_files: Option<PathBuf>,
-    /// With --since, read fanscan.toml, the rules and .fanscan/agents/
-    /// from the working tree (for pipelines whose changes are trusted).
-    #[arg(long)]
+    /// `--trust-worktree-config`.
     pub trust_worktree_config: bool,
-    /// With --format github-review or gitlab-discussions: at most N
-    /// comments on the changed lines, the most severe first (the rest are
-    /// listed in the review's body). Default 25.
-    #[arg(long, value_name = "N")]
+    /// `--max-comments`.
     pub max_comments: Option<usize>,
 }
 
 /// The gate's options (`scan` only).
-#[derive(Args, Clone, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct GateArgs {
-    /// Fail the run (exit code 4) when a verified finding at or above this
-    /// severity remains that is neither baselined nor suppressed. `never`
-    /// reports only. Default: high.
-    #[arg(long, value_enum, value_name = "SEVERITY")]
+    /// `--fail-on`.
     pub fail_on: Option<FailOn>,
-    /// Unverified findings count for --fail-on too.
-    #[arg(long)]
+    /// `--gate-unverified`.
     pub gate_unverified: bool,
-    /// Before the gate, a skeptic agent tries to refute each verified
-    /// finding at or above this severity (and each located claim): refuted
-    /// findings leave the gate, listed apart with the skeptic's reason. `never`
-    /// skips the stage. Default: the --fail-on severity.
-    #[arg(long, value_enum, value_name = "SEVERITY")]
+    /// `--challenge`.
     pub challenge: Option<FailOn>,
-    /// A doubtful review makes the run incomplete (exit 3): a group whose
-    /// agent made claims of which none was verified (code that is not at
-    /// the cited place, files that do not exist) was not reviewed cleanly.
-    /// Without it such groups are reported as doubtful and the run passes.
-    #[arg(long)]
+    /// `--strict`.
     pub strict: bool,
-    /// A baseline (see `fanscan baseline`): its findings stay out of the
-    /// gate and are listed apart.
-    #[arg(long, value_name = "FILE")]
+    /// `--baseline`.
     pub baseline: Option<PathBuf>,
-    /// Write this run's open and baselined findings as a baseline to FILE.
-    #[arg(long, value_name = "FILE")]
+    /// `--write-baseline`.
     pub write_baseline: Option<PathBuf>,
-    /// The reason recorded for new entries of --write-baseline.
-    #[arg(long, value_name = "TEXT", requires = "write_baseline")]
+    /// `--baseline-reason`.
     pub baseline_reason: Option<String>,
 }
 
 /// Where and in which formats a report goes (`scan` and `merge`).
-#[derive(Args, Clone, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct OutputArgs {
-    /// Report format (of stdout, or of a plain --output FILE).
-    #[arg(long, value_enum)]
+    /// `--format`.
     pub format: Option<Format>,
-    /// Write the report to FILE instead of stdout, or (FORMAT=FILE, repeatable)
-    /// also write it in FORMAT: md, json, sarif, github, codeclimate, html,
-    /// github-review, gitlab-discussions.
-    /// E.g. --output sarif=fanscan.sarif --output md=report.md.
-    #[arg(long, short, value_name = "[FORMAT=]FILE")]
+    /// `--output`.
     pub output: Vec<String>,
-    /// The SARIF `automationDetails.id`, so several scans of one
-    /// repository (nightly, pull request) keep separate alerts.
-    #[arg(long, value_name = "CATEGORY")]
+    /// `--category`.
     pub category: Option<String>,
-    /// What the SARIF does with findings that do not gate (suppressed
-    /// inline, baselined, refuted by the skeptic): omit leaves them out and
-    /// counts them in a notification, since code scanning opens an alert
-    /// for every uploaded result whatever its `suppressions`; keep writes
-    /// them as results with `suppressions`. Default omit.
-    #[arg(long, value_enum, value_name = "MODE")]
+    /// `--sarif-suppressed`.
     pub sarif_suppressed: Option<SarifSuppressed>,
-    /// Do not append the Markdown report to $GITHUB_STEP_SUMMARY.
-    #[arg(long)]
+    /// `--no-step-summary`.
     pub no_step_summary: bool,
 }
 
@@ -1277,12 +1176,11 @@ fn resolve_outputs(
         ..Outputs::default()
     };
     for o in &output.output {
-        use clap::ValueEnum as _;
         // FORMAT=FILE when the part before the first `=` names a format,
         // else a plain file for --format.
         let split = o
             .split_once('=')
-            .and_then(|(name, file)| Some((Format::from_str(name, true).ok()?, file)));
+            .and_then(|(name, file)| Some((Format::from_name(name)?, file)));
         match split {
             Some((_, "")) => return Err(ConfigError::OutputNoFile(o.clone())),
             Some((format, file)) => outputs.extra.push((format, PathBuf::from(file))),

@@ -30,7 +30,7 @@ pub use config::{
     GateArgs, OutputArgs, Outputs, PlannerKind, ProviderArgs, ProviderKind, RunArgs, ScanArgs,
     Settings, ShardArgs,
 };
-pub use eval::{Count, EvalArgs, EvalError, evaluate};
+pub use eval::{Count, EvalArgs, EvalError, EvalFormat, MatchBy, evaluate};
 pub use llm::control::RunControl;
 pub use llm::events::{Event, EventSink};
 pub use llm::providers::EngineKind;
@@ -39,7 +39,7 @@ pub use model::findings::Severity;
 pub use pipeline::ask::{Answer, AskError, CitationStatus, Totals, ask};
 pub use pipeline::context::{Context, SetupError, Ui};
 pub use pipeline::publish::render;
-pub use progress::LogWriter;
+pub use progress::{AgentLine, Hidden, Reporter, StageReport};
 pub use report::since::FindingRef;
 pub use report::{Format, RenderError, Report, SarifSuppressed};
 pub use stages::baseline::Baseline;
@@ -52,6 +52,7 @@ pub use stages::plan::{Plan, Routing, pack_plan};
 pub use stages::reduce::Merged;
 pub use store::{StoreError, diff_text, history_text};
 pub use util::git::{Checkout, GitCheckout};
+pub use util::human_count;
 
 /// A scan that could not produce a report.
 #[derive(Debug, thiserror::Error)]

@@ -30,8 +30,9 @@ fn main() -> ExitCode {
             });
         }
     };
-    let ui = Ui::new(!cli.quiet && std::io::stderr().is_terminal());
-    init_logging(cli.verbose, &ui);
+    let bars = cli::progress::Bars::new(!cli.quiet && std::io::stderr().is_terminal());
+    init_logging(cli.verbose, &bars);
+    let ui = Ui::new(std::sync::Arc::new(bars));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -103,7 +104,7 @@ async fn run(job: Job, ui: Ui, quiet: bool) -> Result<i32, Failure> {
 
 /// Logs on stderr through the progress display: warnings by default,
 /// more with -v and -vv, or what `FANSCAN_LOG` says.
-fn init_logging(verbose: u8, ui: &Ui) {
+fn init_logging(verbose: u8, bars: &cli::progress::Bars) {
     let level = match verbose {
         0 => "warn",
         1 => "info",
@@ -113,7 +114,7 @@ fn init_logging(verbose: u8, ui: &Ui) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("fanscan={level}")));
     if let Err(e) = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(ui.log_writer())
+        .with_writer(bars.log_writer())
         .with_target(false)
         .try_init()
     {

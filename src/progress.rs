@@ -1,28 +1,93 @@
-//! The one event consumer: renders progress, writes transcripts and watches
-//! the run's token and cost budgets.
+//! The one event consumer, and the reporter the run's progress is shown
+//! through.
 //!
-//! Takes the agents' [`Event`]s; draws an overall bar (groups done/total,
-//! claims reported so far, tokens, elapsed, ETA) and a line per running
-//! agent on stderr (hidden when stderr is not a terminal or with
-//! `--quiet`), and appends each agent's conversation to
-//! `<dir>/<group>.jsonl` with `--transcripts`. Budgets are kept by
-//! [`crate::llm::budget`], synchronously, not here.
+//! Takes the agents' [`Event`]s; keeps the tokens spent and appends each
+//! agent's conversation to `<dir>/<group>.jsonl` with `--transcripts`, and
+//! passes every event on to a [`Reporter`]'s [`StageReport`]. The library
+//! draws nothing: the CLI implements [`Reporter`] with progress bars (as
+//! uv's library crates define reporter traits and only its CLI draws);
+//! [`Hidden`] shows nothing (tests, benches, batch work). Budgets are kept
+//! by [`crate::llm::budget`], synchronously, not here.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
 
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use crate::llm::conversation::Usage;
 use crate::llm::events::Event;
-use crate::util::human_count;
 
-/// Most agent lines drawn at once; the rest are counted on the main bar.
-const MAX_AGENT_LINES: usize = 8;
+/// How a run shows its progress. The library calls it; what is drawn, and
+/// where, is the implementation's (the CLI's bars on stderr).
+pub trait Reporter: Send + Sync {
+    /// A stage of `groups` groups starts (a scan's fan-out); its events go
+    /// to the returned report until it is finished.
+    fn stage(&self, groups: u64) -> Box<dyn StageReport>;
+
+    /// One line for one agent of `ask`, named `prefix`; its events go to
+    /// the returned line until it is finished.
+    fn agent_line(&self, prefix: String) -> Box<dyn AgentLine>;
+
+    /// Runs `f` with the display cleared, for lines written to stderr or
+    /// stdout (logs, notices, an answer's streamed text), so that a line
+    /// never tears a bar.
+    fn suspend(&self, f: &mut dyn FnMut());
+}
+
+/// One stage's progress: every event of its agents, in order.
+pub trait StageReport: Send {
+    /// An agent's event (started, a round, a tool, tokens, finished, a
+    /// transcript entry).
+    fn event(&mut self, event: &Event);
+
+    /// Every agent's sender is gone: the stage is over.
+    fn finish(self: Box<Self>);
+}
+
+/// One agent's line: the events of that one agent.
+pub trait AgentLine: Send {
+    /// An event of the line's agent.
+    fn event(&mut self, event: &Event);
+
+    /// The agent's sender is gone.
+    fn finish(self: Box<Self>);
+}
+
+/// A reporter that shows nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Hidden;
+
+impl Reporter for Hidden {
+    fn stage(&self, _groups: u64) -> Box<dyn StageReport> {
+        Box::new(Hidden)
+    }
+
+    fn agent_line(&self, _prefix: String) -> Box<dyn AgentLine> {
+        Box::new(Hidden)
+    }
+
+    fn suspend(&self, f: &mut dyn FnMut()) {
+        f();
+    }
+}
+
+impl StageReport for Hidden {
+    fn event(&mut self, _event: &Event) {}
+
+    fn finish(self: Box<Self>) {}
+}
+
+impl AgentLine for Hidden {
+    fn event(&mut self, _event: &Event) {}
+
+    fn finish(self: Box<Self>) {}
+}
+
+/// A shared reporter, as a run's [`crate::Ui`] holds it.
+pub(crate) type SharedReporter = Arc<dyn Reporter>;
 
 /// What the consumer saw.
 #[derive(Debug, Default)]
@@ -34,8 +99,8 @@ pub(crate) struct Consumed {
 
 /// The event consumer.
 pub(crate) struct Consumer {
-    pub(crate) multi: MultiProgress,
-    pub(crate) total_groups: u64,
+    /// Where the stage's events are shown.
+    pub(crate) report: Box<dyn StageReport>,
     pub(crate) transcripts: Option<PathBuf>,
 }
 
@@ -66,71 +131,16 @@ impl Consumer {
     }
 
     /// Consumes events until every sender is dropped.
-    async fn run(self, mut rx: UnboundedReceiver<Event>) -> Consumed {
-        let overall = self.multi.add(ProgressBar::new(self.total_groups));
-        overall.set_style(
-            ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30.cyan/blue}] {pos}/{len} groups · {msg} · ETA {eta}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-        );
-        overall.enable_steady_tick(Duration::from_millis(250));
-        let agent_style = ProgressStyle::with_template("  {spinner} {prefix:.bold} {wide_msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner());
-        let mut lines: HashMap<String, ProgressBar> = HashMap::new();
-        let mut running = 0usize;
-        let mut findings = 0usize;
+    async fn run(mut self, mut rx: UnboundedReceiver<Event>) -> Consumed {
         let mut consumed = Consumed::default();
         let mut files: HashMap<String, std::io::BufWriter<std::fs::File>> = HashMap::new();
-        // The agents' own claims, before verification and dedupe: said as
-        // such, since the report's verified count is known only at the end.
-        let message = |claims: usize, usage: &Usage, running: usize| {
-            format!(
-                "{claims} claims reported (verified at the end) · {} tokens · {running} running",
-                human_count(usage.total())
-            )
-        };
         while let Some(event) = rx.recv().await {
+            self.report.event(&event);
             match event {
-                Event::Started { group, agent } => {
-                    running += 1;
-                    if lines.len() < MAX_AGENT_LINES {
-                        let bar = self.multi.add(ProgressBar::new_spinner());
-                        bar.set_style(agent_style.clone());
-                        bar.set_prefix(group.clone());
-                        bar.set_message(format!("{agent} starting"));
-                        bar.enable_steady_tick(Duration::from_millis(120));
-                        lines.insert(group, bar);
-                    }
-                }
-                Event::Round { group, round } => {
-                    if let Some(bar) = lines.get(&group) {
-                        bar.set_message(format!("round {round}"));
-                    }
-                }
-                Event::Tool {
-                    group,
-                    tool,
-                    target,
-                } => {
-                    if let Some(bar) = lines.get(&group) {
-                        bar.set_message(format!("{tool} {target}"));
-                    }
-                }
                 Event::Usage { usage, .. } => {
                     consumed.usage.add(usage);
                 }
-                Event::Finished {
-                    group, findings: n, ..
-                } => {
-                    running = running.saturating_sub(1);
-                    findings += n;
-                    overall.inc(1);
-                    if let Some(bar) = lines.remove(&group) {
-                        bar.finish_and_clear();
-                        self.multi.remove(&bar);
-                    }
+                Event::Finished { group, .. } => {
                     if let Some(file) = files.remove(&group) {
                         self.close_transcript(&group, file, &mut consumed);
                     }
@@ -140,16 +150,13 @@ impl Consumer {
                         self.write_transcript(dir, &group, &entry, &mut files, &mut consumed);
                     }
                 }
+                Event::Started { .. } | Event::Round { .. } | Event::Tool { .. } => {}
             }
-            overall.set_message(message(findings, &consumed.usage, running));
         }
         for (group, file) in files {
             self.close_transcript(&group, file, &mut consumed);
         }
-        for (_, bar) in lines {
-            bar.finish_and_clear();
-        }
-        overall.finish_and_clear();
+        self.report.finish();
         consumed
     }
 
@@ -219,26 +226,74 @@ impl Consumer {
     }
 }
 
-/// A `tracing` writer that prints through the progress bars' `suspend`, so
-/// logs never tear a bar.
-#[derive(Clone)]
-pub struct LogWriter(pub(crate) MultiProgress);
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
 
-impl Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.suspend(|| std::io::stderr().write_all(buf))?;
-        Ok(buf.len())
+    use super::*;
+
+    /// A stage report that records what it was told.
+    struct Recorded(Arc<Mutex<Vec<String>>>);
+
+    impl StageReport for Recorded {
+        fn event(&mut self, event: &Event) {
+            let said = match event {
+                Event::Started { group, .. } => format!("started {group}"),
+                Event::Finished { group, .. } => format!("finished {group}"),
+                Event::Usage { group, .. } => format!("usage {group}"),
+                other => format!("{other:?}"),
+            };
+            self.0.lock().unwrap().push(said);
+        }
+
+        fn finish(self: Box<Self>) {
+            self.0.lock().unwrap().push("stage over".into());
+        }
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
+    #[tokio::test]
+    async fn the_consumer_passes_every_event_to_the_report_and_finishes_it() {
+        let said = Arc::new(Mutex::new(Vec::new()));
+        let (tx, running) = Consumer {
+            report: Box::new(Recorded(Arc::clone(&said))),
+            transcripts: None,
+        }
+        .start();
+        let usage = Usage {
+            input_tokens: 5,
+            output_tokens: 2,
+            ..Usage::default()
+        };
+        for event in [
+            Event::Started {
+                group: "g1".into(),
+                agent: "auditor".into(),
+            },
+            Event::Usage {
+                group: "g1".into(),
+                usage,
+            },
+            Event::Finished {
+                group: "g1".into(),
+                status: "completed".into(),
+                findings: 1,
+            },
+        ] {
+            tx.send(event).unwrap();
+        }
+        drop(tx);
+        let consumed = running.finish().await;
+        assert_eq!(consumed.usage.total(), 7);
+        assert_eq!(
+            *said.lock().unwrap(),
+            ["started g1", "usage g1", "finished g1", "stage over"]
+        );
     }
-}
 
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
-    type Writer = LogWriter;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
+    #[test]
+    fn the_hidden_reporter_still_runs_what_it_suspends_for() {
+        let mut ran = false;
+        Hidden.suspend(&mut || ran = true);
+        assert!(ran);
     }
 }

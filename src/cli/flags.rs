@@ -8,9 +8,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use fanscan::{
-    EvalArgs, FailOn, GateArgs, OutputArgs, PlannerKind, ProviderArgs, RunArgs, ScanArgs, Settings,
-    SetupError, ShardArgs,
+    Count, EvalArgs, EvalFormat, FailOn, GateArgs, MatchBy, PlannerKind, RunArgs, Settings,
+    SetupError,
 };
+
+use super::run_flags::{GateFlags, OutputFlags, ProviderFlags, ScanFlags, ShardFlags};
 
 const EXIT_CODES: &str = "Exit codes:
   0  passed: every planned file reviewed, no open finding at or above --fail-on
@@ -81,7 +83,7 @@ pub(crate) enum Command {
     #[command(
         after_help = "Exit codes: 0 scored, 1 internal or I/O error, 2 a truth file or report\nthat cannot be read (the message names the file, the line and the fix)."
     )]
-    Eval(EvalArgs),
+    Eval(Eval),
     /// List the agent definitions in effect.
     Agents(Agents),
     /// Run one agent on one task and print its report.
@@ -92,9 +94,9 @@ pub(crate) enum Command {
 #[derive(Args, Debug)]
 pub(crate) struct RunFlags {
     #[command(flatten)]
-    provider: ProviderArgs,
+    provider: ProviderFlags,
     #[command(flatten)]
-    scan: ScanArgs,
+    scan: ScanFlags,
 }
 
 impl RunFlags {
@@ -102,8 +104,8 @@ impl RunFlags {
     /// report outputs.
     fn into_args(self) -> RunArgs {
         RunArgs {
-            provider: self.provider,
-            scan: self.scan,
+            provider: self.provider.into(),
+            scan: self.scan.into(),
             ..RunArgs::default()
         }
     }
@@ -118,17 +120,100 @@ pub(crate) struct Scan {
     #[command(flatten)]
     run: RunFlags,
     #[command(flatten)]
-    gate: GateArgs,
+    gate: GateFlags,
     #[command(flatten)]
-    shard: ShardArgs,
+    shard: ShardFlags,
     #[command(flatten)]
-    out: OutputArgs,
+    out: OutputFlags,
     /// Write each agent's conversation to DIR/<group>.jsonl.
     #[arg(long, value_name = "DIR")]
     transcripts: Option<PathBuf>,
     /// Seconds running agents get to finish after Ctrl-C before they are cancelled.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     grace: u64,
+}
+
+/// `fanscan eval`.
+#[derive(Args, Debug)]
+pub(crate) struct Eval {
+    /// The reports to score (`fanscan scan --format json`); two or more are
+    /// shown side by side.
+    #[arg(required = true, value_name = "REPORT")]
+    reports: Vec<PathBuf>,
+    /// The labelled truth: fanscan's CSV (path,cwe,vulnerable,lines) or
+    /// JSON, the OWASP Benchmark's expectedresults-*.csv, or the CASTLE
+    /// dataset JSON; the format is told by the content.
+    #[arg(long, value_name = "FILE")]
+    truth: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = EvalFormatFlag::Md)]
+    format: EvalFormatFlag,
+    /// How many lines from a labelled line a finding may cite and still
+    /// match it.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    line_slack: u32,
+    /// Which findings are the run's predictions.
+    #[arg(long, value_enum, default_value_t = CountFlag::Open)]
+    count: CountFlag,
+    /// What a finding must share with a case besides its file (and line).
+    #[arg(long = "match", value_name = "WHAT", value_enum, default_value_t = MatchFlag::Cwe)]
+    match_by: MatchFlag,
+}
+
+impl From<Eval> for EvalArgs {
+    fn from(c: Eval) -> Self {
+        Self {
+            reports: c.reports,
+            truth: c.truth,
+            format: match c.format {
+                EvalFormatFlag::Md => EvalFormat::Md,
+                EvalFormatFlag::Json => EvalFormat::Json,
+            },
+            line_slack: c.line_slack,
+            count: match c.count {
+                CountFlag::Open => Count::Open,
+                CountFlag::Verified => Count::Verified,
+                CountFlag::All => Count::All,
+            },
+            match_by: match c.match_by {
+                MatchFlag::Cwe => MatchBy::Cwe,
+                MatchFlag::Location => MatchBy::Location,
+            },
+        }
+    }
+}
+
+/// `eval --format`: [`EvalFormat`] on the command line.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum EvalFormatFlag {
+    Md,
+    Json,
+}
+
+/// `eval --count`: [`Count`] on the command line; the variants' docs are
+/// the help.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum CountFlag {
+    /// The open findings: verified, and not suppressed, baselined or
+    /// refuted: what the gate fails on.
+    Open,
+    /// Every verified finding, also those suppressed, baselined or refuted
+    /// by the skeptic (the run before those filters).
+    Verified,
+    /// Every located claim, also those that failed verification.
+    All,
+}
+
+/// `eval --match`: [`MatchBy`] on the command line; the variants' docs
+/// are the help.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum MatchFlag {
+    /// The file, the CWE (or a documented relative) and, where lines are
+    /// labelled, the line.
+    Cwe,
+    /// The file and, where lines are labelled, the line; the CWE is not
+    /// looked at (for runs whose findings carry none).
+    Location,
 }
 
 /// `fanscan merge`.
@@ -143,9 +228,9 @@ pub(crate) struct Merge {
     #[command(flatten)]
     run: RunFlags,
     #[command(flatten)]
-    gate: GateArgs,
+    gate: GateFlags,
     #[command(flatten)]
-    out: OutputArgs,
+    out: OutputFlags,
 }
 
 /// `fanscan ask`.
@@ -244,7 +329,7 @@ pub(crate) struct RunAgent {
     #[arg(default_value = ".")]
     path: PathBuf,
     #[command(flatten)]
-    provider: ProviderArgs,
+    provider: ProviderFlags,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -306,9 +391,9 @@ impl Command {
                 settings: settings(
                     &c.path,
                     RunArgs {
-                        gate: c.gate,
-                        shard: c.shard,
-                        output: Some(c.out),
+                        gate: c.gate.into(),
+                        shard: c.shard.into(),
+                        output: Some(c.out.into()),
                         ..c.run.into_args()
                     },
                 )?,
@@ -319,8 +404,8 @@ impl Command {
                 settings: settings(
                     &c.path,
                     RunArgs {
-                        gate: c.gate,
-                        output: Some(c.out),
+                        gate: c.gate.into(),
+                        output: Some(c.out.into()),
                         ..c.run.into_args()
                     },
                 )?,
@@ -368,13 +453,13 @@ impl Command {
                     .store
                     .unwrap_or_else(|| PathBuf::from(".fanscan/store.db")),
             },
-            Self::Eval(args) => Job::Eval(args),
+            Self::Eval(c) => Job::Eval(c.into()),
             Self::Agents(c) => Job::Agents { path: c.path },
             Self::RunAgent(c) => Job::RunAgent {
                 settings: settings(
                     &c.path,
                     RunArgs {
-                        provider: c.provider,
+                        provider: c.provider.into(),
                         ..RunArgs::default()
                     },
                 )?,

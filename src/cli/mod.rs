@@ -1,11 +1,14 @@
-//! The binary's parts: the flags and their resolution ([`flags`]), one
+//! The binary's parts: the flags and their resolution ([`flags`], the
+//! flag groups of the commands that run agents in [`run_flags`]), one
 //! function per command ([`commands`]), writing the report ([`output`]),
-//! and Ctrl-C ([`signals`]). [`Failure`] is why a command made no result,
+//! the progress bars ([`progress`]) and Ctrl-C ([`signals`]). [`Failure`] is why a command made no result,
 //! with its exit code.
 
 pub(crate) mod commands;
 pub(crate) mod flags;
 pub(crate) mod output;
+pub(crate) mod progress;
+pub(crate) mod run_flags;
 mod signals;
 
 use fanscan::{AskError, EvalError, ScanError, SetupError, StoreError, exit};

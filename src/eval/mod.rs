@@ -16,40 +16,33 @@ use std::path::PathBuf;
 use crate::model::cwe::{CweError, CweTable};
 
 pub use score::Count;
-pub(crate) use score::MatchBy;
+pub use score::MatchBy;
 
 /// The output format of `fanscan eval`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EvalFormat {
+    /// Markdown tables.
     #[default]
     Md,
+    /// The evaluation as JSON.
     Json,
 }
 
-/// The arguments of `fanscan eval`.
-#[derive(clap::Args, Debug, Clone)]
+/// What `fanscan eval` scores, and how (the CLI's flags, whose help says
+/// each one's meaning, are parsed into it).
+#[derive(Debug, Clone)]
 pub struct EvalArgs {
-    /// The reports to score (`fanscan scan --format json`); two or more are
-    /// shown side by side.
-    #[arg(required = true, value_name = "REPORT")]
+    /// The JSON reports to score.
     pub reports: Vec<PathBuf>,
-    /// The labelled truth: fanscan's CSV (path,cwe,vulnerable,lines) or
-    /// JSON, the OWASP Benchmark's expectedresults-*.csv, or the CASTLE
-    /// dataset JSON; the format is told by the content.
-    #[arg(long, value_name = "FILE")]
+    /// The labelled truth file.
     pub truth: PathBuf,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = EvalFormat::Md)]
     pub format: EvalFormat,
-    /// How many lines from a labelled line a finding may cite and still
-    /// match it.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    /// How far from a labelled line a cited line still matches.
     pub line_slack: u32,
     /// Which findings are the run's predictions.
-    #[arg(long, value_enum, default_value_t = Count::Open)]
     pub count: Count,
-    /// What a finding must share with a case besides its file (and line).
-    #[arg(long = "match", value_name = "WHAT", value_enum, default_value_t = MatchBy::Cwe)]
+    /// What a finding must share with a case besides its location.
     pub match_by: MatchBy,
 }
 

@@ -19,17 +19,16 @@ use super::truth::{Case, FileKey, Truth, file_name, stem};
 use crate::model::cwe::{CweId, CweTable};
 
 /// Which findings count as the run's predictions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
+/// (`fanscan eval --count`; its help says each in full.)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Count {
-    /// The open findings: verified, and not suppressed, baselined or
-    /// refuted: what the gate fails on.
+    /// What the gate fails on.
     #[default]
     Open,
-    /// Every verified finding, also those suppressed, baselined or refuted
-    /// by the skeptic (the run before those filters).
+    /// Before the suppression, baseline and skeptic filters.
     Verified,
-    /// Every located claim, also those that failed verification.
+    /// Unverified claims too.
     All,
 }
 
@@ -55,15 +54,14 @@ impl Count {
 }
 
 /// What a finding must share with a case to match it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
+/// (`fanscan eval --match`; its help says each in full.)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MatchBy {
-    /// The file, the CWE (or a documented relative) and, where lines are
-    /// labelled, the line.
+    /// Location and CWE (or a relative).
     #[default]
     Cwe,
-    /// The file and, where lines are labelled, the line; the CWE is not
-    /// looked at (for runs whose findings carry none).
+    /// Location only.
     Location,
 }
 

@@ -14,10 +14,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -259,7 +257,7 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
     let (lines, consumer) = Lines::start(ui);
     let task_sinks = |id: &str, agent: &str, description: &str| lines.sink(id, agent, description);
 
-    let print = printer(ui.multi.clone(), stream);
+    let print = printer(ui.clone(), stream);
     let streamed = stream && !offline;
     let mut outcome = if offline {
         OfflineLead {
@@ -339,12 +337,12 @@ fn cache_scope(question: &str) -> String {
 
 /// Writes the lead's streamed text to stdout (only with `stream`), around
 /// the progress lines.
-fn printer(multi: MultiProgress, stream: bool) -> impl Fn(Shown<'_>) + Send + Sync {
+fn printer(ui: Ui, stream: bool) -> impl Fn(Shown<'_>) + Send + Sync {
     move |shown: Shown<'_>| {
         if !stream {
             return;
         }
-        multi.suspend(|| {
+        ui.suspend(|| {
             let mut out = std::io::stdout().lock();
             // A failing stdout is reported when the rest is written.
             let _ = match shown {
@@ -464,27 +462,27 @@ fn assemble(
 }
 
 /// The progress lines: one per running agent, prefixed with its agent and
-/// description; every event is passed on to the transcript writer.
+/// description, shown through the run's reporter; every event is passed
+/// on to the transcript writer.
 struct Lines {
-    multi: MultiProgress,
+    reporter: crate::progress::SharedReporter,
     forward: UnboundedSender<Event>,
     transcripts: bool,
 }
 
 impl Lines {
-    /// The lines, drawn with the terminal's progress bars, and the consumer
-    /// that writes transcripts. Transcripts are written by the scan's
-    /// consumer; the lines drawn are this module's: one per running
-    /// sub-agent, with its description.
+    /// The lines, shown through the run's reporter, and the consumer that
+    /// writes transcripts. Transcripts are written by the scan's consumer
+    /// (its stage shown by nothing); the lines shown are this module's:
+    /// one per running sub-agent, with its description.
     fn start(ui: &Ui) -> (Self, crate::progress::Running) {
         let (transcripts, consumer) = crate::progress::Consumer {
-            multi: MultiProgress::with_draw_target(ProgressDrawTarget::hidden()),
-            total_groups: 0,
+            report: Box::new(crate::progress::Hidden),
             transcripts: ui.transcripts.clone(),
         }
         .start();
         let lines = Self {
-            multi: ui.multi.clone(),
+            reporter: Arc::clone(&ui.reporter),
             forward: transcripts,
             transcripts: ui.transcripts.is_some(),
         };
@@ -493,49 +491,19 @@ impl Lines {
 
     fn sink(&self, id: &str, agent: &str, description: &str) -> EventSink {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
-        let bar = self.multi.add(ProgressBar::new_spinner());
-        bar.set_style(
-            ProgressStyle::with_template("  {spinner} {prefix:.bold} {wide_msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        bar.set_prefix(if id == agent {
+        let mut line = self.reporter.agent_line(if id == agent {
             format!("{agent}: {description}")
         } else {
             format!("{id} {agent}: {description}")
         });
-        bar.set_message("starting");
-        bar.enable_steady_tick(Duration::from_millis(120));
         let forward = self.forward.clone();
-        let multi = self.multi.clone();
         tokio::spawn(async move {
             while let Some(event) = rx.recv().await {
-                match &event {
-                    Event::Round { round, .. } => bar.set_message(format!("round {round}")),
-                    Event::Tool { tool, target, .. } => bar.set_message(format!("{tool} {target}")),
-                    Event::Finished {
-                        status, findings, ..
-                    } => {
-                        bar.finish_and_clear();
-                        multi.remove(&bar);
-                        // The line stays as a record when bars are drawn;
-                        // hidden (quiet, not a terminal), the summary at
-                        // the end says it.
-                        if !multi.is_hidden() {
-                            multi.suspend(|| {
-                                eprintln!(
-                                    "  {} finished: {status}, {findings} claims",
-                                    bar.prefix()
-                                );
-                            });
-                        }
-                    }
-                    Event::Started { .. } | Event::Usage { .. } | Event::Transcript { .. } => {}
-                }
+                line.event(&event);
                 // A closed writer means nobody is listening: not an error.
                 let _ = forward.send(event);
             }
-            bar.finish_and_clear();
-            multi.remove(&bar);
+            line.finish();
         });
         EventSink::new(id, Some(tx), self.transcripts)
     }

@@ -13,8 +13,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use indicatif::{MultiProgress, ProgressDrawTarget};
-
 use crate::agents::{
     AgentDefinition, AgentRun, AgentSet, AgentTask, DefinitionError, GroupReport, TaskFile,
     UnknownAgent, run_subagent,
@@ -559,8 +557,8 @@ impl Started {
 /// Clones share the display and the control.
 #[derive(Clone)]
 pub struct Ui {
-    /// Where progress bars draw (hidden when not a terminal or quiet).
-    pub(crate) multi: MultiProgress,
+    /// What shows the run's progress (the CLI's bars, or nothing).
+    pub(crate) reporter: crate::progress::SharedReporter,
     /// Where transcripts go.
     pub(crate) transcripts: Option<std::path::PathBuf>,
     /// Ctrl-C and budgets stop the run through this.
@@ -614,16 +612,10 @@ fn load_baseline(settings: &Settings) -> Result<(Option<Baseline>, Option<String
 }
 
 impl Ui {
-    /// Progress drawn on stderr when `draw` (a terminal, no `--quiet`),
-    /// else hidden; no transcripts; a fresh control.
-    pub fn new(draw: bool) -> Self {
-        let target = if draw {
-            ProgressDrawTarget::stderr()
-        } else {
-            ProgressDrawTarget::hidden()
-        };
+    /// Progress shown through `reporter`; no transcripts; a fresh control.
+    pub fn new(reporter: std::sync::Arc<dyn crate::progress::Reporter>) -> Self {
         Self {
-            multi: MultiProgress::with_draw_target(target),
+            reporter,
             transcripts: None,
             control: RunControl::default(),
         }
@@ -631,7 +623,7 @@ impl Ui {
 
     /// No progress display (tests, benches, batch work).
     pub fn hidden() -> Self {
-        Self::new(false)
+        Self::new(std::sync::Arc::new(crate::progress::Hidden))
     }
 
     /// Each agent's conversation is also written to `dir`.
@@ -651,15 +643,14 @@ impl Ui {
         &self.control
     }
 
-    /// A log writer that prints through the progress display, so that a
-    /// log line never tears a bar.
-    pub fn log_writer(&self) -> crate::progress::LogWriter {
-        crate::progress::LogWriter(self.multi.clone())
-    }
-
     /// Runs `f` with the progress display cleared, for lines on stderr.
-    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
-        self.multi.suspend(f)
+    pub fn suspend(&self, f: impl FnOnce()) {
+        let mut f = Some(f);
+        self.reporter.suspend(&mut || {
+            if let Some(f) = f.take() {
+                f();
+            }
+        });
     }
 
     /// Starts the one event consumer of a run of `groups` groups: progress
@@ -672,8 +663,7 @@ impl Ui {
         crate::progress::Running,
     ) {
         crate::progress::Consumer {
-            multi: self.multi.clone(),
-            total_groups: groups as u64,
+            report: self.reporter.stage(groups as u64),
             transcripts: self.transcripts.clone(),
         }
         .start()

@@ -39,28 +39,40 @@ use crate::util::git::{ChangeSet, Checkout};
 /// The JSON schema version; bumped on any incompatible change.
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 
-/// Output formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+/// Output formats (`--format`, whose help says what each is for).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
+    /// Markdown.
     Md,
+    /// The JSON report.
     Json,
-    /// SARIF 2.1.0 for GitHub code scanning.
+    /// SARIF 2.1.0.
     Sarif,
-    /// GitHub Actions annotations (workflow commands).
+    /// GitHub Actions workflow commands.
     Github,
-    /// GitLab Code Quality (Code Climate issues).
+    /// Code Climate issues.
     Codeclimate,
-    /// One self-contained HTML page (charts, filters, no network).
+    /// One HTML page.
     Html,
-    /// The body of GitHub's "create a review" request: comments on the
-    /// changed lines of a pull request (needs --since REF).
+    /// A GitHub pull-request review.
     #[serde(rename = "github-review")]
     GithubReview,
-    /// GitLab merge-request discussions on the changed lines (needs
-    /// --since REF).
+    /// GitLab merge-request discussions.
     #[serde(rename = "gitlab-discussions")]
     GitlabDiscussions,
+}
+
+impl Format {
+    /// The format named `name` (`md`, `sarif`, `github-review`, ...; any
+    /// case), as `--output FORMAT=FILE` names it; `None` when no format has
+    /// that name.
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
+        use serde::Deserialize as _;
+        let lower = name.to_ascii_lowercase();
+        Self::deserialize(serde::de::value::StrDeserializer::<serde::de::value::Error>::new(&lower))
+            .ok()
+    }
 }
 
 /// The tool that made the report.
@@ -841,6 +853,22 @@ mod tests {
     use super::*;
     use crate::model::findings::{Finding, FindingCwe, HowParsed, Severity, Unparsed};
     use crate::stages::reduce::Merged;
+
+    #[test]
+    fn formats_are_named_as_output_names_them_in_any_case() {
+        assert_eq!(Format::from_name("sarif"), Some(Format::Sarif));
+        assert_eq!(Format::from_name("MD"), Some(Format::Md));
+        assert_eq!(
+            Format::from_name("github-review"),
+            Some(Format::GithubReview)
+        );
+        assert_eq!(
+            Format::from_name("Gitlab-Discussions"),
+            Some(Format::GitlabDiscussions)
+        );
+        assert_eq!(Format::from_name("report.md"), None);
+        assert_eq!(Format::from_name("github_review"), None);
+    }
 
     fn finding(title: &str, origin: Origin) -> Finding {
         Finding {

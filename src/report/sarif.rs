@@ -76,7 +76,7 @@ pub(crate) const MAX_RESULTS: usize = 25_000;
 
 /// What the SARIF does with the findings that do not gate (suppressed
 /// inline, baselined, refuted by the skeptic).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Suppressed {
     /// Leave them out, counted in a notification: code scanning would open

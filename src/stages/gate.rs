@@ -19,7 +19,7 @@ use crate::stages::reduce::Merged;
 use crate::util::git::{ChangeSet, ConfigOrigin};
 
 /// The lowest severity that fails the gate, or `never`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FailOn {
     Critical,

@@ -76,7 +76,7 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// A count as people read it: `950`, `12.3k`, `5.2M`, `1.1B`.
-pub(crate) fn human_count(n: u64) -> String {
+pub fn human_count(n: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1_000_000_000, "B"), (1_000_000, "M"), (1_000, "k")];
     for (size, unit) in UNITS {
         if n >= size {

@@ -551,3 +551,71 @@ fn module_graph_use_trees_expand_to_every_path() {
     assert_eq!(abs("crate::a::self").unwrap(), ["a"]);
     assert_eq!(abs("std::fmt"), None);
 }
+
+/// The terminal crates the library must not use: only the CLI (`src/cli/`
+/// and `src/main.rs`) parses flags and draws bars.
+const TERMINAL_CRATES: &[&str] = &["clap", "indicatif"];
+
+/// The terminal crates `text` (a source file) uses, comments and strings
+/// left out: a path into the crate, or one of clap's attributes.
+fn terminal_uses(text: &str, crates: &[&str]) -> BTreeSet<String> {
+    let code = code_only(text);
+    let mut found = BTreeSet::new();
+    for name in crates {
+        let path = Regex::new(&format!(r"\b{name}\s*::")).unwrap();
+        if path.is_match(&code) {
+            found.insert(name.to_string());
+        }
+    }
+    if crates.contains(&"clap") {
+        let attribute = Regex::new(r"#\[\s*(arg|command|value|clap)\s*\(").unwrap();
+        if attribute.is_match(&code) {
+            found.insert("clap".to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn the_library_uses_no_terminal_crate() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut offenders = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap();
+        if rel.starts_with("cli") || rel == Path::new("main.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let used = terminal_uses(&text, TERMINAL_CRATES);
+        if !used.is_empty() {
+            offenders.push(format!("{}: {used:?}", rel.display()));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "library files use a terminal crate; move the use into src/cli/:\n{}",
+        offenders.join("\n")
+    );
+    // The check sees a use at all: the CLI's own files have them.
+    let cli = std::fs::read_to_string(src.join("cli/progress.rs")).unwrap();
+    assert!(terminal_uses(&cli, TERMINAL_CRATES).contains("indicatif"));
+    let flags = std::fs::read_to_string(src.join("cli/run_flags.rs")).unwrap();
+    assert!(terminal_uses(&flags, TERMINAL_CRATES).contains("clap"));
+}
+
+#[test]
+fn terminal_uses_finds_paths_and_attributes_not_comments() {
+    let text = "// clap::Parser in a comment\nlet s = \"indicatif::X\";\n#[derive(clap::ValueEnum)]\nenum A {}\n";
+    assert_eq!(
+        terminal_uses(text, &["clap", "indicatif"]),
+        BTreeSet::from(["clap".to_string()])
+    );
+    let attr = "struct A {\n    #[arg(long)]\n    x: u8,\n}\n";
+    assert_eq!(
+        terminal_uses(attr, &["clap"]),
+        BTreeSet::from(["clap".to_string()])
+    );
+    assert!(terminal_uses("use indicatif::ProgressBar;", &["clap"]).is_empty());
+}
