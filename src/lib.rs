@@ -118,7 +118,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let (events, progress) = ui.progress(store.split.fresh.len());
     let fanned = FanOut {
         definition: auditor,
-        provider: Arc::clone(&ctx.provider),
+        provider: ctx.harness.shared(),
         tools: Arc::clone(&tools),
         jobs: s.jobs,
         max_output_tokens: s.max_output_tokens,
@@ -208,7 +208,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         verify_off_thread(a.reports, a.inventory, Arc::clone(&a.tools)).await?;
     let skeptic = pipeline::skeptic::Skeptic {
         definition: ctx.agents.get(pipeline::skeptic::SKEPTIC),
-        provider: ctx.provider.as_ref(),
+        provider: ctx.harness.provider(),
         // A shard's findings are challenged in `fanscan merge`.
         threshold: s.challenge.threshold().filter(|_| s.shard.is_none()),
         jobs: s.jobs,
@@ -249,7 +249,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         stopped: [a.stopped, ui.control.reasons()].concat(),
         run_notes: [
             a.notes.setup,
-            ctx.provider.notes(),
+            ctx.harness.provider().notes(),
             a.notes.stages,
             challenged.notes,
         ]
@@ -338,7 +338,7 @@ async fn brief_stage(
     let written = stages::brief::Stage {
         writer: stages::brief::Writer {
             definition,
-            provider: ctx.provider.as_ref(),
+            provider: ctx.harness.provider(),
             tools: Arc::clone(tools),
             events: &EventSink::silent("brief"),
             control: &ui.control,
@@ -463,7 +463,7 @@ async fn reduce_or_reuse(
     }
     let reducer = stages::reduce::Reducer {
         definition: reducer,
-        provider: ctx.provider.as_ref(),
+        provider: ctx.harness.provider(),
         context_tokens: stages::reduce::batch_tokens(
             reducer,
             s.context_tokens,

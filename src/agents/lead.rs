@@ -157,11 +157,7 @@ impl Lead<'_> {
         };
         let router = ToolRouter::new(tools, &self.definition.tools).with(&task);
         self.events.started(&self.definition.name);
-        let model = self
-            .definition
-            .model
-            .clone()
-            .unwrap_or_else(|| self.provider.model().to_string());
+        let model = super::model_for(self.definition, self.provider).to_string();
         let start = Start {
             text: question.to_string(),
             ..Start::default()

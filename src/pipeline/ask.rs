@@ -251,7 +251,7 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
             .scoped(inventory.files.iter().map(|f| f.path.clone())),
     );
     let spend = ctx.spend(ui.control.clone(), None);
-    let offline = ctx.provider.engine() == EngineKind::RuleEngine;
+    let offline = ctx.harness.provider().engine() == EngineKind::RuleEngine;
     let cache_scope = cache_scope(question);
     let lead_definition = ctx.agent("lead")?;
     let auditor = ctx.agent(&settings.agent)?;
@@ -280,7 +280,7 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
         Lead {
             definition: lead_definition,
             agents: &ctx.agents,
-            provider: ctx.provider.as_ref(),
+            provider: ctx.harness.provider(),
             tools: &tools,
             events: &events,
             task_sinks: &task_sinks,
@@ -435,9 +435,9 @@ fn assemble(
     Answer {
         question: question.to_string(),
         answer: outcome.answer,
-        engine: ctx.provider.engine(),
-        provider: ctx.provider.name().to_string(),
-        model: ctx.provider.model().to_string(),
+        engine: ctx.harness.provider().engine(),
+        provider: ctx.harness.provider().name().to_string(),
+        model: ctx.harness.provider().model().to_string(),
         status: outcome.status,
         error: outcome.error,
         complete,
@@ -593,7 +593,7 @@ impl OfflineLead<'_> {
                     let report = run_delegated(
                         AgentRun {
                             definition: self.agent,
-                            provider: self.ctx.provider.as_ref(),
+                            provider: self.ctx.harness.provider(),
                             tools: self.tools,
                             events: &sink,
                             wrap_up: &self.control.wrap_up,

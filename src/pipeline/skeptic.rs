@@ -128,10 +128,7 @@ pub(crate) async fn challenge(
     };
     let stage = Stage {
         definition: &definition,
-        model: definition
-            .model
-            .clone()
-            .unwrap_or_else(|| skeptic.provider.model().to_string()),
+        model: crate::agents::model_for(&definition, skeptic.provider).to_string(),
         provider: skeptic.provider,
         jobs: skeptic.jobs,
         max_output_tokens: skeptic.max_output_tokens,

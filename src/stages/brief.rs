@@ -437,11 +437,7 @@ impl Writer<'_> {
     /// agents (a brief carrying any is dropped), and bounded.
     pub(crate) async fn write(&self, shape: &Shape) -> Written {
         let task = shape.render();
-        let model = self
-            .definition
-            .model
-            .clone()
-            .unwrap_or_else(|| self.provider.model().to_string());
+        let model = crate::agents::model_for(self.definition, self.provider).to_string();
         let counter = crate::llm::tokens::TokenCounter::for_model(&model);
         let first = expected_tokens(&ChatRequest {
             model: self.definition.model.clone(),
@@ -608,12 +604,8 @@ impl Stage<'_> {
                 notes: Vec::new(),
             };
         }
-        let model = self
-            .writer
-            .definition
-            .model
-            .clone()
-            .unwrap_or_else(|| self.writer.provider.model().to_string());
+        let model =
+            crate::agents::model_for(self.writer.definition, self.writer.provider).to_string();
         let key = cache_key(self.writer.definition, &model, &shape);
         if let Some(stored) = self.stored.and_then(|s| s.brief(&key))
             && self.unchanged(&stored.files_read).await

@@ -159,12 +159,10 @@ impl FanOut {
         let reserve = self.reserve_of(task).max(first.saturating_mul(2));
         // Weighed with the calibration of the agent's model's counter.
         let definition = self.definition_of(&task.group);
-        let counter = crate::llm::tokens::TokenCounter::for_model(
-            definition
-                .model
-                .as_deref()
-                .unwrap_or_else(|| self.provider.model()),
-        );
+        let counter = crate::llm::tokens::TokenCounter::for_model(crate::agents::model_for(
+            definition,
+            self.provider.as_ref(),
+        ));
         loop {
             if self.control.stop.is_cancelled() {
                 return Admit::Stopped;

@@ -542,12 +542,10 @@ impl Reducer<'_> {
             tools: Vec::new(),
             tool_choice: ToolChoice::None,
             max_output_tokens: self.max_output_tokens,
-            counter: crate::llm::tokens::TokenCounter::for_model(
-                self.definition
-                    .model
-                    .as_deref()
-                    .unwrap_or_else(|| self.provider.model()),
-            ),
+            counter: crate::llm::tokens::TokenCounter::for_model(crate::agents::model_for(
+                self.definition,
+                self.provider,
+            )),
             ..ChatRequest::default()
         };
         match self.provider.chat(&request).await {

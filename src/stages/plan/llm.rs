@@ -96,12 +96,9 @@ pub(crate) async fn plan(
         tools: Vec::new(),
         tool_choice: ToolChoice::None,
         max_output_tokens,
-        counter: crate::llm::tokens::TokenCounter::for_model(
-            definition
-                .model
-                .as_deref()
-                .unwrap_or_else(|| provider.model()),
-        ),
+        counter: crate::llm::tokens::TokenCounter::for_model(crate::agents::model_for(
+            definition, provider,
+        )),
         ..ChatRequest::default()
     };
     match provider.chat(&request).await {
