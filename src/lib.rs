@@ -118,10 +118,8 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let (events, progress) = ui.progress(store.split.fresh.len());
     let fanned = FanOut {
         definition: auditor,
-        provider: ctx.harness.shared(),
+        harness: ctx.harness.clone(),
         tools: Arc::clone(&tools),
-        jobs: s.jobs,
-        max_output_tokens: s.max_output_tokens,
         events: Some(events),
         transcripts: ui.transcripts.is_some(),
         control: ui.control.clone(),

@@ -6,8 +6,6 @@
 //! question in one place ([`Harness::model_for`], [`model_for`]), so no
 //! stage re-derives "the agent's model, else the provider's".
 
-use std::sync::Arc;
-
 use super::AgentDefinition;
 use crate::llm::providers::{Provider, SharedProvider};
 
@@ -50,11 +48,6 @@ impl Harness {
         self.provider.as_ref()
     }
 
-    /// The run's provider, shared with tasks that outlive a borrow.
-    pub(crate) fn shared(&self) -> SharedProvider {
-        Arc::clone(&self.provider)
-    }
-
     /// The output cap of every model call (`--max-output-tokens`).
     pub(crate) fn max_output_tokens(&self) -> u32 {
         self.max_output_tokens
@@ -76,6 +69,7 @@ mod tests {
     use super::*;
     use crate::engine::offline::Offline;
     use crate::engine::rules::RuleSet;
+    use std::sync::Arc;
 
     /// The built-in auditor with its model set to `model`.
     fn auditor(model: Option<&str>) -> AgentDefinition {

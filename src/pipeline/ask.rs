@@ -280,14 +280,12 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
         Lead {
             definition: lead_definition,
             agents: &ctx.agents,
-            provider: ctx.harness.provider(),
+            harness: &ctx.harness,
             tools: &tools,
             events: &events,
             task_sinks: &task_sinks,
             control: &ui.control,
             spend: &spend,
-            max_output_tokens: settings.max_output_tokens,
-            jobs: settings.jobs,
             cache_scope: &cache_scope,
             // The lead always streams; only without --json is it shown.
             on_text: Some(&print as OnText<'_>),

@@ -479,10 +479,8 @@ impl Context {
     ) -> Result<FanOutResult, SetupError> {
         let fan = FanOut {
             definition: Arc::new(self.agent(agent)?.clone()),
-            provider: self.harness.shared(),
+            harness: self.harness.clone(),
             tools: Arc::clone(&self.tools),
-            jobs: self.harness.jobs(),
-            max_output_tokens: self.harness.max_output_tokens(),
             events: None,
             transcripts: false,
             control: control.clone(),
