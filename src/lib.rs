@@ -206,11 +206,9 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         verify_off_thread(a.reports, a.inventory, Arc::clone(&a.tools)).await?;
     let skeptic = pipeline::skeptic::Skeptic {
         definition: ctx.agents.get(pipeline::skeptic::SKEPTIC),
-        provider: ctx.harness.provider(),
+        harness: &ctx.harness,
         // A shard's findings are challenged in `fanscan merge`.
         threshold: s.challenge.threshold().filter(|_| s.shard.is_none()),
-        jobs: s.jobs,
-        max_output_tokens: s.max_output_tokens,
     };
     let run = a.run.as_ref();
     let challenged = pipeline::skeptic::challenge(
@@ -336,12 +334,11 @@ async fn brief_stage(
     let written = stages::brief::Stage {
         writer: stages::brief::Writer {
             definition,
-            provider: ctx.harness.provider(),
+            harness: &ctx.harness,
             tools: Arc::clone(tools),
             events: &EventSink::silent("brief"),
             control: &ui.control,
             spend,
-            max_output_tokens: settings.max_output_tokens,
         },
         own,
         stored: run.as_deref().map(|r| r as &dyn stages::brief::Stored),
@@ -461,13 +458,12 @@ async fn reduce_or_reuse(
     }
     let reducer = stages::reduce::Reducer {
         definition: reducer,
-        provider: ctx.harness.provider(),
+        harness: &ctx.harness,
         context_tokens: stages::reduce::batch_tokens(
             reducer,
             s.context_tokens,
             s.max_output_tokens,
         ),
-        max_output_tokens: s.max_output_tokens,
         // A run stopped early (budget, Ctrl-C) spends nothing more.
         stopped_early: ui.control.stop.is_cancelled(),
     };
