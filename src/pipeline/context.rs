@@ -274,8 +274,7 @@ impl Context {
             PlannerKind::Pack => None,
             PlannerKind::Llm => Some(PlannerAgent {
                 definition: self.agent("planner")?,
-                provider: self.harness.provider(),
-                max_output_tokens: self.harness.max_output_tokens(),
+                harness: &self.harness,
                 choices: if s.agent_forced {
                     Vec::new()
                 } else {
