@@ -119,10 +119,8 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let (events, progress) = ui.progress(store.split.fresh.len());
     let fanned = FanOut {
         definition: auditor,
-        provider: Arc::clone(&ctx.provider),
+        harness: ctx.harness.clone(),
         tools: Arc::clone(&tools),
-        jobs: s.jobs,
-        max_output_tokens: s.max_output_tokens,
         events: Some(events),
         transcripts: ui.transcripts.is_some(),
         control: ui.control.clone(),
@@ -209,11 +207,9 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         verify_off_thread(a.reports, a.inventory, Arc::clone(&a.tools)).await?;
     let skeptic = pipeline::skeptic::Skeptic {
         definition: ctx.agents.get(pipeline::skeptic::SKEPTIC),
-        provider: ctx.provider.as_ref(),
+        harness: &ctx.harness,
         // A shard's findings are challenged in `fanscan merge`.
         threshold: s.challenge.threshold().filter(|_| s.shard.is_none()),
-        jobs: s.jobs,
-        max_output_tokens: s.max_output_tokens,
     };
     let run = a.run.as_ref();
     let challenged = pipeline::skeptic::challenge(
@@ -250,7 +246,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         stopped: [a.stopped, ui.control.reasons()].concat(),
         run_notes: [
             a.notes.setup,
-            ctx.provider.notes(),
+            ctx.harness.provider().notes(),
             a.notes.stages,
             challenged.notes,
         ]
@@ -339,12 +335,11 @@ async fn brief_stage(
     let written = stages::brief::Stage {
         writer: stages::brief::Writer {
             definition,
-            provider: ctx.provider.as_ref(),
+            harness: &ctx.harness,
             tools: Arc::clone(tools),
             events: &EventSink::silent("brief"),
             control: &ui.control,
             spend,
-            max_output_tokens: settings.max_output_tokens,
         },
         own,
         stored: run.as_deref().map(|r| r as &dyn stages::brief::Stored),
@@ -464,13 +459,12 @@ async fn reduce_or_reuse(
     }
     let reducer = stages::reduce::Reducer {
         definition: reducer,
-        provider: ctx.provider.as_ref(),
+        harness: &ctx.harness,
         context_tokens: stages::reduce::batch_tokens(
             reducer,
             s.context_tokens,
             s.max_output_tokens,
         ),
-        max_output_tokens: s.max_output_tokens,
         // A run stopped early (budget, Ctrl-C) spends nothing more.
         stopped_early: ui.control.stop.is_cancelled(),
     };

@@ -26,12 +26,11 @@ use super::definition::TASK_TOOL;
 use super::router::{Handler, ReadOnlyTools, Running, ToolRouter, one_line};
 use super::subagent::{AgentRun, AgentStatus, AgentTask, GroupReport, run_subagent};
 use super::turns::{Finish, Loop, PlainText, Start, Stop};
-use super::{AgentDefinition, AgentSet};
+use super::{AgentDefinition, AgentSet, Harness};
 use crate::llm::budget::Spend;
 use crate::llm::control::RunControl;
 use crate::llm::conversation::{ToolCall, ToolSpec, Usage};
 use crate::llm::events::EventSink;
-use crate::llm::providers::Provider;
 use crate::llm::providers::stream::OnText;
 use crate::tools::{ToolContext, ToolError, ToolOutput};
 
@@ -71,16 +70,15 @@ pub(crate) struct Lead<'a> {
     pub definition: &'a AgentDefinition,
     /// Where the delegable agents are looked up.
     pub agents: &'a AgentSet,
-    pub provider: &'a dyn Provider,
+    /// The run's provider, output cap and `--jobs` (sub-agents in flight
+    /// at once).
+    pub harness: &'a Harness,
     pub tools: &'a Arc<ToolContext>,
     /// The lead's own sink (its rounds, tools and transcript).
     pub events: &'a EventSink,
     pub task_sinks: TaskSinks<'a>,
     pub control: &'a RunControl,
     pub spend: &'a Spend,
-    pub max_output_tokens: u32,
-    /// Sub-agents in flight at once.
-    pub jobs: usize,
     /// What prompt-cache keys derive from (the lead's and its tasks').
     pub cache_scope: &'a str,
     /// Where the lead's text is shown as it arrives (`fanscan ask` without
@@ -157,11 +155,7 @@ impl Lead<'_> {
         };
         let router = ToolRouter::new(tools, &self.definition.tools).with(&task);
         self.events.started(&self.definition.name);
-        let model = self
-            .definition
-            .model
-            .clone()
-            .unwrap_or_else(|| self.provider.model().to_string());
+        let model = self.harness.model_for(self.definition).to_string();
         let start = Start {
             text: question.to_string(),
             ..Start::default()
@@ -169,14 +163,14 @@ impl Lead<'_> {
         let outcome = Loop {
             agent: self.definition,
             model: &model,
-            provider: self.provider,
+            provider: self.harness.provider(),
             router: &router,
             events: self.events,
             wrap_up: &self.control.wrap_up,
             cancel: &self.control.cancel,
             spend: self.spend,
             group: None,
-            max_output_tokens: self.max_output_tokens,
+            max_output_tokens: self.harness.max_output_tokens(),
             // The lead's turns resend one growing prefix: one cache key.
             cache_key: Some(format!("{}-lead", self.cache_scope)),
             on_text: self.on_text,
@@ -246,13 +240,13 @@ impl Lead<'_> {
         let report = run_delegated(
             AgentRun {
                 definition,
-                provider: self.provider,
+                provider: self.harness.provider(),
                 tools: self.tools,
                 events: &sink,
                 wrap_up: &self.control.wrap_up,
                 cancel: &self.control.cancel,
                 spend: self.spend,
-                max_output_tokens: self.max_output_tokens,
+                max_output_tokens: self.harness.max_output_tokens(),
                 cache_scope: self.cache_scope,
             },
             &task,
@@ -296,7 +290,7 @@ impl Handler for TaskTool<'_, '_> {
     }
 
     fn concurrency(&self) -> usize {
-        self.lead.jobs.max(1)
+        self.lead.harness.jobs().max(1)
     }
 
     fn start(&self, call: &ToolCall) -> Result<Running<'_>, ToolError> {
@@ -389,7 +383,7 @@ mod tests {
     use std::sync::Mutex;
 
     use crate::llm::conversation::{ChatRequest, ChatResponse, FinishReason};
-    use crate::llm::providers::ProviderError;
+    use crate::llm::providers::{Provider, ProviderError};
 
     use futures::future::BoxFuture;
     use tokio_util::sync::CancellationToken;
@@ -580,17 +574,17 @@ mod tests {
         ]);
         let control = RunControl::default();
         let sinks = |id: &str, _: &str, _: &str| EventSink::silent(id);
+        let provider = Arc::new(provider);
+        let harness = Harness::new(provider.clone(), 100, 2);
         let lead = Lead {
             definition: agents.get("lead").unwrap(),
             agents: &agents,
-            provider: &provider,
+            harness: &harness,
             tools: &tools,
             events: &EventSink::silent("lead"),
             task_sinks: &sinks,
             control: &control,
             spend: &Spend::unlimited(),
-            max_output_tokens: 100,
-            jobs: 2,
             cache_scope: "t",
             on_text: None,
         };

@@ -9,6 +9,7 @@
 //! [`lead`] configure it.
 
 pub(crate) mod definition;
+pub(crate) mod harness;
 pub(crate) mod lead;
 pub(crate) mod router;
 pub(crate) mod subagent;
@@ -20,6 +21,7 @@ use std::path::Path;
 use crate::util::git::ConfigOrigin;
 
 pub(crate) use definition::{AgentDefinition, DefinitionError};
+pub(crate) use harness::{Harness, model_for};
 pub(crate) use subagent::{AgentRun, AgentStatus, AgentTask, GroupReport, TaskFile, run_subagent};
 
 /// No agent has the name asked for.

@@ -265,10 +265,7 @@ impl GroupReport {
             agent: definition.name.clone(),
             agent_hash: definition.hash.clone(),
             provider: provider.name().to_string(),
-            model: definition
-                .model
-                .clone()
-                .unwrap_or_else(|| provider.model().to_string()),
+            model: super::model_for(definition, provider).to_string(),
             status: AgentStatus::Complete,
             error: None,
             rounds: 0,
@@ -361,12 +358,10 @@ impl Ready {
             }],
             tools: ToolContext::specs(&run.definition.tools),
             max_output_tokens: run.max_output_tokens,
-            counter: crate::llm::tokens::TokenCounter::for_model(
-                run.definition
-                    .model
-                    .as_deref()
-                    .unwrap_or_else(|| run.provider.model()),
-            ),
+            counter: crate::llm::tokens::TokenCounter::for_model(super::model_for(
+                run.definition,
+                run.provider,
+            )),
             ..ChatRequest::default()
         })
     }

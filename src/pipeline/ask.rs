@@ -249,7 +249,7 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
             .scoped(inventory.files.iter().map(|f| f.path.clone())),
     );
     let spend = ctx.spend(ui.control.clone(), None);
-    let offline = ctx.provider.engine() == EngineKind::RuleEngine;
+    let offline = ctx.harness.provider().engine() == EngineKind::RuleEngine;
     let cache_scope = cache_scope(question);
     let lead_definition = ctx.agent("lead")?;
     let auditor = ctx.agent(&settings.agent)?;
@@ -278,14 +278,12 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
         Lead {
             definition: lead_definition,
             agents: &ctx.agents,
-            provider: ctx.provider.as_ref(),
+            harness: &ctx.harness,
             tools: &tools,
             events: &events,
             task_sinks: &task_sinks,
             control: &ui.control,
             spend: &spend,
-            max_output_tokens: settings.max_output_tokens,
-            jobs: settings.jobs,
             cache_scope: &cache_scope,
             // The lead always streams; only without --json is it shown.
             on_text: Some(&print as OnText<'_>),
@@ -433,9 +431,9 @@ fn assemble(
     Answer {
         question: question.to_string(),
         answer: outcome.answer,
-        engine: ctx.provider.engine(),
-        provider: ctx.provider.name().to_string(),
-        model: ctx.provider.model().to_string(),
+        engine: ctx.harness.provider().engine(),
+        provider: ctx.harness.provider().name().to_string(),
+        model: ctx.harness.provider().model().to_string(),
         status: outcome.status,
         error: outcome.error,
         complete,
@@ -561,7 +559,7 @@ impl OfflineLead<'_> {
                     let report = run_delegated(
                         AgentRun {
                             definition: self.agent,
-                            provider: self.ctx.provider.as_ref(),
+                            provider: self.ctx.harness.provider(),
                             tools: self.tools,
                             events: &sink,
                             wrap_up: &self.control.wrap_up,

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::agents::{
-    AgentDefinition, AgentRun, AgentSet, AgentTask, DefinitionError, GroupReport, TaskFile,
-    UnknownAgent, run_subagent,
+    AgentDefinition, AgentRun, AgentSet, AgentTask, DefinitionError, GroupReport, Harness,
+    TaskFile, UnknownAgent, run_subagent,
 };
 use crate::config::{ConfigError, DiffSource, PlannerKind, ProviderKind, Settings};
 use crate::engine::rules::{RuleError, RuleSet};
@@ -82,7 +82,8 @@ pub struct Context {
     pub agents: AgentSet,
     rules: Arc<RuleSet>,
     prices: Prices,
-    pub(crate) provider: SharedProvider,
+    /// The provider, output cap and `--jobs` every agent stage shares.
+    pub(crate) harness: Harness,
     stats: Arc<CallStats>,
     pub(crate) tools: Arc<ToolContext>,
     /// A diff scan's changed files.
@@ -172,12 +173,13 @@ impl Context {
                 other => SetupError::Tools(other.to_string()),
             },
         )?;
+        let harness = Harness::new(provider, settings.max_output_tokens, settings.jobs);
         Ok(Self {
             settings,
             agents,
             rules,
             prices,
-            provider,
+            harness,
             stats,
             tools: Arc::new(tools),
             changes,
@@ -200,7 +202,7 @@ impl Context {
 
     /// Prices any model of this run (zero for the offline engine).
     pub(crate) fn pricer(&self) -> impl Fn(&str) -> Option<Price> + Send + Sync + 'static {
-        let offline = self.provider.engine() == EngineKind::RuleEngine;
+        let offline = self.harness.provider().engine() == EngineKind::RuleEngine;
         let prices = self.prices.clone();
         move |model: &str| {
             if offline {
@@ -216,7 +218,7 @@ impl Context {
     /// `planner` is what the planner agent already spent, counted first.
     pub(crate) fn spend(&self, control: RunControl, planner: Option<Usage>) -> Spend {
         let pricer = self.pricer();
-        let price = pricer(self.provider.model());
+        let price = pricer(self.harness.provider().model());
         let spend = Spend::new(
             self.settings.max_tokens,
             self.settings.max_cost,
@@ -232,11 +234,10 @@ impl Context {
 
     /// The model agent `name` runs on: its own, else the run's.
     pub(crate) fn model_of(&self, name: &str) -> String {
-        self.agents
-            .get(name)
-            .ok()
-            .and_then(|a| a.model.clone())
-            .unwrap_or_else(|| self.provider.model().to_string())
+        match self.agents.get(name) {
+            Ok(agent) => self.harness.model_for(agent).to_string(),
+            Err(_) => self.harness.provider().model().to_string(),
+        }
     }
 
     /// The inventory of the settings' root.
@@ -271,8 +272,7 @@ impl Context {
             PlannerKind::Pack => None,
             PlannerKind::Llm => Some(PlannerAgent {
                 definition: self.agent("planner")?,
-                provider: self.provider.as_ref(),
-                max_output_tokens: s.max_output_tokens,
+                harness: &self.harness,
                 choices: if s.agent_forced {
                     Vec::new()
                 } else {
@@ -317,7 +317,7 @@ impl Context {
     ) -> Result<crate::stages::plan::estimate::Estimate, SetupError> {
         use crate::stages::plan::estimate::Content;
         let agent = self.agent(&self.settings.agent)?;
-        let model = agent.model.as_deref().unwrap_or(self.provider.model());
+        let model = self.harness.model_for(agent);
         // The model's own tokenizer counts the files' text when it has a
         // public one; else the plan's bytes / 3 stands.
         let counter = crate::llm::tokens::TokenCounter::for_model(model);
@@ -364,7 +364,7 @@ impl Context {
 
     /// The price of the model `agent` runs on, when known.
     pub(crate) fn price_of(&self, agent: &AgentDefinition) -> Option<Price> {
-        self.pricer()(agent.model.as_deref().unwrap_or(self.provider.model()))
+        self.pricer()(self.harness.model_for(agent))
     }
 
     /// A file of a `run-agent` task, confined to the root.
@@ -391,9 +391,9 @@ impl Context {
     /// Who ran, with what, for the report.
     pub(crate) fn run_info(&self, plan: &Plan, started: &Started) -> RunInfo {
         RunInfo {
-            provider: self.provider.name().into(),
-            engine: self.provider.engine(),
-            model: self.provider.model().into(),
+            provider: self.harness.provider().name().into(),
+            engine: self.harness.provider().engine(),
+            model: self.harness.provider().model().into(),
             root: display_root(&self.settings.root),
             started_at: started.at.to_string(),
             duration_ms: u64::try_from(started.clock.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -454,13 +454,13 @@ impl Context {
     ) -> GroupReport {
         let run = AgentRun {
             definition,
-            provider: self.provider.as_ref(),
+            provider: self.harness.provider(),
             tools: &self.tools,
             events,
             wrap_up: &control.wrap_up,
             cancel: &control.cancel,
             spend: &Spend::unlimited(),
-            max_output_tokens: self.settings.max_output_tokens,
+            max_output_tokens: self.harness.max_output_tokens(),
             cache_scope: "run-agent",
         };
         run_subagent(run, task).await
@@ -476,10 +476,8 @@ impl Context {
     ) -> Result<FanOutResult, SetupError> {
         let fan = FanOut {
             definition: Arc::new(self.agent(agent)?.clone()),
-            provider: Arc::clone(&self.provider),
+            harness: self.harness.clone(),
             tools: Arc::clone(&self.tools),
-            jobs: self.settings.jobs,
-            max_output_tokens: self.settings.max_output_tokens,
             events: None,
             transcripts: false,
             control: control.clone(),
@@ -497,8 +495,8 @@ impl Context {
     /// group, so a change of its table re-runs groups as a rules change does.
     pub(crate) fn store_keys(&self) -> Keys {
         Keys {
-            provider: self.provider.name().into(),
-            model: self.provider.model().into(),
+            provider: self.harness.provider().name().into(),
+            model: self.harness.provider().model().into(),
             rules_hash: format!(
                 "{} injection {}",
                 self.rules.hash,

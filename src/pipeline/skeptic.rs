@@ -27,11 +27,10 @@ use serde_json::json;
 
 use crate::agents::router::{ReadOnlyTools, ToolRouter};
 use crate::agents::turns::{Finish, Loop, Reader, Start};
-use crate::agents::{AgentDefinition, UnknownAgent};
+use crate::agents::{AgentDefinition, Harness, UnknownAgent};
 use crate::llm::budget::Spend;
 use crate::llm::conversation::{ChallengeFact, FileRead};
 use crate::llm::events::EventSink;
-use crate::llm::providers::Provider;
 use crate::model::challenge::{Answer, Challenge, Stance, check, read_answer, verdicts_output};
 use crate::model::findings::{Finding, Origin, Severity};
 use crate::pipeline::context::Ui;
@@ -85,13 +84,11 @@ pub(crate) struct Challenged {
 pub(crate) struct Skeptic<'a> {
     /// The agent, or why there is none (the stage notes it and skips).
     pub(crate) definition: Result<&'a AgentDefinition, UnknownAgent>,
-    pub(crate) provider: &'a dyn Provider,
+    /// The run's provider, output cap and `--jobs` (calls in flight).
+    pub(crate) harness: &'a Harness,
     /// `--challenge`'s level; none for `never` and for a shard (`fanscan
     /// merge` challenges the whole run).
     pub(crate) threshold: Option<Severity>,
-    /// `--jobs`: calls in flight.
-    pub(crate) jobs: usize,
-    pub(crate) max_output_tokens: u32,
 }
 
 /// Puts the findings at or above `--challenge` to the skeptic (see the
@@ -128,13 +125,8 @@ pub(crate) async fn challenge(
     };
     let stage = Stage {
         definition: &definition,
-        model: definition
-            .model
-            .clone()
-            .unwrap_or_else(|| skeptic.provider.model().to_string()),
-        provider: skeptic.provider,
-        jobs: skeptic.jobs,
-        max_output_tokens: skeptic.max_output_tokens,
+        model: skeptic.harness.model_for(&definition).to_string(),
+        harness: skeptic.harness,
         ui,
         spend,
         run,
@@ -146,9 +138,7 @@ pub(crate) async fn challenge(
 struct Stage<'a> {
     definition: &'a AgentDefinition,
     model: String,
-    provider: &'a dyn Provider,
-    jobs: usize,
-    max_output_tokens: u32,
+    harness: &'a Harness,
     ui: &'a Ui,
     spend: &'a Spend,
     run: Option<&'a ScanStore>,
@@ -223,7 +213,7 @@ impl Stage<'_> {
                     (batch, called)
                 }
             }))
-            .buffer_unordered(self.jobs.max(1))
+            .buffer_unordered(self.harness.jobs().max(1))
             .collect()
             .await;
         drop(events);
@@ -374,14 +364,14 @@ impl Stage<'_> {
         let outcome = Loop {
             agent: self.definition,
             model: &self.model,
-            provider: self.provider,
+            provider: self.harness.provider(),
             router: &router,
             events,
             wrap_up: &control.wrap_up,
             cancel: &control.cancel,
             spend: self.spend,
             group: None,
-            max_output_tokens: self.max_output_tokens,
+            max_output_tokens: self.harness.max_output_tokens(),
             cache_key: None,
             on_text: None,
             finish: Finish::Summary {

@@ -20,12 +20,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::agents::router::{ReadOnlyTools, ToolRouter};
 use crate::agents::turns::{Finish, Loop, PlainText, Start, Stop, expected_tokens};
-use crate::agents::{AgentDefinition, AgentStatus};
+use crate::agents::{AgentDefinition, AgentStatus, Harness};
 use crate::llm::budget::{Admission, Spend};
 use crate::llm::control::RunControl;
 use crate::llm::conversation::{ChatRequest, Message};
 use crate::llm::events::EventSink;
-use crate::llm::providers::{EngineKind, Provider};
+use crate::llm::providers::EngineKind;
 use crate::stages::inventory::Inventory;
 use crate::tools::ToolContext;
 
@@ -422,12 +422,12 @@ pub(crate) struct Written {
 /// What the brief agent runs with.
 pub(crate) struct Writer<'a> {
     pub definition: &'a AgentDefinition,
-    pub provider: &'a dyn Provider,
+    /// The run's provider and output cap.
+    pub harness: &'a Harness,
     pub tools: Arc<ToolContext>,
     pub events: &'a EventSink,
     pub control: &'a RunControl,
     pub spend: &'a Spend,
-    pub max_output_tokens: u32,
 }
 
 impl Writer<'_> {
@@ -437,18 +437,14 @@ impl Writer<'_> {
     /// agents (a brief carrying any is dropped), and bounded.
     pub(crate) async fn write(&self, shape: &Shape) -> Written {
         let task = shape.render();
-        let model = self
-            .definition
-            .model
-            .clone()
-            .unwrap_or_else(|| self.provider.model().to_string());
+        let model = self.harness.model_for(self.definition).to_string();
         let counter = crate::llm::tokens::TokenCounter::for_model(&model);
         let first = expected_tokens(&ChatRequest {
             model: self.definition.model.clone(),
             system: self.definition.prompt.clone(),
             messages: vec![Message::User { text: task.clone() }],
             tools: ToolContext::specs(&self.definition.tools),
-            max_output_tokens: self.max_output_tokens,
+            max_output_tokens: self.harness.max_output_tokens(),
             counter,
             ..ChatRequest::default()
         });
@@ -473,14 +469,14 @@ impl Writer<'_> {
         let outcome = Loop {
             agent: self.definition,
             model: &model,
-            provider: self.provider,
+            provider: self.harness.provider(),
             router: &router,
             events: self.events,
             wrap_up: &self.control.wrap_up,
             cancel: &self.control.cancel,
             spend: self.spend,
             group: Some(BUDGET_GROUP),
-            max_output_tokens: self.max_output_tokens,
+            max_output_tokens: self.harness.max_output_tokens(),
             cache_key: None,
             on_text: None,
             finish: Finish::Answer { when_stopped },
@@ -602,7 +598,7 @@ impl Stage<'_> {
                 };
             }
         };
-        if self.writer.provider.engine() == EngineKind::RuleEngine {
+        if self.writer.harness.provider().engine() == EngineKind::RuleEngine {
             return Written {
                 brief: offline(&shape),
                 notes: Vec::new(),
@@ -610,10 +606,9 @@ impl Stage<'_> {
         }
         let model = self
             .writer
-            .definition
-            .model
-            .clone()
-            .unwrap_or_else(|| self.writer.provider.model().to_string());
+            .harness
+            .model_for(self.writer.definition)
+            .to_string();
         let key = cache_key(self.writer.definition, &model, &shape);
         if let Some(stored) = self.stored.and_then(|s| s.brief(&key))
             && self.unchanged(&stored.files_read).await

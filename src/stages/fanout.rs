@@ -18,20 +18,18 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::agents::subagent::{Ready, prepare_group, run_ready};
-use crate::agents::{AgentDefinition, AgentRun, AgentStatus, AgentTask, GroupReport};
+use crate::agents::{AgentDefinition, AgentRun, AgentStatus, AgentTask, GroupReport, Harness};
 use crate::llm::budget::{Admission, Spend};
 use crate::llm::control::RunControl;
 use crate::llm::events::{Event, EventSink};
-use crate::llm::providers::SharedProvider;
 use crate::tools::ToolContext;
 
 /// What the fan-out runs with.
 pub(crate) struct FanOut {
     pub definition: Arc<AgentDefinition>,
-    pub provider: SharedProvider,
+    /// The run's provider, output cap and `--jobs`.
+    pub harness: Harness,
     pub tools: Arc<ToolContext>,
-    pub jobs: usize,
-    pub max_output_tokens: u32,
     pub events: Option<UnboundedSender<Event>>,
     pub transcripts: bool,
     pub control: RunControl,
@@ -81,7 +79,7 @@ impl FanOut {
     /// is deliberate, to spend what the user allowed rather than stop at
     /// the first group too large for what is left.
     pub(crate) async fn run(&self, tasks: Vec<AgentTask>) -> FanOutResult {
-        let semaphore = Arc::new(Semaphore::new(self.jobs.max(1)));
+        let semaphore = Arc::new(Semaphore::new(self.harness.jobs().max(1)));
         let mut flight = InFlight::default();
         let mut not_started: Vec<(usize, AgentTask)> = Vec::new();
         // Groups that did not fit with nothing running, and what each needs.
@@ -130,12 +128,11 @@ impl FanOut {
     fn group_run(&self, task: &AgentTask) -> GroupRun {
         GroupRun {
             definition: Arc::clone(self.definition_of(&task.group)),
-            provider: Arc::clone(&self.provider),
+            harness: self.harness.clone(),
             tools: Arc::clone(&self.tools),
             sink: EventSink::new(&task.group, self.events.clone(), self.transcripts),
             control: self.control.clone(),
             spend: Arc::clone(&self.spend),
-            max_output_tokens: self.max_output_tokens,
             journal: self.journal.clone(),
             cache_scope: Arc::clone(&self.cache_scope),
         }
@@ -159,12 +156,8 @@ impl FanOut {
         let reserve = self.reserve_of(task).max(first.saturating_mul(2));
         // Weighed with the calibration of the agent's model's counter.
         let definition = self.definition_of(&task.group);
-        let counter = crate::llm::tokens::TokenCounter::for_model(
-            definition
-                .model
-                .as_deref()
-                .unwrap_or_else(|| self.provider.model()),
-        );
+        let counter =
+            crate::llm::tokens::TokenCounter::for_model(self.harness.model_for(definition));
         loop {
             if self.control.stop.is_cancelled() {
                 return Admit::Stopped;
@@ -235,7 +228,7 @@ impl FanOut {
         crate::stages::plan::estimate::group(
             content,
             self.definition_of(&task.group).preload,
-            self.max_output_tokens,
+            self.harness.max_output_tokens(),
         )
         .reserve()
     }
@@ -281,7 +274,7 @@ impl FanOut {
                     failed_report(
                         &task,
                         self.definition_of(&task.group),
-                        self.provider.as_ref(),
+                        self.harness.provider(),
                         reason,
                     ),
                 )
@@ -310,12 +303,11 @@ enum Admit {
 /// What one group's tokio task owns.
 struct GroupRun {
     definition: Arc<AgentDefinition>,
-    provider: SharedProvider,
+    harness: Harness,
     tools: Arc<ToolContext>,
     sink: EventSink,
     control: RunControl,
     spend: Arc<Spend>,
-    max_output_tokens: u32,
     journal: Option<Arc<dyn Journal>>,
     cache_scope: Arc<str>,
 }
@@ -324,13 +316,13 @@ impl GroupRun {
     fn agent_run(&self) -> AgentRun<'_> {
         AgentRun {
             definition: &self.definition,
-            provider: self.provider.as_ref(),
+            provider: self.harness.provider(),
             tools: &self.tools,
             events: &self.sink,
             wrap_up: &self.control.wrap_up,
             cancel: &self.control.cancel,
             spend: &self.spend,
-            max_output_tokens: self.max_output_tokens,
+            max_output_tokens: self.harness.max_output_tokens(),
             cache_scope: &self.cache_scope,
         }
     }
@@ -378,7 +370,7 @@ impl GroupRun {
             Ok(report) => (index, report),
             Err(e) => {
                 let mut report =
-                    GroupReport::empty(&task, &self.definition, self.provider.as_ref());
+                    GroupReport::empty(&task, &self.definition, self.harness.provider());
                 report.status = AgentStatus::Failed;
                 report.error = Some(format!(
                     "committing the group's result failed ({e}): a fanscan bug, please report it"

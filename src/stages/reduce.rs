@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::agents::{AgentDefinition, GroupReport};
+use crate::agents::{AgentDefinition, GroupReport, Harness};
 use crate::llm::conversation::{ChatRequest, Message, ToolChoice, Usage};
-use crate::llm::providers::{EngineKind, Provider};
+use crate::llm::providers::EngineKind;
 use crate::model::challenge::{Challenge, Stance};
 use crate::model::findings::{Finding, Origin, Severity};
 use crate::stages::verify::Checked;
@@ -280,10 +280,10 @@ enum Counted {
 /// How the reducer runs.
 pub(crate) struct Reducer<'a> {
     pub definition: &'a AgentDefinition,
-    pub provider: &'a dyn Provider,
+    /// The run's provider and output cap.
+    pub harness: &'a Harness,
     /// Estimated input tokens one reducer call may take.
     pub context_tokens: u64,
-    pub max_output_tokens: u32,
     /// The run stopped early: spend nothing more, count the summary.
     pub stopped_early: bool,
 }
@@ -306,7 +306,7 @@ impl Reducer<'_> {
     fn counted(&self) -> Option<Counted> {
         if self.stopped_early {
             Some(Counted::StoppedEarly)
-        } else if self.provider.engine() == EngineKind::RuleEngine {
+        } else if self.harness.provider().engine() == EngineKind::RuleEngine {
             Some(Counted::RuleEngine)
         } else {
             None
@@ -519,7 +519,7 @@ impl Reducer<'_> {
             {
                 notes.push("the run stopped early, so the reducer was not asked: the summary is counted, not written".into());
             }
-            let engine = self.provider.engine();
+            let engine = self.harness.provider().engine();
             return Some(counted_summary(input, counted, engine));
         }
         let task = match render_task(input) {
@@ -541,16 +541,13 @@ impl Reducer<'_> {
             messages: vec![Message::User { text: task }],
             tools: Vec::new(),
             tool_choice: ToolChoice::None,
-            max_output_tokens: self.max_output_tokens,
+            max_output_tokens: self.harness.max_output_tokens(),
             counter: crate::llm::tokens::TokenCounter::for_model(
-                self.definition
-                    .model
-                    .as_deref()
-                    .unwrap_or_else(|| self.provider.model()),
+                self.harness.model_for(self.definition),
             ),
             ..ChatRequest::default()
         };
-        match self.provider.chat(&request).await {
+        match self.harness.provider().chat(&request).await {
             Ok(response) => {
                 usage.add(response.usage_or_estimate(&request));
                 let text = response.text.unwrap_or_default();
@@ -877,7 +874,7 @@ mod tests {
     /// task with the counted summary of what it was given.
     struct CountingModel;
 
-    impl Provider for CountingModel {
+    impl crate::llm::providers::Provider for CountingModel {
         fn name(&self) -> &str {
             "counting"
         }
@@ -926,11 +923,11 @@ mod tests {
         let list: Vec<Checked> = (0..200)
             .map(|i| checked(&format!("f{i}.rs"), 1, "x.unwrap()", Severity::Low, "g"))
             .collect();
+        let harness = crate::agents::Harness::new(std::sync::Arc::new(provider), 1000, 1);
         let reducer = Reducer {
             definition: agents.get("reducer").unwrap(),
-            provider: &provider,
+            harness: &harness,
             context_tokens: 2_000,
-            max_output_tokens: 1000,
             stopped_early: false,
         };
         let reduced = reducer.reduce(&list, &[]).await;

@@ -21,8 +21,9 @@ use serde::Deserialize;
 
 use super::{Plan, Routing, pack, pack_agents, pack_plan};
 use crate::agents::AgentDefinition;
+use crate::agents::Harness;
 use crate::llm::conversation::{ChatRequest, Message, ToolChoice, Usage};
-use crate::llm::providers::{EngineKind, Provider};
+use crate::llm::providers::EngineKind;
 use crate::stages::inventory::{FileEntry, Inventory};
 
 /// Above this many files the tree is too long for one planner prompt.
@@ -68,8 +69,7 @@ pub(crate) async fn plan(
     inventory: &Inventory,
     group_tokens: u64,
     definition: &AgentDefinition,
-    provider: &dyn Provider,
-    max_output_tokens: u32,
+    harness: &Harness,
     agents: &[(String, String)],
     routing: &Routing,
 ) -> (Plan, Usage) {
@@ -81,6 +81,7 @@ pub(crate) async fn plan(
         ));
         return (plan, Usage::default());
     }
+    let provider = harness.provider();
     if provider.engine() == EngineKind::RuleEngine {
         return (
             repair(inventory, group_tokens, offline_answer(inventory), routing),
@@ -95,13 +96,8 @@ pub(crate) async fn plan(
         }],
         tools: Vec::new(),
         tool_choice: ToolChoice::None,
-        max_output_tokens,
-        counter: crate::llm::tokens::TokenCounter::for_model(
-            definition
-                .model
-                .as_deref()
-                .unwrap_or_else(|| provider.model()),
-        ),
+        max_output_tokens: harness.max_output_tokens(),
+        counter: crate::llm::tokens::TokenCounter::for_model(harness.model_for(definition)),
         ..ChatRequest::default()
     };
     match provider.chat(&request).await {

@@ -22,9 +22,8 @@ use serde::{Deserialize, Serialize};
 
 pub use specialists::Routing;
 
-use crate::agents::{AgentDefinition, AgentSet, AgentTask, TaskFile, UnknownAgent};
+use crate::agents::{AgentDefinition, AgentSet, AgentTask, Harness, TaskFile, UnknownAgent};
 use crate::llm::conversation::Usage;
-use crate::llm::providers::Provider;
 use crate::stages::inventory::{FileEntry, Inventory};
 use crate::util::git::ChangeSet;
 
@@ -344,8 +343,8 @@ pub(crate) struct Planner<'a> {
 /// The planner agent of `--planner llm` and what it is offered.
 pub(crate) struct PlannerAgent<'a> {
     pub(crate) definition: &'a AgentDefinition,
-    pub(crate) provider: &'a dyn Provider,
-    pub(crate) max_output_tokens: u32,
+    /// The run's provider and output cap.
+    pub(crate) harness: &'a Harness,
     /// The delegable agents (name, description) it may pick per group;
     /// empty when `--agent` forces one.
     pub(crate) choices: Vec<(String, String)>,
@@ -372,8 +371,7 @@ impl Planner<'_> {
                     scope,
                     self.group_tokens,
                     agent.definition,
-                    agent.provider,
-                    agent.max_output_tokens,
+                    agent.harness,
                     &agent.choices,
                     &self.routing,
                 )
