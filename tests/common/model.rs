@@ -402,3 +402,26 @@ pub fn needle_findings(messages: &[Value], needle: &str, severity: &str) -> Vec<
     findings.dedup();
     findings
 }
+
+/// The path-like tokens of `text`, as a literal-minded small model reads
+/// them: a name with `/` inside it, or a name of two or more characters
+/// with an extension that starts with a letter (`lib.rs`, `a/b`,
+/// `path/to/file.ext`; not `e.g` nor `0.5`). Sorted, without repeats.
+pub fn path_like(text: &str) -> Vec<String> {
+    let re = regex::Regex::new(
+        r"[A-Za-z0-9_.-]*[A-Za-z0-9_]/[A-Za-z0-9_][A-Za-z0-9_./-]*|\b[A-Za-z0-9_-]{2,}\.[A-Za-z][A-Za-z0-9]{0,7}\b",
+    )
+    .unwrap();
+    let mut found: Vec<String> = re
+        .find_iter(text)
+        .map(|m| {
+            m.as_str()
+                .trim_end_matches(['.', '/'])
+                .trim_start_matches('.')
+                .to_string()
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}

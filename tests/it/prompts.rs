@@ -14,31 +14,15 @@ use wiremock::ResponseTemplate;
 
 use fanscan::{Context, FailOn, RunArgs, Ui};
 
-use crate::common::{MockModel, Repo, findings_turn, reducer_turn, text_turn, tool_turn};
-
-/// Path-like tokens: a name with `/` inside it, or a name of two or more
-/// characters with an extension that starts with a letter (`e.g` and
-/// `0.5` are not paths; `lib.rs` and `a/b` are).
-fn path_like(text: &str) -> Vec<String> {
-    let re = Regex::new(
-        r"[A-Za-z0-9_.-]*[A-Za-z0-9_]/[A-Za-z0-9_][A-Za-z0-9_./-]*|\b[A-Za-z0-9_-]{2,}\.[A-Za-z][A-Za-z0-9]{0,7}\b",
-    )
-    .unwrap();
-    re.find_iter(text)
-        .map(|m| {
-            m.as_str()
-                .trim_end_matches(['.', '/'])
-                .trim_start_matches('.')
-                .to_string()
-        })
-        .collect()
-}
+use crate::common::{
+    MockModel, Repo, findings_turn, path_like, reducer_turn, text_turn, tool_turn,
+};
 
 #[test]
 fn the_detector_finds_paths_and_not_prose() {
     assert_eq!(
         path_like("see path/to/file.ext and lib.rs, e.g. 0.5 or CWE-89."),
-        ["path/to/file.ext", "lib.rs"]
+        ["lib.rs", "path/to/file.ext"]
     );
     assert!(path_like("read_file. Then `path:line` [TASK_COMPLETE] </file 00ff>").is_empty());
 }

@@ -299,32 +299,6 @@ async fn every_request_limits_its_output_and_a_rejected_legacy_field_is_dropped(
     );
 }
 
-/// The paths a literal-minded model takes from a task: every token that
-/// looks like a source file (a known extension), as small models read
-/// them.
-fn paths_in(text: &str) -> Vec<String> {
-    const EXTENSIONS: &[&str] = &[
-        "rs", "py", "js", "ts", "go", "java", "rb", "c", "h", "cpp", "toml", "json", "yaml", "yml",
-        "md", "txt",
-    ];
-    let mut paths: Vec<String> = text
-        .split(|c: char| c.is_whitespace() || "\"'`(),:;[]{}<>=".contains(c))
-        .map(|t| t.trim_end_matches('.'))
-        .filter(|t| {
-            t.rsplit_once('.').is_some_and(|(stem, ext)| {
-                !stem.is_empty()
-                    && EXTENSIONS.contains(&ext)
-                    && t.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c))
-            })
-        })
-        .map(str::to_string)
-        .collect();
-    paths.sort();
-    paths.dedup();
-    paths
-}
-
 /// A model that reads every path its task mentions and was not shown
 /// (as the small local model of issue 15 did with the report format's
 /// example), then answers.
@@ -339,7 +313,7 @@ fn literal_reader(body: &serde_json::Value) -> ResponseTemplate {
         .skip(1)
         .filter_map(|rest| rest.split_once('"').map(|(p, _)| p.to_string()))
         .collect();
-    let unread: Vec<String> = paths_in(task)
+    let unread: Vec<String> = crate::common::path_like(task)
         .into_iter()
         .filter(|p| !shown.contains(p))
         .collect();
@@ -363,10 +337,11 @@ fn literal_reader(body: &serde_json::Value) -> ResponseTemplate {
 
 #[tokio::test]
 async fn a_model_that_reads_every_path_of_its_task_costs_two_calls_a_group() {
-    // The test model takes what the old report format cited as a path.
+    // The test model takes what the old report format cited as a path,
+    // its `path/to/file.ext` example included.
     assert_eq!(
-        paths_in("{\"path\": \"src/lib.rs\", \"line\": 42} or path/to/file.ext."),
-        vec!["src/lib.rs"]
+        crate::common::path_like("{\"path\": \"src/lib.rs\", \"line\": 42} or path/to/file.ext."),
+        vec!["path/to/file.ext", "src/lib.rs"]
     );
     // About 70 estimated tokens a file: one group per directory at 100.
     let pad = format!("# {}\n", "pad ".repeat(40));
