@@ -258,13 +258,11 @@ fn compile(source: &str, text: &str) -> Result<Vec<Rule>, RuleError> {
                 raw.severity
             ))
         })?;
-        let ascii = crate::util::ascii_word_boundaries;
-        let pattern =
-            Regex::new(&ascii(&raw.pattern)).map_err(|e| at(format!("invalid pattern: {e}")))?;
+        let pattern = Regex::new(&raw.pattern).map_err(|e| at(format!("invalid pattern: {e}")))?;
         let not_pattern = raw
             .not_pattern
             .as_deref()
-            .map(|p| Regex::new(&ascii(p)))
+            .map(Regex::new)
             .transpose()
             .map_err(|e| at(format!("invalid not_pattern: {e}")))?;
         if raw.cwe.is_empty() {
