@@ -155,14 +155,12 @@ impl Lead<'_> {
         };
         let router = ToolRouter::new(tools, &self.definition.tools).with(&task);
         self.events.started(&self.definition.name);
-        let model = self.harness.model_for(self.definition).to_string();
         let start = Start {
             text: question.to_string(),
             ..Start::default()
         };
         let outcome = Loop {
             agent: self.definition,
-            model: &model,
             provider: self.harness.provider(),
             router: &router,
             events: self.events,

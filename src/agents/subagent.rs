@@ -417,10 +417,8 @@ async fn run_inner(
         reads: prepared.reads,
         ..Start::default()
     };
-    let model = report.model.clone();
     let outcome = Loop {
         agent: run.definition,
-        model: &model,
         provider: run.provider,
         router,
         events: run.events,

@@ -145,8 +145,6 @@ impl Reader for PlainText {
 /// One agent's loop: what it runs with and how it finishes.
 pub(crate) struct Loop<'a> {
     pub(crate) agent: &'a AgentDefinition,
-    /// The model its calls are counted at (the agent's or the provider's).
-    pub(crate) model: &'a str,
     pub(crate) provider: &'a dyn Provider,
     pub(crate) router: &'a ToolRouter<'a>,
     pub(crate) events: &'a EventSink,
@@ -258,6 +256,12 @@ struct Turn {
 }
 
 impl Loop<'_> {
+    /// The model its calls are counted at: the agent's, else the
+    /// provider's.
+    fn model(&self) -> &str {
+        super::model_for(self.agent, self.provider)
+    }
+
     /// Runs the loop on `start` to its end. Never panics and never
     /// returns an error: a failure is the outcome's status and error.
     pub(crate) async fn run<R: Reader>(&self, start: Start, reader: &R) -> Outcome<R::Read> {
@@ -354,7 +358,7 @@ impl Loop<'_> {
         let (Some(group), Some(tokens)) = (self.group, s.refused) else {
             return;
         };
-        let counter = crate::llm::tokens::TokenCounter::for_model(self.model);
+        let counter = crate::llm::tokens::TokenCounter::for_model(self.model());
         if self
             .spend
             .summary_fits(group, crate::llm::budget::Tokens::counted(counter, tokens))
@@ -390,7 +394,7 @@ impl Loop<'_> {
             cache_key: self.cache_key.clone(),
             output_schema,
             facts: std::mem::take(&mut s.facts),
-            counter: crate::llm::tokens::TokenCounter::for_model(self.model),
+            counter: crate::llm::tokens::TokenCounter::for_model(self.model()),
             ..ChatRequest::default()
         }
     }
@@ -421,7 +425,7 @@ impl Loop<'_> {
         }
         counts.usage.add(usage);
         self.spend
-            .charge(self.group, &self.agent.name, usage, self.model);
+            .charge(self.group, &self.agent.name, usage, self.model());
         self.events.usage(usage);
         Ok(response)
     }

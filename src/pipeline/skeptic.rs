@@ -125,7 +125,6 @@ pub(crate) async fn challenge(
     };
     let stage = Stage {
         definition: &definition,
-        model: skeptic.harness.model_for(&definition).to_string(),
         harness: skeptic.harness,
         ui,
         spend,
@@ -137,7 +136,6 @@ pub(crate) async fn challenge(
 
 struct Stage<'a> {
     definition: &'a AgentDefinition,
-    model: String,
     harness: &'a Harness,
     ui: &'a Ui,
     spend: &'a Spend,
@@ -363,7 +361,6 @@ impl Stage<'_> {
         events.started(SKEPTIC);
         let outcome = Loop {
             agent: self.definition,
-            model: &self.model,
             provider: self.harness.provider(),
             router: &router,
             events,

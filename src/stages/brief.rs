@@ -468,7 +468,6 @@ impl Writer<'_> {
         let router = ToolRouter::new(tools, &self.definition.tools);
         let outcome = Loop {
             agent: self.definition,
-            model: &model,
             provider: self.harness.provider(),
             router: &router,
             events: self.events,
