@@ -159,6 +159,10 @@ pub struct ScanArgs {
     pub trust_worktree_config: bool,
     /// `--max-comments`.
     pub max_comments: Option<usize>,
+    /// `--leads` (repeatable): `off`, `rules`, or a SARIF file.
+    pub leads: Vec<String>,
+    /// `fanscan triage`: only the files with SARIF leads are audited.
+    pub triage: bool,
 }
 
 /// The gate's options (`scan` only).
@@ -331,6 +335,10 @@ pub struct Settings {
     /// The lowest severity the skeptic challenges (`--challenge`), or
     /// `never`.
     pub(crate) challenge: FailOn,
+    /// What is put to the auditors as leads (`--leads`).
+    pub(crate) leads: Leads,
+    /// `fanscan triage`: audit only the files the SARIF leads name.
+    pub(crate) triage: bool,
     pub(crate) baseline: Option<PathBuf>,
     pub(crate) write_baseline: Option<PathBuf>,
     pub(crate) baseline_reason: Option<String>,
@@ -513,6 +521,10 @@ pub enum ConfigError {
     NoApiKey { provider: &'static str, env: String },
     #[error("--jobs must be at least 1")]
     NoJobs,
+    #[error("--leads off turns leads off: give it alone, not with other --leads")]
+    LeadsOff,
+    #[error("--leads {0:?}: give off, rules, or a SARIF file (FILE.sarif or FILE.sarif.json)")]
+    LeadsValue(String),
     #[error("--group-tokens {0} is too small to hold a file; use at least 100 (default 24000)")]
     GroupTokens(u64),
     #[error(
@@ -674,6 +686,8 @@ impl Settings {
             base_rules: files.base_rules,
             gate: gate.policy,
             challenge: gate.challenge,
+            leads: resolve_leads(&scan.leads, provider.kind, scan.triage)?,
+            triage: scan.triage,
             baseline: gate.baseline,
             write_baseline: gate.write_baseline,
             baseline_reason: gate.baseline_reason,
@@ -687,6 +701,47 @@ impl Settings {
                 .unwrap_or(crate::report::review::DEFAULT_MAX_COMMENTS),
         })
     }
+}
+
+/// What is put to the auditors as leads to confirm or dismiss.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Leads {
+    /// The rule engine's hits in each group's files.
+    pub(crate) rules: bool,
+    /// Other tools' results (`--leads FILE.sarif`), in the order given.
+    pub(crate) sarif: Vec<PathBuf>,
+}
+
+/// `--leads` as given: `off` (nothing), `rules` (the rule engine's hits),
+/// a SARIF file (its results; repeatable). Without `off` or `rules`, the
+/// rule engine's hits are leads of a model-backed scan; the offline engine
+/// finds them itself; a triage judges its SARIF's results only.
+fn resolve_leads(
+    given: &[String],
+    provider: ProviderKind,
+    triage: bool,
+) -> Result<Leads, ConfigError> {
+    let off = given.iter().any(|g| g == "off");
+    let files: Vec<PathBuf> = given
+        .iter()
+        .filter(|g| *g != "off" && *g != "rules")
+        .map(PathBuf::from)
+        .collect();
+    if off && given.len() > 1 {
+        return Err(ConfigError::LeadsOff);
+    }
+    if let Some(not_sarif) = files
+        .iter()
+        .find(|f| !f.extension().is_some_and(|e| e == "sarif" || e == "json"))
+    {
+        return Err(ConfigError::LeadsValue(not_sarif.display().to_string()));
+    }
+    Ok(Leads {
+        rules: !off
+            && (given.iter().any(|g| g == "rules")
+                || (provider != ProviderKind::Offline && !triage)),
+        sarif: files,
+    })
 }
 
 /// A review payload (github-review, gitlab-discussions) comments on the

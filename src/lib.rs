@@ -85,6 +85,7 @@ macro_rules! setup_errors {
 setup_errors!(
     stages::inventory::InventoryError,
     stages::plan::PlanError,
+    stages::leads::LeadsError,
     llm::budget::BudgetTooSmall,
     agents::UnknownAgent
 );
@@ -100,11 +101,18 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let reducer = ctx.agent("reducer")?;
 
     let inventory = stages::inventory::walk(&s.root, &InventoryOptions::from(s))?;
-    // A diff scan plans only the changed files; the tools below still
-    // reach the whole inventory, for context.
+    let sarif = stages::leads::SarifLeads::read(&s.root, &s.leads.sarif)?;
+    // A diff scan plans only the changed files, a triage only the files
+    // with leads; the tools below still reach the whole inventory, for
+    // context.
     let scope = stages::plan::in_scope(&inventory, ctx.changes.as_ref());
+    let scope = match s.triage {
+        true => sarif.only_their_files(scope),
+        false => scope,
+    };
     let (plan, planner_usage) = ctx.planner()?.plan(&scope).await?;
-    let tasks = shard_tasks(s, &plan, &scope)?;
+    let (tasks, outside_leads) =
+        lead_tasks(shard_tasks(s, &plan, &scope)?, sarif, &plan, &inventory);
     ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone(), planner_usage));
     let tools = Arc::new(scoped_tools(&ctx.tools, &inventory));
@@ -158,6 +166,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
                 .concat(),
             },
             carried: None,
+            outside_leads,
             brief: briefed.written.brief,
             run: store.run,
             tools,
@@ -185,6 +194,8 @@ struct Audited<'a> {
     notes: Notes,
     /// What the shards counted and spent (`merge`).
     carried: Option<report::shard::Carried>,
+    /// Leads of another tool's SARIF that name no file of the plan.
+    outside_leads: Vec<model::leads::OutsideLead>,
     brief: Option<Brief>,
     run: Option<store::ScanStore>,
     tools: Arc<tools::ToolContext>,
@@ -256,6 +267,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         triage,
         policy: s.gate,
         diff: ctx.changes.clone(),
+        outside_leads: a.outside_leads,
     });
     // A shard says which share of the run's limits it ran with; `merge`
     // carries the note of each shard into the merged report.
@@ -504,6 +516,23 @@ fn shard_tasks(
         .collect())
 }
 
+/// `tasks` with the SARIF leads of their files, and the leads whose file
+/// is in no group of `plan`.
+fn lead_tasks(
+    mut tasks: Vec<AgentTask>,
+    sarif: stages::leads::SarifLeads,
+    plan: &Plan,
+    inventory: &Inventory,
+) -> (Vec<AgentTask>, Vec<model::leads::OutsideLead>) {
+    let planned: std::collections::BTreeSet<&str> = plan
+        .groups
+        .iter()
+        .flat_map(|g| g.files.iter().map(String::as_str))
+        .collect();
+    let outside = sarif.attach(&mut tasks, &planned, inventory);
+    (tasks, outside)
+}
+
 /// What a shard's partial report adds: its place in the plan and its
 /// groups' full results.
 fn shard_part(
@@ -584,6 +613,7 @@ pub async fn merge(
                 stages: Vec::new(),
             },
             carried: Some(carried),
+            outside_leads: Vec::new(),
             // The shards' briefs are not carried in their parts: the
             // merge's skeptic runs without one.
             brief: None,

@@ -6,7 +6,10 @@
 //! question in one place ([`Harness::model_for`], [`model_for`]), so no
 //! stage re-derives "the agent's model, else the provider's".
 
+use std::sync::Arc;
+
 use super::AgentDefinition;
+use crate::engine::rules::RuleSet;
 use crate::llm::providers::{Provider, SharedProvider};
 
 /// The model `definition` runs on: its own `model`, else the provider's.
@@ -31,6 +34,8 @@ pub(crate) struct Harness {
     provider: SharedProvider,
     max_output_tokens: u32,
     jobs: usize,
+    /// The rules whose hits are put to the auditors as leads (`--leads`).
+    rule_leads: Option<Arc<RuleSet>>,
 }
 
 impl Harness {
@@ -40,7 +45,19 @@ impl Harness {
             provider,
             max_output_tokens,
             jobs,
+            rule_leads: None,
         }
+    }
+
+    /// The harness whose auditors are given `rules`' hits as leads.
+    pub(crate) fn with_rule_leads(mut self, rules: Option<Arc<RuleSet>>) -> Self {
+        self.rule_leads = rules;
+        self
+    }
+
+    /// The rules whose hits are leads, when leads are on.
+    pub(crate) fn rule_leads(&self) -> Option<&Arc<RuleSet>> {
+        self.rule_leads.as_ref()
     }
 
     /// The run's provider.
@@ -68,8 +85,6 @@ impl Harness {
 mod tests {
     use super::*;
     use crate::engine::offline::Offline;
-    use crate::engine::rules::RuleSet;
-    use std::sync::Arc;
 
     /// The built-in auditor with its model set to `model`.
     fn auditor(model: Option<&str>) -> AgentDefinition {

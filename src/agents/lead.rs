@@ -233,6 +233,7 @@ impl Lead<'_> {
             files: Vec::new(),
             focus: None,
             instructions: Some(args.prompt),
+            leads: Vec::new(),
         };
         let sink = (self.task_sinks)(&id, &definition.name, &description);
         let report = run_delegated(
@@ -246,6 +247,7 @@ impl Lead<'_> {
                 spend: self.spend,
                 max_output_tokens: self.harness.max_output_tokens(),
                 cache_scope: self.cache_scope,
+                rule_leads: None,
             },
             &task,
         )
@@ -417,6 +419,7 @@ mod tests {
             files: Vec::new(),
             focus: None,
             instructions: Some("look".into()),
+            leads: Vec::new(),
         }
     }
 
@@ -447,6 +450,7 @@ mod tests {
                         spend: &Spend::unlimited(),
                         max_output_tokens: 100,
                         cache_scope: "",
+                        rule_leads: None,
                     },
                     &task(),
                 )
@@ -524,6 +528,7 @@ mod tests {
                     spend: &Spend::unlimited(),
                     max_output_tokens: 100,
                     cache_scope: "",
+                    rule_leads: None,
                 },
                 &task(),
             )

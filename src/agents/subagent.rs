@@ -23,15 +23,20 @@ pub use super::turns::AgentStatus;
 
 use super::router::{ReadOnlyTools, ToolRouter};
 use super::turns::{Finish, Loop, Outcome, Reader, Start, expected_tokens, system_prompt};
+use crate::engine::rules::RuleSet;
 use crate::llm::budget::Spend;
-use crate::llm::conversation::{ChatRequest, FileRead, Message, Usage};
+use crate::llm::conversation::{ChatRequest, FileRead, LeadFact, Message, Usage};
 use crate::llm::events::EventSink;
 use crate::llm::providers::Provider;
 use crate::model::findings::{
     Finding, FindingCwe, HowParsed, Origin, ParsedReport, REPORT_FORMAT, Severity, TASK_COMPLETE,
     Unparsed, parse_report, report_output,
 };
+use crate::model::leads::{self, LEADS_FORMAT, Lead, LeadResult};
 use crate::tools::fence::Fence;
+
+/// The label of the leads block in a task (in place of a file's path).
+const LEADS_BLOCK: &str = "leads of this group";
 use crate::tools::{ToolContext, ToolError};
 
 tokio::task_local! {
@@ -61,6 +66,11 @@ pub struct AgentTask {
     pub focus: Option<String>,
     /// Free-text instructions (`run-agent --task`); a default otherwise.
     pub instructions: Option<String>,
+    /// What another tool found in the group's files (`--leads
+    /// FILE.sarif`), to be confirmed or dismissed; the rule engine's own
+    /// leads join them when the group is prepared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leads: Vec<Lead>,
 }
 
 /// A file of a task as the model is shown it up front: what `read_file`
@@ -77,7 +87,11 @@ impl AgentTask {
     /// `preloaded` files, each follows the task text in its
     /// `<file path="…" boundary="…">` block, fenced by `fence`, in the
     /// plan's order.
-    pub(crate) fn render(&self, preloaded: &[Preloaded], fence: &Fence) -> String {
+    ///
+    /// With `leads`, they follow the file list in their own fenced block
+    /// (their code and messages are data), and the report format asks for
+    /// an answer to each.
+    pub(crate) fn render(&self, preloaded: &[Preloaded], leads: &[Lead], fence: &Fence) -> String {
         let mut text = format!("TASK: audit-group {}\n\n", self.group);
         text.push_str(self.instructions.as_deref().unwrap_or(
             "Audit the files below for defects, security risks and reliability problems. \
@@ -105,7 +119,16 @@ impl AgentTask {
         }
         text.push_str("\nWhen you are done, give your report.\n");
         text.push_str(REPORT_FORMAT);
+        if !leads.is_empty() {
+            text.push_str("\n\n");
+            text.push_str(LEADS_FORMAT);
+            text.push('\n');
+        }
         text.push_str(&format!("\nEnd your final answer with {TASK_COMPLETE}.\n"));
+        if !leads.is_empty() {
+            text.push('\n');
+            text.push_str(&fence.wrap(LEADS_BLOCK, &leads::block(leads)));
+        }
         for file in preloaded {
             text.push('\n');
             // `read_file`'s text is fenced already; an error is fenced here.
@@ -180,6 +203,10 @@ pub struct GroupReport {
     /// Empty for a group audited whole.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub(crate) carried: std::collections::BTreeMap<String, i64>,
+    /// The leads put to the agent and what became of each (confirmed and
+    /// unanswered ones are also in `findings`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leads: Vec<LeadResult>,
 }
 
 /// What a sub-agent runs with.
@@ -198,6 +225,9 @@ pub(crate) struct AgentRun<'a> {
     /// What the provider's prompt-cache key is derived from, with the group
     /// (the plan's hash in a scan), so a group's turns share one key.
     pub cache_scope: &'a str,
+    /// The rules whose hits in the group's files are put to the agent as
+    /// leads (`--leads`); none: no rule leads.
+    pub rule_leads: Option<&'a Arc<RuleSet>>,
 }
 
 /// Runs one sub-agent on one task, with the read-only tools its
@@ -281,6 +311,7 @@ impl GroupReport {
             unparsed: Vec::new(),
             carried: std::collections::BTreeMap::new(),
             findings: Vec::new(),
+            leads: Vec::new(),
         }
     }
 }
@@ -335,6 +366,9 @@ struct Prepared {
     seen: BTreeSet<String>,
     reads: Vec<FileRead>,
     preloaded: Vec<Preloaded>,
+    /// The task's leads with the rule engine's, numbered, their code read
+    /// from the files.
+    leads: Vec<Lead>,
 }
 
 /// A group made ready before its first call: its files hashed and swept,
@@ -376,7 +410,7 @@ pub(crate) async fn prepare_group(
     let mut report = empty_report(run, task);
     match prepare(run, task, &mut report).await {
         Ok(prepared) => Ok(Ready {
-            text: task.render(&prepared.preloaded, run.tools.fence()),
+            text: task.render(&prepared.preloaded, &prepared.leads, run.tools.fence()),
             report,
             prepared,
         }),
@@ -410,11 +444,24 @@ async fn run_inner(
         prepared,
         text,
     } = ready;
+    let lead_ids: Vec<String> = prepared.leads.iter().map(|l| l.id.clone()).collect();
+    let schema = |paths: &[String]| report_output(paths, &lead_ids);
     let start = Start {
         text,
         files: task.files.iter().map(|f| f.path.clone()).collect(),
         seen: prepared.seen,
         reads: prepared.reads,
+        leads: prepared
+            .leads
+            .iter()
+            .map(|l| LeadFact {
+                id: l.id.clone(),
+                path: l.path.clone(),
+                line: l.line,
+                rule: l.rule.clone(),
+                cwe: l.cwe.id.map(|c| c.number()),
+            })
+            .collect(),
         ..Start::default()
     };
     let outcome = Loop {
@@ -433,12 +480,21 @@ async fn run_inner(
             request: summary_request(),
             // The report through the provider's structured output, citing
             // only files the agent was given or read.
-            schema: Some(&report_output),
+            schema: Some(&schema),
         },
     }
     .run(start, &ReportReader)
     .await;
-    let report = fill(report, outcome, prepared.secrets, prepared.injections, task);
+    let report = fill(
+        report,
+        outcome,
+        Swept {
+            secrets: prepared.secrets,
+            injections: prepared.injections,
+            leads: &prepared.leads,
+        },
+        task,
+    );
     run.events
         .finished(report.status.as_str(), report.findings.len());
     report
@@ -493,9 +549,14 @@ async fn prepare(
         seen: BTreeSet::new(),
         reads: Vec::new(),
         preloaded: Vec::new(),
+        leads: Vec::new(),
     };
+    let mut leads = task.leads.clone();
     for (index, swept) in swept.into_iter().enumerate() {
         if let Some(entry) = report.files.get_mut(index) {
+            if let Some(text) = &swept.text {
+                add_leads(&mut leads, &entry.path, text, run.rule_leads)?;
+            }
             entry.sha256 = swept.hash;
             for r in swept.redactions {
                 prepared
@@ -519,18 +580,62 @@ async fn prepare(
         };
         prepared.preloaded.push(Preloaded { path, text });
     }
+    prepared.leads = leads::number(leads);
     Ok(prepared)
+}
+
+/// Adds the rule engine's hits in `path` (with `rules`) to `leads`, and
+/// fills in the code of every lead in `path` that has none (another
+/// tool's) from `text`, the file as the model reads it.
+fn add_leads(
+    leads: &mut Vec<Lead>,
+    path: &str,
+    text: &str,
+    rules: Option<&Arc<RuleSet>>,
+) -> Result<(), String> {
+    let lines: Vec<(u32, String)> = (1u32..).zip(text.lines().map(str::to_string)).collect();
+    if let Some(rules) = rules {
+        let hits = rules
+            .apply(path, &lines)
+            .map_err(|e| format!("the rule engine's leads cannot be found: {e}"))?;
+        leads.extend(hits.into_iter().map(Lead::of_rule));
+    }
+    // The flagged line as the file has it: what the model is shown and
+    // what verification checks the lead's finding against.
+    for lead in leads
+        .iter_mut()
+        .filter(|l| l.path == path && l.code.is_none())
+    {
+        lead.code = (lead.line.checked_sub(1))
+            .and_then(|i| lines.get(i as usize))
+            .map(|(_, l)| l.trim().to_string())
+            .filter(|l| !l.is_empty());
+    }
+    Ok(())
 }
 
 /// The report of a finished loop: how it ended, what it cost and read,
 /// the findings of its final report, and every secret of the group.
+/// What the tool layer found in a group's files before the model ran:
+/// the report gets them whatever the model answered.
+struct Swept<'a> {
+    secrets: BTreeSet<(String, u32, &'static str)>,
+    injections: Vec<Finding>,
+    leads: &'a [Lead],
+}
+
 fn fill(
     mut report: GroupReport,
     outcome: Outcome<ParsedReport>,
-    mut secrets: BTreeSet<(String, u32, &'static str)>,
-    injections: Vec<Finding>,
+    swept: Swept<'_>,
     task: &AgentTask,
 ) -> GroupReport {
+    let Swept {
+        mut secrets,
+        injections,
+        leads,
+    } = swept;
+    let mut answers = Vec::new();
     report.status = outcome.status;
     report.error = outcome.error;
     report.rounds = outcome.counts.rounds;
@@ -545,7 +650,13 @@ fn fill(
         report.parse = parsed.how;
         report.unparsed = parsed.unparsed;
         report.findings = parsed.findings;
+        answers = parsed.leads;
     }
+    // Every lead has an outcome, whatever the model answered: a confirmed
+    // or unanswered one is a finding, a dismissed one is listed.
+    let (results, lead_findings) = leads::resolve(leads, &answers, &report.findings);
+    report.leads = results;
+    report.findings.extend(lead_findings);
     // A model that never saw any of its group's files did not review
     // them, whatever it answered.
     let files_read = outcome.files_read;
@@ -683,6 +794,7 @@ mod tests {
             spend: &Spend::unlimited(),
             max_output_tokens: 100,
             cache_scope: "",
+            rule_leads: None,
         };
         let task = AgentTask {
             group: "g1".into(),
@@ -693,6 +805,7 @@ mod tests {
             }],
             focus: None,
             instructions: None,
+            leads: Vec::new(),
         };
         let router = ToolRouter::new(Arc::new(Panicking), &definition.tools);
         let report = run_subagent_on(run, &task, &router, None).await;

@@ -176,6 +176,8 @@ pub(crate) struct Start {
     pub(crate) reads: Vec<FileRead>,
     /// The findings a skeptic is asked about, as data.
     pub(crate) challenges: Vec<ChallengeFact>,
+    /// The leads an auditor is asked to confirm or dismiss, as data.
+    pub(crate) leads: Vec<crate::llm::conversation::LeadFact>,
 }
 
 /// What a loop did, whatever its answer.
@@ -279,6 +281,7 @@ impl Loop<'_> {
                 files: start.files,
                 reads: start.reads,
                 challenges: start.challenges,
+                leads: start.leads,
             },
             last_text: None,
             nudged: false,

@@ -161,6 +161,7 @@ pub(crate) async fn run_agent(settings: Settings, job: AgentJob) -> Result<i32, 
         files,
         focus: None,
         instructions: Some(job.task),
+        leads: Vec::new(),
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let quiet = job.quiet;

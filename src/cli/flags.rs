@@ -57,6 +57,14 @@ pub(crate) enum Command {
     /// verifies, reduces and reports them in the checkout at --path.
     #[command(after_help = format!("Run it in a checkout of the commit the shards scanned, with the same\nscan options (--include, --exclude, --group-tokens, ...) and provider:\nthe files are read again to verify the findings, and the reducer runs here.\n\n{EXIT_CODES}"))]
     Merge(Merge),
+    /// Triage another tool's findings: each result of FILE.sarif (Semgrep,
+    /// CodeQL, any SARIF 2.1.0) is put to the auditor of the group holding
+    /// its file, which confirms or dismisses it with a reason; only those
+    /// files are audited. The report (every --format) lists each result's
+    /// outcome; confirmed ones are verified, challenged and gated like any
+    /// finding, dismissed ones never gate.
+    #[command(after_help = EXIT_CODES)]
+    Triage(Triage),
     /// Ask one question about a repository: a lead agent answers it,
     /// delegating the reading to sub-agents (the `task` tool), several at
     /// once. The answer goes to stdout, with its path:line citations
@@ -123,6 +131,29 @@ pub(crate) struct Scan {
     gate: GateFlags,
     #[command(flatten)]
     shard: ShardFlags,
+    #[command(flatten)]
+    out: OutputFlags,
+    /// Write each agent's conversation to DIR/<group>.jsonl.
+    #[arg(long, value_name = "DIR")]
+    transcripts: Option<PathBuf>,
+    /// Seconds running agents get to finish after Ctrl-C before they are cancelled.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    grace: u64,
+}
+
+/// `fanscan triage`.
+#[derive(Args, Debug)]
+pub(crate) struct Triage {
+    /// The SARIF 2.1.0 file whose results are triaged (more with --leads).
+    #[arg(value_name = "FILE.sarif")]
+    sarif: PathBuf,
+    /// The repository's root.
+    #[arg(default_value = ".")]
+    path: PathBuf,
+    #[command(flatten)]
+    run: RunFlags,
+    #[command(flatten)]
+    gate: GateFlags,
     #[command(flatten)]
     out: OutputFlags,
     /// Write each agent's conversation to DIR/<group>.jsonl.
@@ -400,6 +431,22 @@ impl Command {
                 transcripts: c.transcripts,
                 grace: c.grace,
             },
+            Self::Triage(c) => {
+                let mut args = RunArgs {
+                    gate: c.gate.into(),
+                    output: Some(c.out.into()),
+                    ..c.run.into_args()
+                };
+                args.scan
+                    .leads
+                    .insert(0, c.sarif.to_string_lossy().into_owned());
+                args.scan.triage = true;
+                Job::Scan {
+                    settings: settings(&c.path, args)?,
+                    transcripts: c.transcripts,
+                    grace: c.grace,
+                }
+            }
             Self::Merge(c) => Job::Merge {
                 settings: settings(
                     &c.path,

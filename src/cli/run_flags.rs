@@ -137,6 +137,13 @@ impl From<ShardFlags> for ShardArgs {
 /// [`ScanArgs`] on the command line: the fields' docs are the help.
 #[derive(Args, Debug)]
 pub(crate) struct ScanFlags {
+    /// Leads for the auditors to confirm or dismiss (repeatable): `rules`,
+    /// the rule engine's hits in each group's files (the default with a
+    /// model); FILE.sarif, another tool's results (Semgrep, CodeQL, ...);
+    /// `off`, none. A dismissed lead is listed with the model's reason and
+    /// does not gate; one not answered stays a finding.
+    #[arg(long, value_name = "off|rules|FILE.sarif")]
+    leads: Vec<String>,
     /// Only files matching this glob (repeatable).
     #[arg(long, value_name = "GLOB")]
     include: Vec<String>,
@@ -246,6 +253,8 @@ impl From<ScanFlags> for ScanArgs {
             changed_files: f.changed_files,
             trust_worktree_config: f.trust_worktree_config,
             max_comments: f.max_comments,
+            leads: f.leads,
+            triage: false,
         }
     }
 }

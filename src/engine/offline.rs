@@ -24,8 +24,8 @@ use serde_json::{Value, json};
 use super::source_check::{self, SourceTable};
 use crate::engine::rules::RuleSet;
 use crate::llm::conversation::{
-    ChatRequest, ChatResponse, FileRead, FinishReason, MAX_CALLS_PER_TURN, Message, ToolCall,
-    ToolChoice, Usage,
+    ChatRequest, ChatResponse, FileRead, FinishReason, LeadFact, MAX_CALLS_PER_TURN, Message,
+    ToolCall, ToolChoice, Usage,
 };
 use crate::llm::providers::{EngineKind, Provider, ProviderError};
 use crate::model::findings::{Finding, Severity, TASK_COMPLETE, render_block, render_structured};
@@ -68,6 +68,11 @@ impl Offline {
             line_count += lines.len();
             findings.extend(self.rules.apply(path, &lines).map_err(unusable)?);
         }
+        // A lead's line is answered by the lead (confirmed, dismissed or
+        // left standing), not repeated as a finding of the engine's own.
+        let leads = &request.facts.leads;
+        findings.retain(|f| !leads.iter().any(|l| l.path == f.path && l.line == f.line));
+        let answers = self.lead_answers(leads, seen);
         let mut by_severity: BTreeMap<Severity, usize> = BTreeMap::new();
         for f in &findings {
             *by_severity.entry(f.severity).or_default() += 1;
@@ -91,13 +96,82 @@ impl Offline {
         // Asked for a structured answer, it answers the schema a model's
         // structured output would; else a JSON block in text.
         Ok(if request.output_schema.is_some() {
-            render_structured(&summary, &findings)
+            with_answers(render_structured(&summary, &findings), answers)
         } else {
-            format!(
-                "{summary}\n\n{}\n\n{TASK_COMPLETE}",
-                render_block(&findings)
-            )
+            let block = render_block(&findings);
+            let block = if answers.is_empty() {
+                block
+            } else {
+                // The block's object, with the answers beside the findings.
+                let json = block
+                    .trim_start_matches("```json\n")
+                    .trim_end_matches("\n```");
+                format!("```json\n{}\n```", with_answers(json.to_string(), answers))
+            };
+            format!("{summary}\n\n{block}\n\n{TASK_COMPLETE}")
         })
+    }
+}
+
+impl Offline {
+    /// The engine's answers to its task's leads: the source check's verdict
+    /// on each (see [`super::source_check`]): confirmed, dismissed (refuted,
+    /// with its reason), or no answer when it cannot tell, so the lead stands
+    /// as the analysis found it. Another tool's lead is judged as the
+    /// engine's own rule of the same CWE would be.
+    fn lead_answers(&self, leads: &[LeadFact], seen: &Conversation) -> Vec<Value> {
+        // Without its table the check can tell nothing: every lead stays
+        // unanswered, a finding as the analysis found it (the skeptic's own
+        // use of the table reports the error).
+        let Ok(table) = SourceTable::bundled() else {
+            return Vec::new();
+        };
+        let empty = BTreeMap::new();
+        leads
+            .iter()
+            .filter_map(|l| {
+                let lines = seen.contents.get(&l.path).unwrap_or(&empty);
+                let rule = self.rule_like(l);
+                let judged = source_check::judge(table, &l.path, lines, l.line, rule.as_deref());
+                let verdict = match judged.verdict {
+                    "confirmed" => "confirmed",
+                    "refuted" => "dismissed",
+                    _ => return None,
+                };
+                Some(json!({"id": l.id, "verdict": verdict, "reason": judged.why}))
+            })
+            .collect()
+    }
+
+    /// The rule the source check judges `lead` as: its own when the engine
+    /// has it, else the engine's first rule of the lead's CWE.
+    fn rule_like(&self, lead: &LeadFact) -> Option<String> {
+        let rules = self.rules.rules().ok()?;
+        if rules.iter().any(|r| r.id == lead.rule) {
+            return Some(lead.rule.clone());
+        }
+        let cwe = lead.cwe?;
+        let table = SourceTable::bundled().ok()?;
+        rules
+            .iter()
+            .filter(|r| r.cwe().first() == Some(&cwe))
+            .map(|r| r.id.clone())
+            .find(|id| table.is_sink_rule(Some(id)))
+    }
+}
+
+/// `report` (a report object's JSON) with a `leads` list of `answers`;
+/// as it is without answers.
+fn with_answers(report: String, answers: Vec<Value>) -> String {
+    if answers.is_empty() {
+        return report;
+    }
+    match serde_json::from_str::<Value>(&report) {
+        Ok(mut value) => {
+            value["leads"] = Value::Array(answers);
+            value.to_string()
+        }
+        Err(_) => report,
     }
 }
 

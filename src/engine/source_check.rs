@@ -162,7 +162,7 @@ impl SourceTable {
         out
     }
 
-    fn is_sink_rule(&self, rule: Option<&str>) -> bool {
+    pub(crate) fn is_sink_rule(&self, rule: Option<&str>) -> bool {
         rule.is_some_and(|r| self.sink_rules.iter().any(|p| r.starts_with(p.as_str())))
     }
 }

@@ -122,6 +122,22 @@ pub(crate) struct Facts {
     pub reads: Vec<FileRead>,
     /// The findings a skeptic is asked to refute (none for other agents).
     pub challenges: Vec<ChallengeFact>,
+    /// The leads an auditor is asked to confirm or dismiss (none without
+    /// leads).
+    pub leads: Vec<LeadFact>,
+}
+
+/// One lead put to an auditor, as data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LeadFact {
+    /// The id its answer names.
+    pub id: String,
+    pub path: String,
+    pub line: u32,
+    /// The rule that flagged it (another tool's id for a SARIF lead).
+    pub rule: String,
+    /// The CWE number it names, if any.
+    pub cwe: Option<u32>,
 }
 
 /// One finding put to the skeptic, as data.

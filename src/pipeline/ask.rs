@@ -554,6 +554,7 @@ impl OfflineLead<'_> {
                             "Audit the files of {dir} for defects, security risks and reliability problems that bear on this question: {}",
                             self.question
                         )),
+                        leads: Vec::new(),
                     };
                     let sink = (self.task_sinks)(&id, &self.agent.name, &description);
                     let report = run_delegated(
@@ -567,6 +568,7 @@ impl OfflineLead<'_> {
                             spend: self.spend,
                             max_output_tokens: self.ctx.settings.max_output_tokens,
                             cache_scope: self.cache_scope,
+                            rule_leads: None,
                         },
                         &task,
                     )

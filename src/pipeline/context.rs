@@ -58,6 +58,8 @@ pub enum SetupError {
     Provider(#[from] ProviderError),
     #[error(transparent)]
     Plan(#[from] PlanError),
+    #[error(transparent)]
+    Leads(#[from] crate::stages::leads::LeadsError),
     #[error("{path}: cannot open the scan root: {error}")]
     Root { path: String, error: std::io::Error },
     /// The tools cannot be set up (the bundled injection rules, the
@@ -173,7 +175,8 @@ impl Context {
                 other => SetupError::Tools(other.to_string()),
             },
         )?;
-        let harness = Harness::new(provider, settings.max_output_tokens, settings.jobs);
+        let harness = Harness::new(provider, settings.max_output_tokens, settings.jobs)
+            .with_rule_leads(settings.leads.rules.then(|| Arc::clone(&rules)));
         Ok(Self {
             settings,
             agents,
@@ -462,6 +465,8 @@ impl Context {
             spend: &Spend::unlimited(),
             max_output_tokens: self.harness.max_output_tokens(),
             cache_scope: "run-agent",
+            // `run-agent` runs the agent on the task as given.
+            rule_leads: None,
         };
         run_subagent(run, task).await
     }
@@ -498,9 +503,16 @@ impl Context {
             provider: self.harness.provider().name().into(),
             model: self.harness.provider().model().into(),
             rules_hash: format!(
-                "{} injection {}",
+                "{} injection {}{}",
                 self.rules.hash,
-                self.tools.injection_hash()
+                self.tools.injection_hash(),
+                // The rules' hits are put to the auditors: a run with them
+                // asks other questions than one without.
+                if self.harness.rule_leads().is_some() {
+                    " leads rules"
+                } else {
+                    ""
+                }
             ),
         }
     }

@@ -392,6 +392,7 @@ impl Stage<'_> {
                         rule: t.finding.rule.clone(),
                     })
                     .collect(),
+                leads: Vec::new(),
             },
             &VerdictReader { ids: ids.clone() },
         )
@@ -597,10 +598,9 @@ fn render_task(path: &str, batch: &[&Target], ids: &[String], preloaded: &[Strin
         text.push_str(&format!(
             "- id {id}: {lines}, {}{}: {}\n",
             f.severity.as_str(),
-            f.rule
-                .as_deref()
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default(),
+            // The weakness, not the rule's id: an id such as a rule
+            // engine's `family/name` reads like a path to a small model.
+            f.cwe.id.map(|c| format!(" ({c})")).unwrap_or_default(),
             f.title
         ));
         if !f.detail.is_empty() {

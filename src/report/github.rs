@@ -27,6 +27,7 @@ pub(crate) fn render(report: &Report) -> String {
     let mut out = String::new();
     findings(&mut out, report);
     refuted(&mut out, report);
+    dismissed_leads(&mut out, report);
     suppressed_by_change(&mut out, report);
     gate_failed(&mut out, report);
     incomplete(&mut out, report);
@@ -86,6 +87,29 @@ fn refuted(out: &mut String, report: &Report) {
             &m.challenge.as_ref().map_or_else(
                 || "refuted by the skeptic; not gated on".to_string(),
                 |c| format!("{}; not gated on", c.describe()),
+            ),
+        );
+    }
+}
+
+/// A notice per lead an auditor dismissed, with its reason.
+fn dismissed_leads(out: &mut String, report: &Report) {
+    for r in report.leads.iter().flat_map(|l| &l.dismissed) {
+        let l = &r.lead;
+        line(
+            out,
+            "notice",
+            &[
+                ("file", l.path.clone()),
+                ("line", l.line.to_string()),
+                (
+                    "title",
+                    format!("lead dismissed: {} [{}] ({})", l.title, l.rule, l.tool),
+                ),
+            ],
+            &format!(
+                "{}; not gated on",
+                r.reason.as_deref().unwrap_or("dismissed by the auditor")
             ),
         );
     }

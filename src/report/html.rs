@@ -114,6 +114,7 @@ pub(crate) fn render(report: &Report, extras: &HtmlExtras) -> Result<String, std
     coverage(&mut body, report)?;
     groups(&mut body, report)?;
     claims(&mut body, report)?;
+    leads(&mut body, report)?;
     run_details(&mut body, report)?;
     write!(
         body,
@@ -1208,6 +1209,65 @@ fn file_list(files: &[String]) -> String {
     }
     out.push_str("</ul>");
     out
+}
+
+/// The leads put to the auditors (a run with none has no section): the
+/// outcomes per rule, the dismissed ones with their reasons, and the
+/// results that named no file of the scan.
+fn leads(out: &mut String, report: &Report) -> std::fmt::Result {
+    let Some(leads) = &report.leads else {
+        return Ok(());
+    };
+    let (confirmed, dismissed, unanswered) = leads.totals();
+    writeln!(
+        out,
+        "<section id=\"leads\">\n<h2>Leads</h2>\n<p>{confirmed} confirmed (findings above), {dismissed} dismissed (not gated on), {unanswered} not answered (they stay the analysis's findings).</p>"
+    )?;
+    if !leads.tally.is_empty() {
+        out.push_str("<table><thead><tr><th>Tool</th><th>Rule</th><th>Confirmed</th><th>Dismissed</th><th>Not answered</th></tr></thead><tbody>\n");
+        for t in &leads.tally {
+            writeln!(
+                out,
+                "<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                text(&t.tool),
+                text(&t.rule),
+                t.confirmed,
+                t.dismissed,
+                t.unanswered
+            )?;
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    if !leads.dismissed.is_empty() {
+        out.push_str("<h3>Dismissed leads</h3>\n<table><thead><tr><th>Where</th><th>Rule</th><th>Tool</th><th>Why dismissed</th></tr></thead><tbody>\n");
+        for r in &leads.dismissed {
+            writeln!(
+                out,
+                "<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
+                where_of(Some(&r.lead.path), Some(r.lead.line)),
+                text(&r.lead.rule),
+                text(&r.lead.tool),
+                text(r.reason.as_deref().unwrap_or("(no reason)"))
+            )?;
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    if !leads.outside.is_empty() {
+        out.push_str("<h3>Leads not audited</h3>\n<ul>\n");
+        for o in &leads.outside {
+            writeln!(
+                out,
+                "<li><span class=\"mono\">{}</span> {} ({}): {}</li>",
+                text(&o.location),
+                text(&o.rule),
+                text(&o.tool),
+                text(&o.why)
+            )?;
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("</section>\n");
+    Ok(())
 }
 
 fn claims(out: &mut String, report: &Report) -> std::fmt::Result {

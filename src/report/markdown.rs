@@ -21,6 +21,7 @@ pub(super) fn render(report: &Report) -> Result<String, std::fmt::Error> {
     since_last_run(&mut out, report)?;
     unverified(&mut out, report)?;
     refuted(&mut out, report)?;
+    leads(&mut out, report)?;
     unparsed(&mut out, report)?;
     doubtful(&mut out, report)?;
     contested(&mut out, report)?;
@@ -221,6 +222,70 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
                 f.line
             )?;
             skeptic_line(out, m)?;
+        }
+        out.push('\n');
+    }
+    Ok(())
+}
+
+/// The leads put to the auditors: each rule's outcomes, the dismissed
+/// ones with the model's reasons, and the results that named no file of
+/// the scan.
+fn leads(out: &mut String, report: &Report) -> std::fmt::Result {
+    let Some(leads) = &report.leads else {
+        return Ok(());
+    };
+    let (confirmed, dismissed, unanswered) = leads.totals();
+    writeln!(
+        out,
+        "## Leads ({}): {confirmed} confirmed, {dismissed} dismissed, {unanswered} not answered
+",
+        confirmed + dismissed + unanswered
+    )?;
+    writeln!(
+        out,
+        "What a static analysis flagged, put to the auditors. A confirmed lead is a finding above; a dismissed one is listed below with the model's reason and does not gate; one not answered stays the analysis's finding.
+"
+    )?;
+    if !leads.tally.is_empty() {
+        writeln!(
+            out,
+            "| tool | rule | confirmed | dismissed | not answered |"
+        )?;
+        writeln!(out, "|---|---|---:|---:|---:|")?;
+        for t in &leads.tally {
+            writeln!(
+                out,
+                "| {} | `{}` | {} | {} | {} |",
+                t.tool, t.rule, t.confirmed, t.dismissed, t.unanswered
+            )?;
+        }
+        out.push('\n');
+    }
+    if !leads.dismissed.is_empty() {
+        writeln!(out, "### Dismissed leads ({})\n", leads.dismissed.len())?;
+        for r in &leads.dismissed {
+            let l = &r.lead;
+            writeln!(
+                out,
+                "- `{}:{}` [{}] ({}): {}",
+                l.path,
+                l.line,
+                l.rule,
+                l.tool,
+                r.reason.as_deref().unwrap_or("(no reason)")
+            )?;
+        }
+        out.push('\n');
+    }
+    if !leads.outside.is_empty() {
+        writeln!(out, "### Leads not audited ({})\n", leads.outside.len())?;
+        for o in &leads.outside {
+            writeln!(
+                out,
+                "- `{}` [{}] ({}): {}",
+                o.location, o.rule, o.tool, o.why
+            )?;
         }
         out.push('\n');
     }

@@ -28,6 +28,7 @@ use crate::llm::budget::AgentUsage;
 use crate::llm::conversation::Usage;
 use crate::llm::providers::EngineKind;
 use crate::model::findings::Origin;
+use crate::model::leads::{LeadResult, LeadsReport, OutsideLead};
 use crate::stages::baseline::BaselineEntry;
 use crate::stages::gate::{Baselined, GatePolicy, Suppressed, Triage, Verdict};
 use crate::stages::inventory::Skipped;
@@ -375,6 +376,10 @@ pub struct Report {
     /// The repository brief the auditors were given, and who wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub brief: Option<crate::stages::brief::Brief>,
+    /// The leads put to the auditors (the rule engine's, another tool's)
+    /// and what became of each; none when a run had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leads: Option<LeadsReport>,
 }
 
 impl Report {
@@ -486,6 +491,8 @@ pub(crate) struct Parts {
     pub(crate) triage: Triage,
     pub(crate) policy: GatePolicy,
     pub(crate) diff: Option<ChangeSet>,
+    /// Leads of another tool that name no file of the plan.
+    pub(crate) outside_leads: Vec<OutsideLead>,
 }
 
 /// Assembles the report: coverage accounts for every planned file, the
@@ -507,7 +514,10 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         triage,
         policy,
         diff,
+        outside_leads,
     } = parts;
+    let lead_results: Vec<&LeadResult> = reports.iter().flat_map(|r| &r.leads).collect();
+    let leads = LeadsReport::of(&lead_results, outside_leads);
     let coverage = coverage(skipped, &reports, &not_started);
     let mut incomplete_reasons = incomplete_reasons(stopped, &reports, &not_started, &coverage);
     let mut notes = plan.notes.clone();
@@ -563,6 +573,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         since_last_run: None,
         shard: None,
         brief: None,
+        leads,
     }
 }
 
@@ -933,6 +944,7 @@ mod tests {
                 .collect(),
             carried: Default::default(),
             findings,
+            leads: Vec::new(),
         }
     }
 

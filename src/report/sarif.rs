@@ -460,6 +460,12 @@ fn run_properties(report: &Report, omitted: Omitted, cut: &Cut) -> s::PropertyBa
             serde_json::to_value(checkout).unwrap_or(Value::Null),
         ));
     }
+    // Every lead's outcome: the tally per rule, the dismissed ones with
+    // their reasons, the results that named no file of the scan (the
+    // confirmed and unanswered ones are results above).
+    if let Some(leads) = &report.leads {
+        extra.push(("leads", serde_json::to_value(leads).unwrap_or(Value::Null)));
+    }
     if omitted.total() > 0 {
         extra.push((
             "omitted",
@@ -1125,6 +1131,7 @@ pub(crate) mod tests {
             since_last_run: None,
             shard: None,
             brief: None,
+            leads: None,
         }
     }
 

@@ -258,6 +258,7 @@ impl FanOut {
                             files: Vec::new(),
                             focus: None,
                             instructions: None,
+                            leads: Vec::new(),
                         },
                     )
                 });
@@ -324,6 +325,7 @@ impl GroupRun {
             spend: &self.spend,
             max_output_tokens: self.harness.max_output_tokens(),
             cache_scope: &self.cache_scope,
+            rule_leads: self.harness.rule_leads(),
         }
     }
 

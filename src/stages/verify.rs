@@ -483,6 +483,7 @@ mod tests {
             unparsed: vec![],
             carried: Default::default(),
             findings,
+            leads: Vec::new(),
         }
     }
 
@@ -669,6 +670,7 @@ mod tests {
                 finding("b.rs", 1, None),
                 finding("a.rs", 4, Some("k = \"[REDACTED:aws-access-key]\"")),
             ],
+            leads: Vec::new(),
         };
         let checked = verify(&[report], &inv, &tools);
         let verdicts: Vec<(bool, u32)> = checked

@@ -45,6 +45,14 @@ pub(crate) fn group_key(base: &KeyBase, task: &AgentTask, hashes: &[String]) -> 
     for (file, hash) in task.files.iter().zip(hashes) {
         text.push_str(&format!("{}\0{hash}\n", file.path));
     }
+    // Another tool's leads change what the agent is asked (none: the key
+    // of a run without them, unchanged).
+    for lead in &task.leads {
+        text.push_str(&format!(
+            "lead {}\0{}\0{}\0{}\0{}\n",
+            lead.tool, lead.path, lead.line, lead.rule, lead.message
+        ));
+    }
     crate::util::sha256_hex(text.as_bytes())
 }
 
@@ -565,6 +573,7 @@ mod tests {
                 language: None,
             }],
             focus: None,
+            leads: Vec::new(),
             instructions: None,
         };
         let error = Arc::clone(&session)

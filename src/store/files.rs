@@ -28,6 +28,7 @@ use super::{KeyBase, Store, StoreError, now_ms, reusable};
 use crate::agents::subagent::FileHash;
 use crate::agents::{AgentStatus, AgentTask, GroupReport, TaskFile};
 use crate::model::findings::{Finding, HowParsed, Unparsed};
+use crate::model::leads::LeadResult;
 
 /// Bumped whenever a stored [`FileRecord`] would mean something else.
 pub(crate) const FILE_FORMAT_VERSION: u32 = 1;
@@ -51,6 +52,9 @@ pub(crate) struct FileRecord {
     pub(crate) findings: Vec<Finding>,
     /// Claims about it that did not become findings.
     pub(crate) unparsed: Vec<Unparsed>,
+    /// The leads in it and what became of each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) leads: Vec<LeadResult>,
 }
 
 /// Where a file's records live whatever its content: the key without the
@@ -85,6 +89,7 @@ pub(crate) fn records_of(report: &GroupReport) -> Vec<(String, String, FileRecor
                 read: read.contains(f.path.as_str()),
                 findings: Vec::new(),
                 unparsed: Vec::new(),
+                leads: Vec::new(),
             };
             (f.path.clone(), f.sha256.clone(), record)
         })
@@ -103,6 +108,10 @@ pub(crate) fn records_of(report: &GroupReport) -> Vec<(String, String, FileRecor
     for claim in &report.unparsed {
         let at = index_of(claim.path.as_deref().filter(|p| own.contains(p)));
         out[at].2.unparsed.push(claim.clone());
+    }
+    for lead in &report.leads {
+        let at = index_of(Some(lead.lead.path.as_str()).filter(|p| own.contains(p)));
+        out[at].2.leads.push(lead.clone());
     }
     out
 }
@@ -368,6 +377,7 @@ pub(crate) fn changed_tasks(partials: &[Partial], budget: u64) -> Vec<ChangedTas
                     .collect(),
                 focus: Some(note(&origins)),
                 instructions: None,
+                leads: Vec::new(),
             };
             Some(ChangedTask {
                 task,
@@ -566,6 +576,11 @@ fn carried_report(p: &Partial) -> GroupReport {
             .carried
             .iter()
             .map(|c| (c.file.path.clone(), c.run))
+            .collect(),
+        leads: p
+            .carried
+            .iter()
+            .flat_map(|c| c.record.leads.iter().cloned())
             .collect(),
     }
 }

@@ -92,6 +92,9 @@ pub(crate) struct Swept {
     /// Text addressed to AI agents and deceptive characters in it, as
     /// findings of the tool layer.
     pub(crate) injections: Vec<Finding>,
+    /// The redacted text, for the rule engine's leads (none when the file
+    /// is unreadable, binary or over the size limit).
+    pub(crate) text: Option<String>,
 }
 
 /// A tool's answer.
@@ -287,6 +290,7 @@ impl ToolContext {
             hash,
             redactions,
             injections,
+            text: Some(redacted),
         }
     }
 

@@ -41,6 +41,7 @@ async fn run(mock: &MockModel, repo: &Repo, agent: &str, files: &[&str]) -> Grou
             .collect(),
         focus: None,
         instructions: None,
+        leads: Vec::new(),
     };
     ctx.run_agent(
         &definition,

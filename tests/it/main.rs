@@ -27,6 +27,7 @@ mod image;
 mod incremental;
 mod injection;
 mod large_plans;
+mod leads;
 mod module_graph;
 mod pipeline;
 mod prompts;

@@ -225,7 +225,13 @@ async fn claims_that_cannot_be_read_are_listed_with_why_never_dropped() {
         crate::common::text_turn("line 2: command injection via os.system [TASK_COMPLETE]"),
     ])
     .await;
-    let ctx = Context::new(mock.settings(repo.path(), &ScanArgs::default())).unwrap();
+    // Without leads: the rule engine's hit on line 2, unanswered, would
+    // stand as its finding.
+    let args = ScanArgs {
+        leads: vec!["off".into()],
+        ..ScanArgs::default()
+    };
+    let ctx = Context::new(mock.settings(repo.path(), &args)).unwrap();
     let report = scan(&ctx, RunControl::default(), None).await;
     assert!(report.findings.is_empty(), "never counted as findings");
     assert!(!report.unparsed.is_empty(), "{report:#?}");

@@ -375,7 +375,12 @@ async fn a_claim_in_no_file_of_the_scan_or_past_the_end_is_not_located() {
     ] {
         let repo = repo();
         let mock = MockModel::openai(model(claim, r#"{"verdicts": []}"#)).await;
-        let report = run(&mock, repo.path()).await;
+        // Without leads: the rule engine's hit in the file would be a
+        // finding to challenge.
+        let mut args = challenge(FailOn::High);
+        args.scan.leads = vec!["off".into()];
+        let ctx = Context::new(mock.settings_with(repo.path(), args)).unwrap();
+        let report = fanscan::scan(&ctx, &Ui::hidden()).await.unwrap();
         assert_eq!(report.unverified.len(), 1);
         assert!(!report.unverified[0].located);
         assert_eq!(skeptic_requests(&mock), 0, "nothing to challenge");
@@ -501,6 +506,8 @@ async fn a_budget_stop_leaves_unchallenged_findings_as_they_are_and_says_so() {
         RunArgs {
             scan: fanscan::ScanArgs {
                 max_tokens: Some(4400),
+                // The budget is sized to the task without leads.
+                leads: vec!["off".into()],
                 ..fanscan::ScanArgs::default()
             },
             ..challenge(FailOn::High)

@@ -90,19 +90,54 @@ pub(crate) fn report_schema() -> Value {
 /// output cannot name a file it was not given. Its relaxed form is
 /// [`report_schema`] as it is, for a server that rejects the constraints.
 /// With no paths, `path` stays any string.
-pub(crate) fn report_output(paths: &[String]) -> OutputSchema {
+///
+/// With `leads` (their ids), the report also answers each lead: a `leads`
+/// list of `{id, verdict, reason}`, the ids one of `leads` in the strict
+/// form.
+pub(crate) fn report_output(paths: &[String], leads: &[String]) -> OutputSchema {
     let mut schema = report_schema();
     let item = &mut schema["properties"]["findings"]["items"]["properties"];
     if !paths.is_empty() {
         item["path"]["enum"] = Value::from(paths.to_vec());
     }
     item["line"]["minimum"] = Value::from(1);
+    let mut relaxed = report_schema();
+    if !leads.is_empty() {
+        with_leads(&mut schema, Some(leads));
+        with_leads(&mut relaxed, None);
+    }
     OutputSchema {
         name: REPORT_TOOL.to_string(),
         description: "Report the audit's summary and every finding. Call it exactly once."
             .to_string(),
         schema,
-        relaxed: Some(report_schema()),
+        relaxed: Some(relaxed),
+    }
+}
+
+/// Adds the required `leads` list to a report schema; `ids` pins each
+/// answer's id to one of them.
+fn with_leads(schema: &mut Value, ids: Option<&[String]>) {
+    let mut id = serde_json::json!({"type": "string", "description": "The lead's id as listed."});
+    if let Some(ids) = ids {
+        id["enum"] = Value::from(ids.to_vec());
+    }
+    schema["properties"]["leads"] = serde_json::json!({
+        "type": "array",
+        "description": "One answer for every lead of the task.",
+        "items": {
+            "type": "object",
+            "properties": {
+                "id": id,
+                "verdict": {"type": "string", "enum": ["confirmed", "dismissed"]},
+                "reason": {"type": "string", "description": "Why, citing the code."}
+            },
+            "required": ["id", "verdict", "reason"],
+            "additionalProperties": false
+        }
+    });
+    if let Some(required) = schema["required"].as_array_mut() {
+        required.push(Value::from("leads"));
     }
 }
 

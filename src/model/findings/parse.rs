@@ -13,6 +13,7 @@ use super::model::{
     CLAIM_CLIP, Finding, FindingCwe, HowParsed, Origin, Repair, Severity, Unparsed,
 };
 use super::repair::repair_json;
+use crate::model::leads::{LeadAnswer, answers_of};
 
 /// The parsed final answer of an agent.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,6 +32,9 @@ pub(crate) struct ParsedReport {
     /// the entries `rejected` counts (with their text), and, when no block
     /// parsed, the block's entries and the claim-like lines of the text.
     pub unparsed: Vec<Unparsed>,
+    /// The report's answers to its task's leads (see
+    /// [`crate::model::leads`]), as read; empty without a `leads` list.
+    pub leads: Vec<LeadAnswer>,
 }
 
 /// Whether `text` holds the completion marker in a form models write it:
@@ -240,6 +244,7 @@ pub(crate) fn parse_report(text: &str) -> ParsedReport {
         rejected: Vec::new(),
         how,
         unparsed,
+        leads: Vec::new(),
     }
 }
 
@@ -249,6 +254,7 @@ struct Entries {
     rejected: Vec<String>,
     unparsed: Vec<Unparsed>,
     total: usize,
+    leads: Vec<LeadAnswer>,
 }
 
 /// The findings list of a block and whether it was keyed (`{"findings":
@@ -267,6 +273,7 @@ fn entries_of(value: &Value) -> Option<(Entries, bool)> {
         rejected: Vec::new(),
         unparsed: Vec::new(),
         total: list.len(),
+        leads: answers_of(value),
     };
     for (index, item) in list.iter().enumerate() {
         match finding_from(item) {
@@ -294,6 +301,7 @@ fn report(text: String, entries: Entries, how: HowParsed) -> ParsedReport {
         rejected: entries.rejected,
         how,
         unparsed: entries.unparsed,
+        leads: entries.leads,
     }
 }
 

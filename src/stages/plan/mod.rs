@@ -80,6 +80,7 @@ impl Plan {
                     .collect(),
                 focus: g.focus.clone(),
                 instructions: None,
+                leads: Vec::new(),
             })
             .collect()
     }
