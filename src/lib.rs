@@ -30,7 +30,7 @@ pub use config::{
     GateArgs, OutputArgs, Outputs, PlannerKind, ProviderArgs, ProviderKind, RunArgs, ScanArgs,
     Settings, ShardArgs,
 };
-pub use eval::{Count, EvalArgs, EvalError, EvalFormat, MatchBy, evaluate};
+pub use eval::{Count, EvalArgs, EvalError, EvalFormat, MatchBy, Score, evaluate};
 pub use llm::control::RunControl;
 pub use llm::events::{Event, EventSink};
 pub use llm::providers::EngineKind;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use fanscan::{
-    Count, EvalArgs, EvalFormat, FailOn, GateArgs, MatchBy, PlannerKind, RunArgs, Settings,
+    Count, EvalArgs, EvalFormat, FailOn, GateArgs, MatchBy, PlannerKind, RunArgs, Score, Settings,
     SetupError,
 };
 
@@ -189,6 +189,9 @@ pub(crate) struct Eval {
     /// What a finding must share with a case besides its file (and line).
     #[arg(long = "match", value_name = "WHAT", value_enum, default_value_t = MatchFlag::Cwe)]
     match_by: MatchFlag,
+    /// Add a benchmark's own score beside the TP/FP tables.
+    #[arg(long, value_name = "BENCHMARK", value_enum)]
+    score: Option<ScoreFlag>,
 }
 
 impl From<Eval> for EvalArgs {
@@ -210,8 +213,23 @@ impl From<Eval> for EvalArgs {
                 MatchFlag::Cwe => MatchBy::Cwe,
                 MatchFlag::Location => MatchBy::Location,
             },
+            score: c.score.map(|s| match s {
+                ScoreFlag::Castle => Score::Castle,
+            }),
         }
     }
+}
+
+/// `eval --score`: [`Score`] on the command line; the variants' docs are
+/// the help.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum ScoreFlag {
+    /// The CASTLE benchmark's score: 5 per vulnerable case found (a finding
+    /// on a labelled line, or with the case's CWE, a parent or a child), 2
+    /// per clean case whose file has no finding, -1 per finding in a
+    /// labelled file that matches nothing; low and info findings dropped;
+    /// printed with the maximum the truth allows.
+    Castle,
 }
 
 /// `eval --format`: [`EvalFormat`] on the command line.

@@ -4,8 +4,11 @@
 //! file in one of the formats [`truth`] reads, and how to score
 //! ([`EvalArgs`]); gives the evaluation ([`score`]) per CWE and overall,
 //! with each run's tokens and cost, as Markdown or JSON ([`render`]).
-//! Several reports are scored side by side against the same truth.
+//! Several reports are scored side by side against the same truth; with
+//! `--score castle`, each also gets the CASTLE benchmark's score
+//! ([`castle`]).
 
+mod castle;
 mod render;
 mod report;
 mod score;
@@ -28,6 +31,15 @@ pub enum EvalFormat {
     Json,
 }
 
+/// A benchmark's own score, computed beside the TP/FP tables
+/// (`fanscan eval --score`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Score {
+    /// The CASTLE benchmark's: 5 per vulnerable case found, 2 per clean
+    /// case with no finding, −1 per finding that matches nothing.
+    Castle,
+}
+
 /// What `fanscan eval` scores, and how (the CLI's flags, whose help says
 /// each one's meaning, are parsed into it).
 #[derive(Debug, Clone)]
@@ -44,6 +56,8 @@ pub struct EvalArgs {
     pub count: Count,
     /// What a finding must share with a case besides its location.
     pub match_by: MatchBy,
+    /// A benchmark's own score to add; `None`: the TP/FP tables only.
+    pub score: Option<Score>,
 }
 
 /// Why an evaluation could not be made.
@@ -103,7 +117,7 @@ pub fn evaluate(args: &EvalArgs) -> Result<String, EvalError> {
         match_by: args.match_by,
         line_slack: args.line_slack,
     };
-    let evaluation = render::Evaluation::new(&truth, &runs, method, table);
+    let evaluation = render::Evaluation::new(&truth, &runs, method, args.score, table);
     match args.format {
         EvalFormat::Md => evaluation.markdown().map_err(EvalError::Markdown),
         EvalFormat::Json => evaluation.json().map_err(EvalError::Json),

@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::Score;
+use super::castle::{self, CastleScore};
 use super::report::RunView;
 use super::score::{self, Counts, MatchBy, Method, Outcome, Rates, RunScore, Tally};
 use super::truth::{Truth, TruthFormat};
@@ -89,6 +91,9 @@ struct RunEval {
     usage: UsageEval,
     /// Cases whose file the run did not review.
     not_reviewed: Option<u64>,
+    /// The CASTLE benchmark's score, with `--score castle`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    castle: Option<CastleScore>,
     notes: Vec<String>,
     cases: Vec<CaseEval>,
 }
@@ -109,7 +114,13 @@ fn class_label(table: &CweTable, id: CweId) -> (String, Option<String>) {
 
 impl Evaluation {
     /// Scores every run against the truth.
-    pub(crate) fn new(truth: &Truth, runs: &[RunView], method: Method, table: &CweTable) -> Self {
+    pub(crate) fn new(
+        truth: &Truth,
+        runs: &[RunView],
+        method: Method,
+        extra: Option<Score>,
+        table: &CweTable,
+    ) -> Self {
         let vulnerable = truth.cases.iter().filter(|c| c.vulnerable).count() as u64;
         let mut classes: Vec<CweId> = truth.cases.iter().map(|c| c.cwe).collect();
         classes.sort_unstable();
@@ -135,13 +146,17 @@ impl Evaluation {
             runs: runs
                 .iter()
                 .map(|run| {
-                    run_eval(
+                    let mut eval = run_eval(
                         truth,
                         run,
                         &score::score(truth, run, &method, table),
                         &method,
                         table,
-                    )
+                    );
+                    eval.castle = extra.map(|kind| match kind {
+                        Score::Castle => castle::score(truth, run, method.count, table),
+                    });
+                    eval
                 })
                 .collect(),
         }
@@ -160,6 +175,7 @@ impl Evaluation {
         let mut out = String::new();
         md_header(&mut out, self)?;
         md_overall(&mut out, self)?;
+        md_castle(&mut out, self)?;
         md_cost(&mut out, self)?;
         md_per_cwe(&mut out, self)?;
         md_unmatched(&mut out, self)?;
@@ -211,6 +227,54 @@ fn md_overall(out: &mut String, eval: &Evaluation) -> std::fmt::Result {
             "| {} {}",
             code(&run.report),
             rate_cells(&run.overall.counts, &run.overall.macro_rates)
+        )?;
+    }
+    Ok(())
+}
+
+/// The CASTLE benchmark's score, one row per run (when asked for).
+fn md_castle(out: &mut String, eval: &Evaluation) -> std::fmt::Result {
+    let rows: Vec<(&RunEval, &CastleScore)> = eval
+        .runs
+        .iter()
+        .filter_map(|run| run.castle.as_ref().map(|c| (run, c)))
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\n## CASTLE score\n")?;
+    writeln!(
+        out,
+        "{} per vulnerable case found (a finding in its file on a labelled line, or with its CWE, a parent or a child), {} per clean case whose file has no finding, {} per finding in a labelled file that matches no vulnerable case; low and info findings are dropped, findings in files no case labels are not scored. Not included: the CASTLE paper's bonus for finding the more common (CWE Top 25) weaknesses, which puts its maximum for CASTLE-C250 at 1,250.\n",
+        castle::FOUND_POINTS,
+        castle::CLEAN_POINTS,
+        castle::UNMATCHED_POINTS
+    )?;
+    writeln!(
+        out,
+        "| run | score | found ×{} | clean, no finding ×{} | unmatched ×{} | low/info dropped | outside the truth |",
+        castle::FOUND_POINTS,
+        castle::CLEAN_POINTS,
+        castle::UNMATCHED_POINTS
+    )?;
+    writeln!(out, "|---|---:|---:|---:|---:|---:|---:|")?;
+    for (run, c) in rows {
+        writeln!(
+            out,
+            "| {} | {} of {} | {} of {} ({:+}) | {} of {} ({:+}) | {} ({:+}) | {} | {} |",
+            code(&run.report),
+            c.score,
+            c.maximum,
+            c.vulnerable_found,
+            c.vulnerable,
+            c.found_points,
+            c.clean_without_finding,
+            c.clean,
+            c.clean_points,
+            c.unmatched_findings,
+            c.unmatched_points,
+            c.dropped_low_or_info,
+            c.outside_truth,
         )?;
     }
     Ok(())
@@ -458,6 +522,7 @@ fn run_eval(
             cost_per_true_positive: cost_per_tp,
         },
         not_reviewed: score.not_reviewed,
+        castle: None,
         notes,
         cases: score
             .cases

@@ -1,5 +1,5 @@
 //! A lenient view of a fanscan JSON report, as `fanscan eval` needs it:
-//! each finding's path, lines, rule and CWE, which list it is in (open,
+//! each finding's path, lines, rule, CWE and severity, which list it is in (open,
 //! suppressed, baselined, refuted by the skeptic, unverified), what the run
 //! reviewed, and its tokens and cost.
 //!
@@ -15,6 +15,7 @@ use serde::Deserialize;
 use super::EvalError;
 use super::truth::normalize;
 use crate::model::cwe::CweId;
+use crate::model::findings::Severity;
 
 /// Which of the report's lists a finding came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -54,6 +55,10 @@ pub(crate) struct Prediction {
     pub rule: Option<String>,
     pub claim: Claim,
     pub listed: Listed,
+    /// `None` when the finding gives none, or a word fanscan does not
+    /// read as one (such a finding is kept by `--score castle`, which
+    /// drops only low and info).
+    pub severity: Option<Severity>,
 }
 
 impl Prediction {
@@ -158,6 +163,8 @@ struct RawFinding {
     rule_id: Option<String>,
     #[serde(default)]
     cwe: Option<RawCwe>,
+    #[serde(default)]
+    severity: Option<String>,
 }
 
 /// A list entry: the finding itself (`findings`, `unverified`) or wrapped
@@ -328,6 +335,7 @@ pub(crate) fn parse(source: &str, text: &str, rules: &RuleCwes) -> Result<RunVie
                 rule,
                 claim,
                 listed,
+                severity: f.severity.as_deref().and_then(Severity::parse),
             });
         }
     }
@@ -366,7 +374,7 @@ mod tests {
         let text = r#"{
           "provider": "offline", "model": "rules", "engine": "rule_engine", "complete": true,
           "findings": [
-            {"path": "./a.py", "line": 3, "end_line": 5, "rule": "py/sql", "cwe": "CWE-89", "extra": 1},
+            {"path": "./a.py", "line": 3, "end_line": 5, "rule": "py/sql", "cwe": "CWE-89", "severity": "Low", "extra": 1},
             {"path": "b.py", "line": 1, "cwe": 79},
             {"path": "c.py", "line": 2, "cwe": ["CWE-327", 328, "CWE-327"]},
             {"path": "d.py", "line": 2, "cwe": null},
@@ -404,6 +412,8 @@ mod tests {
             ]
         );
         assert_eq!(view.predictions[0].end_line, 5);
+        assert_eq!(view.predictions[0].severity, Some(Severity::Low));
+        assert_eq!(view.predictions[1].severity, None);
         assert_eq!(view.predictions[0].label(), "a.py:3-5 py/sql");
         assert_eq!(view.predictions[1].end_line, 1);
         assert_eq!(view.predictions[8].rule.as_deref(), Some("x"));

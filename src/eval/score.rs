@@ -33,7 +33,8 @@ pub enum Count {
 }
 
 impl Count {
-    fn includes(self, listed: Listed) -> bool {
+    /// Whether a finding of that list is one of the run's predictions.
+    pub(crate) fn includes(self, listed: Listed) -> bool {
         match listed {
             Listed::Open => true,
             Listed::Suppressed | Listed::Baselined | Listed::Refuted => {
@@ -243,14 +244,14 @@ pub(crate) struct RunScore {
 }
 
 /// Where each file's cases are, by how the truth names files.
-struct Index {
+pub(super) struct Index {
     by_path: HashMap<String, Vec<usize>>,
     by_name: HashMap<String, Vec<usize>>,
     by_stem: HashMap<String, Vec<usize>>,
 }
 
 impl Index {
-    fn new(cases: &[Case]) -> Self {
+    pub(super) fn new(cases: &[Case]) -> Self {
         let mut index = Self {
             by_path: HashMap::new(),
             by_name: HashMap::new(),
@@ -268,7 +269,7 @@ impl Index {
     }
 
     /// The cases of the file at a normalized repo-relative path.
-    fn cases_of(&self, path: &str) -> Vec<usize> {
+    pub(super) fn cases_of(&self, path: &str) -> Vec<usize> {
         let name = file_name(path);
         let mut found: Vec<usize> = [
             self.by_path.get(path),
@@ -458,6 +459,7 @@ mod tests {
                 Claim::Cwes(cwes.iter().map(|&n| cwe(n)).collect())
             },
             listed,
+            severity: None,
         }
     }
 

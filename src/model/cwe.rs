@@ -4,7 +4,9 @@
 //! Takes a CWE id as people and models write it (`CWE-89`, `cwe-89`, `89`);
 //! gives a [`CweId`], whether the table knows it, its name, and its
 //! documented relatives (327 and 328, 22 and 23, 79 and 80 ...), which
-//! `fanscan eval` accepts as the same weakness. An id the table does not know
+//! `fanscan eval` accepts as the same weakness, and its parents in MITRE's
+//! research view (787 under 119), which `eval --score castle` accepts. An
+//! id the table does not know
 //! is still an id: callers keep it and flag it, never drop it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -119,6 +121,8 @@ pub(crate) struct CweEntry {
     pub top25_2024: Option<u8>,
     /// Documented relatives, both directions, sorted.
     pub related: Vec<CweId>,
+    /// What it is a ChildOf in MITRE's research view (CWE-1000), sorted.
+    pub parents: Vec<CweId>,
 }
 
 #[derive(Deserialize)]
@@ -137,6 +141,8 @@ struct RawEntry {
     top25_2024: Option<u8>,
     #[serde(default)]
     related: Vec<u32>,
+    #[serde(default)]
+    parents: Vec<u32>,
 }
 
 /// The table of known CWE ids.
@@ -156,8 +162,9 @@ impl CweTable {
     }
 
     /// Parses and checks a table: ids unique and non-zero, names given,
-    /// relatives in the table and not the entry itself, Top 25 ranks 1–25
-    /// and each used once. Relations are made symmetric.
+    /// relatives and parents in the table and not the entry itself, Top 25
+    /// ranks 1–25 and each used once. Relatives are made symmetric;
+    /// parents stay one way (a child names its parent).
     pub(crate) fn parse(source: &str, text: &str) -> Result<Self, CweError> {
         let at = |problem: String| CweError::Table {
             source_name: source.to_string(),
@@ -192,6 +199,7 @@ impl CweTable {
                     name: entry.name.trim().to_string(),
                     top25_2024: entry.top25_2024,
                     related: Vec::new(),
+                    parents: Vec::new(),
                 },
             );
             if previous.is_some() {
@@ -221,6 +229,28 @@ impl CweTable {
                 entry.related.push(b);
             }
         }
+        for raw_entry in &raw.cwe {
+            let id = CweId(raw_entry.id);
+            let mut parents = Vec::new();
+            for &number in &raw_entry.parents {
+                let parent = CweId::from_number(number)
+                    .filter(|parent| entries.contains_key(parent))
+                    .ok_or_else(|| {
+                        at(format!(
+                            "{id} lists CWE-{number} as a parent, which is not in the table: add an entry for it"
+                        ))
+                    })?;
+                if parent == id {
+                    return Err(at(format!("{id} lists itself as a parent")));
+                }
+                parents.push(parent);
+            }
+            parents.sort_unstable();
+            parents.dedup();
+            if let Some(entry) = entries.get_mut(&id) {
+                entry.parents = parents;
+            }
+        }
         Ok(Self { entries })
     }
 
@@ -242,6 +272,18 @@ impl CweTable {
     /// The documented relatives of `id` (none for an unknown id).
     pub(crate) fn related(&self, id: CweId) -> &[CweId] {
         self.get(id).map_or(&[], |e| e.related.as_slice())
+    }
+
+    /// The parents of `id` in MITRE's research view that the table lists
+    /// (none for an unknown id).
+    pub(crate) fn parents(&self, id: CweId) -> &[CweId] {
+        self.get(id).map_or(&[], |e| e.parents.as_slice())
+    }
+
+    /// Whether `a` is `b`, its parent or its child (one step, as the
+    /// CASTLE benchmark's score matches a reported CWE).
+    pub(crate) fn same_parent_or_child(&self, a: CweId, b: CweId) -> bool {
+        a == b || self.parents(a).contains(&b) || self.parents(b).contains(&a)
     }
 
     /// Whether `a` and `b` name the same weakness for matching: equal, or
@@ -377,6 +419,53 @@ mod tests {
     }
 
     #[test]
+    fn parents_and_children_match_one_step_only() {
+        let table = CweTable::builtin().unwrap();
+        for (child, parent) in [(787, 119), (121, 787), (78, 77), (23, 22), (416, 825)] {
+            assert!(
+                table.same_parent_or_child(id(child), id(parent)),
+                "{child} < {parent}"
+            );
+            assert!(
+                table.same_parent_or_child(id(parent), id(child)),
+                "{parent} > {child}"
+            );
+        }
+        assert!(table.same_parent_or_child(id(787), id(787)));
+        // A grandchild is not a child; siblings are not relatives here.
+        assert!(!table.same_parent_or_child(id(121), id(119)));
+        assert!(!table.same_parent_or_child(id(787), id(125)));
+        assert!(table.parents(id(99_999)).is_empty());
+    }
+
+    #[test]
+    fn castles_classes_have_their_parents_where_the_table_knows_them() {
+        // The CASTLE-C250 dataset's classes whose MITRE parent (ChildOf,
+        // research view) is an entry of the table.
+        let table = CweTable::builtin().unwrap();
+        for (child, parent) in [
+            (78, 77),
+            (89, 943),
+            (125, 119),
+            (190, 682),
+            (253, 754),
+            (369, 682),
+            (415, 825),
+            (416, 672),
+            (476, 754),
+            (770, 400),
+            (787, 119),
+            (822, 119),
+            (843, 704),
+        ] {
+            assert!(
+                table.parents(id(child)).contains(&id(parent)),
+                "{child} < {parent}"
+            );
+        }
+    }
+
+    #[test]
     fn ids_parse_in_the_forms_people_write() {
         for text in [
             "CWE-89", "cwe-89", "Cwe-89", "89", " CWE-89 ", "CWE89", "CWE_89", "CWE 89", "CWE:89",
@@ -458,6 +547,14 @@ mod tests {
                 "both have top25_2024 = 3",
             ),
             ("[[cwe]]\nid = 1\nname = \"a\"\nparent = 2\n", "line 4"),
+            (
+                "[[cwe]]\nid = 1\nname = \"a\"\nparents = [2]\n",
+                "CWE-2 as a parent, which is not in the table",
+            ),
+            (
+                "[[cwe]]\nid = 1\nname = \"a\"\nparents = [1]\n",
+                "lists itself as a parent",
+            ),
         ];
         for (text, expected) in cases {
             let error = CweTable::parse("t.toml", text).unwrap_err().to_string();

@@ -659,3 +659,153 @@ fn unreadable_truth_and_reports_exit_2_naming_the_file_line_and_fix() {
     let e = fails(dir.path(), &["report.json"]);
     assert!(e.contains("--truth"), "{e}");
 }
+
+/// Six CASTLE-style tests: a vulnerable and a clean file for each of
+/// three classes, the labelled line of each vulnerable one marked.
+const CASTLE_FILES: [(&str, &str); 6] = [
+    (
+        "CASTLE-787-1.c",
+        "#include <string.h>\n\nint main(int argc, char **argv) {\n    char buf[8];\n    (void)argc;\n    strcpy(buf, argv[1]); /* line 6 */\n    return 0;\n}\n",
+    ),
+    (
+        "CASTLE-787-9.c",
+        "#include <string.h>\n\nint main(void) {\n    char buf[8];\n    strncpy(buf, \"hi\", sizeof buf - 1);\n    return 0;\n}\n",
+    ),
+    (
+        "CASTLE-78-1.c",
+        "#include <stdlib.h>\n\nint main(int argc, char **argv) {\n    (void)argc;\n    return system(argv[1]); /* line 5 */\n}\n",
+    ),
+    (
+        "CASTLE-78-9.c",
+        "#include <stdlib.h>\n\nint main(void) {\n    return system(\"ls\");\n}\n",
+    ),
+    (
+        "CASTLE-416-1.c",
+        "#include <stdlib.h>\n\nint main(void) {\n    int *p = malloc(sizeof *p);\n    if (!p) return 1;\n    free(p);\n    return *p; /* line 7 */\n}\n",
+    ),
+    (
+        "CASTLE-416-9.c",
+        "#include <stdlib.h>\n\nint main(void) {\n    int *p = malloc(sizeof *p);\n    free(p);\n    return 0;\n}\n",
+    ),
+];
+
+/// Their truth in the CASTLE dataset's JSON.
+fn castle_truth() -> Value {
+    let test = |name: &str, cwe: u32, vulnerable: bool, lines: &[u32]| {
+        json!({"name": name, "dataset": "CASTLE-Benchmark", "version": "1.1", "cwe": cwe,
+               "vulnerable": vulnerable, "lines": lines, "description": "", "code": ""})
+    };
+    json!({"name": "fanscan's CASTLE-score fixture", "version": "1.2", "tests": [
+        test("CASTLE-787-1.c", 787, true, &[6]),
+        test("CASTLE-787-9.c", 787, false, &[]),
+        test("CASTLE-78-1.c", 78, true, &[5]),
+        test("CASTLE-78-9.c", 78, false, &[]),
+        test("CASTLE-416-1.c", 416, true, &[7]),
+        test("CASTLE-416-9.c", 416, false, &[]),
+    ]})
+}
+
+/// A finding of the given severity.
+fn finding_at(path: &str, line: u32, rule: &str, cwe: &str, severity: &str) -> Value {
+    let mut f = finding(path, line, rule, Some(cwe));
+    f["severity"] = json!(severity);
+    f
+}
+
+#[test]
+fn the_castle_score_agrees_with_a_hand_count() {
+    let mut files: Vec<(String, &str)> = CASTLE_FILES
+        .iter()
+        .map(|(name, text)| (format!("castle/{name}"), *text))
+        .collect();
+    files.push(("castle/Makefile".into(), "all:\n\tcc -o t *.c\n"));
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+    let repo = Repo::new(&refs);
+    let c = |name: &str| format!("castle/{name}");
+    let report = report_with(
+        &repo,
+        json!([
+            // 1. On 787-1's labelled line 6, CWE-120: found by its line.
+            finding_at(&c("CASTLE-787-1.c"), 6, "c/strcpy", "CWE-120", "high"),
+            // 2. 787-1 again by its CWE, off the line: no second 5, no −1.
+            finding_at(&c("CASTLE-787-1.c"), 3, "llm", "CWE-787", "high"),
+            // 3. 78-1 off its line 5, with CWE-77, the parent of 78: found.
+            finding_at(&c("CASTLE-78-1.c"), 3, "llm", "CWE-77", "critical"),
+            // 4. 416-1 off its line 7, CWE-476: matches nothing.
+            finding_at(&c("CASTLE-416-1.c"), 4, "llm", "CWE-476", "medium"),
+            // 5. 416-1 on its line 7 with its CWE, but info: dropped.
+            finding_at(&c("CASTLE-416-1.c"), 7, "llm", "CWE-416", "info"),
+            // 6. A clean file flagged: matches nothing, and costs its +2.
+            finding_at(&c("CASTLE-787-9.c"), 5, "c/strncpy", "CWE-787", "medium"),
+            // 7. A clean file flagged low: dropped, it keeps its +2.
+            finding_at(&c("CASTLE-78-9.c"), 4, "c/system", "CWE-78", "low"),
+            // 8. A file no test labels: outside the benchmark, not scored.
+            finding_at(&c("Makefile"), 2, "llm", "CWE-78", "high"),
+        ]),
+        json!([]),
+        json!({"requests": 0, "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "cost_usd": 0.0}),
+    );
+    let empty = report_with(&repo, json!([]), json!([]), json!({}));
+    let dir = workdir(&[("report.json", &report), ("empty.json", &empty)]);
+    std::fs::write(
+        dir.path().join("castle-6.json"),
+        serde_json::to_string_pretty(&castle_truth()).unwrap(),
+    )
+    .unwrap();
+
+    let eval = eval_json(
+        dir.path(),
+        &[
+            "report.json",
+            "--truth",
+            "castle-6.json",
+            "--score",
+            "castle",
+        ],
+    );
+    // By hand: found 787-1 (1, 2) and 78-1 (3): 2 × 5 = 10. Clean with no
+    // counted finding: 78-9 (7 is low) and 416-9: 2 × 2 = 4. Unmatched:
+    // 4 and 6: 2 × −1 = −2. Score 10 + 4 − 2 = 12. Maximum: 3 vulnerable
+    // × 5 + 3 clean × 2 = 21. Dropped: 5 and 7; outside the truth: 8.
+    assert_eq!(
+        eval["runs"][0]["castle"],
+        json!({
+            "score": 12, "maximum": 21,
+            "vulnerable": 3, "vulnerable_found": 2, "found_points": 10,
+            "clean": 3, "clean_without_finding": 2, "clean_points": 4,
+            "unmatched_findings": 2, "unmatched_points": -2,
+            "counted": 8, "dropped_low_or_info": 2, "outside_truth": 1,
+            "unmatched": ["castle/CASTLE-416-1.c:4 llm", "castle/CASTLE-787-9.c:5 c/strncpy"]
+        })
+    );
+    // Without --score the output is today's.
+    let plain = eval_json(dir.path(), &["report.json", "--truth", "castle-6.json"]);
+    assert!(plain["runs"][0].get("castle").is_none());
+
+    // No finding at all: only the clean cases score, 3 × 2 = 6 of 21.
+    let none = eval_json(
+        dir.path(),
+        &[
+            "empty.json",
+            "--truth",
+            "castle-6.json",
+            "--score",
+            "castle",
+        ],
+    );
+    assert_eq!(none["runs"][0]["castle"]["score"], 6);
+    assert_eq!(none["runs"][0]["castle"]["maximum"], 21);
+
+    let md = stdout(&fanscan_in(
+        dir.path(),
+        &[
+            "eval",
+            "report.json",
+            "--truth",
+            "castle-6.json",
+            "--score",
+            "castle",
+        ],
+    ));
+    insta::assert_snapshot!("eval_castle_score", md);
+}
