@@ -234,6 +234,7 @@ impl Lead<'_> {
             focus: None,
             instructions: Some(args.prompt),
             leads: Vec::new(),
+            sample: 0,
         };
         let sink = (self.task_sinks)(&id, &definition.name, &description);
         let report = run_delegated(
@@ -420,6 +421,7 @@ mod tests {
             focus: None,
             instructions: Some("look".into()),
             leads: Vec::new(),
+            sample: 0,
         }
     }
 

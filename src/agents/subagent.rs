@@ -71,6 +71,14 @@ pub struct AgentTask {
     /// leads join them when the group is prepared.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub leads: Vec<Lead>,
+    /// Which sample of its group this is (`--samples`): 0 for the first;
+    /// k > 0 for the others, whose group id ends in `~k+1`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sample: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A file of a task as the model is shown it up front: what `read_file`
@@ -451,6 +459,7 @@ async fn run_inner(
         files: task.files.iter().map(|f| f.path.clone()).collect(),
         seen: prepared.seen,
         reads: prepared.reads,
+        sample: task.sample,
         leads: prepared
             .leads
             .iter()
@@ -806,6 +815,7 @@ mod tests {
             focus: None,
             instructions: None,
             leads: Vec::new(),
+            sample: 0,
         };
         let router = ToolRouter::new(Arc::new(Panicking), &definition.tools);
         let report = run_subagent_on(run, &task, &router, None).await;

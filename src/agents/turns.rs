@@ -178,6 +178,8 @@ pub(crate) struct Start {
     pub(crate) challenges: Vec<ChallengeFact>,
     /// The leads an auditor is asked to confirm or dismiss, as data.
     pub(crate) leads: Vec<crate::llm::conversation::LeadFact>,
+    /// Which sample of its group the conversation is (`--samples`).
+    pub(crate) sample: u32,
 }
 
 /// What a loop did, whatever its answer.
@@ -245,6 +247,7 @@ struct State {
     refused: Option<u64>,
     redactions: BTreeSet<(String, u32, &'static str)>,
     counts: Counts,
+    sample: u32,
 }
 
 /// What a model's answer asks of the loop.
@@ -290,6 +293,7 @@ impl Loop<'_> {
             refused: None,
             redactions: BTreeSet::new(),
             counts: Counts::default(),
+            sample: start.sample,
         };
         let ended = self.turns(&mut state).await;
         self.finish(state, ended, reader).await
@@ -397,6 +401,7 @@ impl Loop<'_> {
             cache_key: self.cache_key.clone(),
             output_schema,
             facts: std::mem::take(&mut s.facts),
+            sample: s.sample,
             counter: crate::llm::tokens::TokenCounter::for_model(self.model()),
             ..ChatRequest::default()
         }

@@ -162,6 +162,7 @@ pub(crate) async fn run_agent(settings: Settings, job: AgentJob) -> Result<i32, 
         focus: None,
         instructions: Some(job.task),
         leads: Vec::new(),
+        sample: 0,
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let quiet = job.quiet;

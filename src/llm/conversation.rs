@@ -226,6 +226,11 @@ pub(crate) struct ChatRequest {
     pub output_schema: Option<OutputSchema>,
     /// What the agent knows of its task as data (never sent).
     pub facts: Facts,
+    /// Which sample of a group this request belongs to (`--samples`): 0
+    /// for the first (sent as ever), k > 0 for the others, which ask the
+    /// provider for a different draw (OpenAI's `seed`, Anthropic's
+    /// temperature where its version takes one).
+    pub sample: u32,
     /// How the request's tokens are counted: the model's own tokenizer
     /// where it has a public one, else bytes / 3.
     pub counter: TokenCounter,

@@ -555,6 +555,7 @@ impl OfflineLead<'_> {
                             self.question
                         )),
                         leads: Vec::new(),
+                        sample: 0,
                     };
                     let sink = (self.task_sinks)(&id, &self.agent.name, &description);
                     let report = run_delegated(

@@ -393,6 +393,7 @@ impl Stage<'_> {
                     })
                     .collect(),
                 leads: Vec::new(),
+                sample: 0,
             },
             &VerdictReader { ids: ids.clone() },
         )

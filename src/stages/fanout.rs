@@ -259,6 +259,7 @@ impl FanOut {
                             focus: None,
                             instructions: None,
                             leads: Vec::new(),
+                            sample: 0,
                         },
                     )
                 });

@@ -575,6 +575,7 @@ mod tests {
             focus: None,
             leads: Vec::new(),
             instructions: None,
+            sample: 0,
         };
         let error = Arc::clone(&session)
             .reuse_blocking(dir.path().to_path_buf(), base, HashMap::new(), vec![task])

@@ -378,6 +378,7 @@ pub(crate) fn changed_tasks(partials: &[Partial], budget: u64) -> Vec<ChangedTas
                 focus: Some(note(&origins)),
                 instructions: None,
                 leads: Vec::new(),
+                sample: 0,
             };
             Some(ChangedTask {
                 task,

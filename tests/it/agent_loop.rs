@@ -42,6 +42,7 @@ async fn run(mock: &MockModel, repo: &Repo, agent: &str, files: &[&str]) -> Grou
         focus: None,
         instructions: None,
         leads: Vec::new(),
+        sample: 0,
     };
     ctx.run_agent(
         &definition,

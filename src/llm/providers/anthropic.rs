@@ -163,7 +163,12 @@ fn encode(model: &str, request: &ChatRequest, sampling: bool, features: Features
         "messages": messages,
     });
     if sampling {
-        body["temperature"] = json!(0);
+        // A further sample of a group (`--samples`) is a draw of its own.
+        body["temperature"] = if request.sample > 0 {
+            json!(1)
+        } else {
+            json!(0)
+        };
     }
     let mut tools: Vec<Value> = request
         .tools

@@ -105,6 +105,9 @@ pub(crate) struct Body<'a> {
     prompt_cache_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<Value>,
+    /// A further sample of a group (`--samples`) asks for another draw.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -216,6 +219,7 @@ fn encode<'a>(model: &'a str, request: &'a ChatRequest, features: Features) -> B
         // prefixes of 1,024 tokens or more on their own, and the key routes
         // a group's turns to the same cache.
         prompt_cache_key: request.cache_key.as_deref().filter(|_| features.cache_key),
+        seed: (request.sample > 0).then_some(request.sample),
         response_format: request
             .output_schema
             .as_ref()

@@ -81,6 +81,7 @@ impl Plan {
                 focus: g.focus.clone(),
                 instructions: None,
                 leads: Vec::new(),
+                sample: 0,
             })
             .collect()
     }
