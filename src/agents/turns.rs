@@ -24,7 +24,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::definition::AgentDefinition;
-use super::router::ToolRouter;
+use super::router::{Fatal, ToolRouter};
 use crate::llm::budget::Spend;
 use crate::llm::conversation::{
     ChallengeFact, ChatRequest, ChatResponse, Facts, FileRead, FinishReason, Message, OutputSchema,
@@ -335,9 +335,9 @@ impl Loop<'_> {
             }
             s.seen_before_results.clone_from(&s.files_read);
             if !turn.calls.is_empty()
-                && let Err(reason) = self.run_calls(s, &turn.calls).await
+                && let Err(fatal) = self.run_calls(s, &turn.calls).await
             {
-                return Ended::Failed(reason);
+                return Ended::Failed(fatal.0);
             }
             if turn.calls.is_empty() || turn.done {
                 if self.nudge(s) {
@@ -446,13 +446,9 @@ impl Loop<'_> {
     }
 
     /// Runs a turn's calls and appends their results.
-    async fn run_calls(&self, s: &mut State, calls: &[ToolCall]) -> Result<(), String> {
+    async fn run_calls(&self, s: &mut State, calls: &[ToolCall]) -> Result<(), Fatal> {
         s.counts.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
-        let ran = self
-            .router
-            .run(calls, self.events)
-            .await
-            .map_err(|fatal| fatal.0)?;
+        let ran = self.router.run(calls, self.events).await?;
         s.counts.tool_errors += ran.errors;
         s.files_read.extend(ran.files_read);
         s.redactions.extend(

@@ -625,9 +625,8 @@ impl Stage<'_> {
     }
 
     /// The shape, its manifests read off the async threads.
-    async fn shape(&self, inventory: &Inventory) -> Result<Shape, String> {
-        let table =
-            Table::builtin().map_err(|e| format!("{e} (a fanscan bug, please report it)"))?;
+    async fn shape(&self, inventory: &Inventory) -> Result<Shape, ShapeError> {
+        let table = Table::builtin().map_err(ShapeError::Table)?;
         let manifests: Vec<String> = inventory
             .files
             .iter()
@@ -646,9 +645,7 @@ impl Stage<'_> {
                 .collect()
         })
         .await
-        .map_err(|e| {
-            format!("reading the manifests failed ({e}): a fanscan bug, please report it")
-        })?;
+        .map_err(ShapeError::Panicked)?;
         Ok(Shape::of(inventory, &table, |path| {
             texts.get(path).cloned()
         }))
@@ -663,6 +660,16 @@ impl Stage<'_> {
             Err(_) => false,
         }
     }
+}
+
+/// Why the repository's shape could not be taken (both fanscan bugs): the
+/// run goes on without a brief, and a note says why.
+#[derive(Debug, thiserror::Error)]
+enum ShapeError {
+    #[error("{0} (a fanscan bug, please report it)")]
+    Table(TableError),
+    #[error("reading the manifests failed ({0}): a fanscan bug, please report it")]
+    Panicked(tokio::task::JoinError),
 }
 
 /// The brief the rule engine writes from `shape`; none when it recognises
