@@ -133,12 +133,14 @@ impl AgentDefinition {
                 .ok_or_else(|| err(line_of(key).or(Some(2)), format!("`{key}` is required")))
         };
         let name = required(parsed.name, "name")?;
-        check_name(&name).map_err(|m| fail("name", m))?;
+        check_name(&name).map_err(|m| fail("name", m.to_string()))?;
         let description = required(parsed.description, "description")?;
-        let tools = check_tools(parsed.tools.unwrap_or_default()).map_err(|m| fail("tools", m))?;
-        let max_rounds = check_max_rounds(parsed.max_rounds).map_err(|m| fail("max_rounds", m))?;
-        let context_tokens =
-            check_context_tokens(parsed.context_tokens).map_err(|m| fail("context_tokens", m))?;
+        let tools = check_tools(parsed.tools.unwrap_or_default())
+            .map_err(|m| fail("tools", m.to_string()))?;
+        let max_rounds =
+            check_max_rounds(parsed.max_rounds).map_err(|m| fail("max_rounds", m.to_string()))?;
+        let context_tokens = check_context_tokens(parsed.context_tokens)
+            .map_err(|m| fail("context_tokens", m.to_string()))?;
         let delegable = parsed.delegable.unwrap_or(false);
         if delegable && ["lead", "planner", "reducer", "skeptic"].contains(&name.as_str()) {
             return Err(fail(
@@ -214,21 +216,44 @@ fn check_keys(key_lines: &BTreeMap<String, usize>) -> Result<(), (usize, String)
     Ok(())
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+/// What is wrong with one key's value; [`AgentDefinition::parse`] puts the
+/// file and the key's line in front of it.
+#[derive(Debug, thiserror::Error)]
+enum FieldError {
+    #[error("name {0:?} may only use letters, digits, - and _")]
+    Name(String),
+    #[error(
+        "tool {TASK_TOOL:?} may not be listed: only the lead of `fanscan ask` delegates, and it is given {TASK_TOOL:?} in code; sub-agents never start agents. Remove it; the tools are {known} (all read-only)"
+    )]
+    Task { known: String },
+    #[error("unknown tool {tool:?}{hint}; the tools are {known} (all read-only)")]
+    UnknownTool {
+        tool: String,
+        /// ` (did you mean "grep"?)`, or empty.
+        hint: String,
+        known: String,
+    },
+    #[error("max_rounds must be between 1 and 1000, got {0}")]
+    MaxRounds(i64),
+    #[error(
+        "context_tokens must be between 1000 and 100000000 (the model's context window), got {0}"
+    )]
+    ContextTokens(i64),
+}
+
+fn check_name(name: &str) -> Result<(), FieldError> {
     if name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
     {
         Ok(())
     } else {
-        Err(format!(
-            "name {name:?} may only use letters, digits, - and _"
-        ))
+        Err(FieldError::Name(name.to_string()))
     }
 }
 
 /// The tools, deduplicated; each must be a read-only tool, never `task`.
-fn check_tools(listed: Vec<String>) -> Result<Vec<String>, String> {
+fn check_tools(listed: Vec<String>) -> Result<Vec<String>, FieldError> {
     let mut tools: Vec<String> = Vec::new();
     for tool in listed {
         if !tools.contains(&tool) {
@@ -238,39 +263,37 @@ fn check_tools(listed: Vec<String>) -> Result<Vec<String>, String> {
     let known: Vec<&str> = crate::tools::names().collect();
     for tool in &tools {
         if tool == TASK_TOOL {
-            return Err(format!(
-                "tool {TASK_TOOL:?} may not be listed: only the lead of `fanscan ask` delegates, and it is given {TASK_TOOL:?} in code; sub-agents never start agents. Remove it; the tools are {} (all read-only)",
-                known.join(", ")
-            ));
+            return Err(FieldError::Task {
+                known: known.join(", "),
+            });
         }
         if !known.contains(&tool.as_str()) {
             let hint = suggest(tool, &known)
                 .map(|s| format!(" (did you mean {s:?}?)"))
                 .unwrap_or_default();
-            return Err(format!(
-                "unknown tool {tool:?}{hint}; the tools are {} (all read-only)",
-                known.join(", ")
-            ));
+            return Err(FieldError::UnknownTool {
+                tool: tool.clone(),
+                hint,
+                known: known.join(", "),
+            });
         }
     }
     Ok(tools)
 }
 
-fn check_max_rounds(value: Option<i64>) -> Result<u32, String> {
+fn check_max_rounds(value: Option<i64>) -> Result<u32, FieldError> {
     match value {
         None => Ok(DEFAULT_MAX_ROUNDS),
         Some(n) if (1..=1000).contains(&n) => Ok(n as u32),
-        Some(n) => Err(format!("max_rounds must be between 1 and 1000, got {n}")),
+        Some(n) => Err(FieldError::MaxRounds(n)),
     }
 }
 
-fn check_context_tokens(value: Option<i64>) -> Result<Option<u64>, String> {
+fn check_context_tokens(value: Option<i64>) -> Result<Option<u64>, FieldError> {
     match value {
         None => Ok(None),
         Some(n) if (1_000..=100_000_000).contains(&n) => Ok(Some(n as u64)),
-        Some(n) => Err(format!(
-            "context_tokens must be between 1000 and 100000000 (the model's context window), got {n}"
-        )),
+        Some(n) => Err(FieldError::ContextTokens(n)),
     }
 }
 

@@ -6,11 +6,13 @@
 //! question in one place ([`Harness::model_for`], [`model_for`]), so no
 //! stage re-derives "the agent's model, else the provider's".
 
+use std::future::Future;
 use std::sync::Arc;
 
 use super::AgentDefinition;
 use crate::engine::rules::RuleSet;
-use crate::llm::providers::{Provider, SharedProvider};
+use crate::llm::prices::{Price, Prices};
+use crate::llm::providers::{EngineKind, Provider, SharedProvider};
 
 /// The model `definition` runs on: its own `model`, else the provider's.
 ///
@@ -79,6 +81,50 @@ impl Harness {
     pub(crate) fn model_for<'a>(&'a self, definition: &'a AgentDefinition) -> &'a str {
         model_for(definition, self.provider())
     }
+
+    /// What answers the run, as reports and answers name it: the one
+    /// place it is read for them.
+    pub(crate) fn engine(&self) -> EngineKind {
+        self.provider.engine()
+    }
+
+    /// Prices a call on any model of the run as the provider bills it
+    /// (the offline engine bills nothing).
+    pub(crate) fn pricer(
+        &self,
+        prices: Prices,
+    ) -> impl Fn(&str) -> Option<Price> + Send + Sync + 'static {
+        let provider = Arc::clone(&self.provider);
+        move |model: &str| provider.price(&prices, model)
+    }
+
+    /// Answers a stage's question the way the run's provider answers: a
+    /// language model is asked ([`Question::ask`]); the offline rule
+    /// engine, which reads no prose, gives the answer counted from the
+    /// question's data ([`Question::counted`]). The one place the choice is
+    /// made: a stage states both answers and reads whichever comes back
+    /// the same way.
+    pub(crate) async fn answer<Q: Question>(&self, question: &Q) -> Q::Answer {
+        match self.provider.engine() {
+            EngineKind::Llm => question.ask().await,
+            EngineKind::RuleEngine => question.counted().await,
+        }
+    }
+}
+
+/// A stage's question to whatever answers the run (see
+/// [`Harness::answer`]): the plan of the files, the repository's brief,
+/// the reducer's summary, `ask`'s lead.
+pub(crate) trait Question: Sync {
+    /// What the stage gets back, whoever answered.
+    type Answer;
+    /// The answer of a language model: the stage's prompt sent through
+    /// the run's provider and its reply read (with its own fallbacks).
+    fn ask(&self) -> impl Future<Output = Self::Answer> + Send;
+    /// The deterministic answer counted from the question's data, with no
+    /// model reading prose: the offline rule engine's (`ask`'s runs its
+    /// sub-agents through the engine first).
+    fn counted(&self) -> impl Future<Output = Self::Answer> + Send;
 }
 
 #[cfg(test)]
@@ -97,6 +143,47 @@ mod tests {
             .unwrap_or_else(|e| panic!("the built-in auditor parses: {e}"));
         d.model = model.map(str::to_string);
         d
+    }
+
+    /// A question whose two answers say which was given.
+    struct Which;
+
+    impl Question for Which {
+        type Answer = &'static str;
+        async fn ask(&self) -> &'static str {
+            "asked"
+        }
+        async fn counted(&self) -> &'static str {
+            "counted"
+        }
+    }
+
+    #[tokio::test]
+    async fn a_model_is_asked_and_the_rule_engine_counts() {
+        let offline = Harness::new(Arc::new(Offline::new(Arc::new(RuleSet::builtin()))), 100, 1);
+        assert_eq!(offline.answer(&Which).await, "counted");
+        let model = Harness::new(
+            Arc::new(crate::agents::turns::script::Script::new(Vec::new())),
+            100,
+            1,
+        );
+        assert_eq!(model.answer(&Which).await, "asked");
+    }
+
+    #[test]
+    fn the_rule_engine_bills_nothing_and_a_model_its_table_price() {
+        let prices = Prices::builtin().unwrap();
+        let offline = Harness::new(Arc::new(Offline::new(Arc::new(RuleSet::builtin()))), 100, 1);
+        assert_eq!(
+            offline.pricer(prices.clone())("gpt-unknown-x"),
+            Some(Price::default())
+        );
+        let model = Harness::new(
+            Arc::new(crate::agents::turns::script::Script::new(Vec::new())),
+            100,
+            1,
+        );
+        assert_eq!(model.pricer(prices)("gpt-unknown-x"), None);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::path::Path;
 use crate::util::git::ConfigOrigin;
 
 pub(crate) use definition::{AgentDefinition, DefinitionError};
-pub(crate) use harness::{Harness, model_for};
+pub(crate) use harness::{Harness, Question, model_for};
 pub(crate) use subagent::{AgentRun, AgentStatus, AgentTask, GroupReport, TaskFile, run_subagent};
 
 /// No agent has the name asked for.

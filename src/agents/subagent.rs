@@ -34,6 +34,7 @@ use crate::model::findings::{
 };
 use crate::model::leads::{self, LEADS_FORMAT, Lead, LeadResult};
 use crate::tools::fence::Fence;
+use crate::tools::injection::InjectionRuleError;
 
 /// The label of the leads block in a task (in place of a file's path).
 const LEADS_BLOCK: &str = "leads of this group";
@@ -424,7 +425,7 @@ pub(crate) async fn prepare_group(
         }),
         Err(reason) => {
             report.status = AgentStatus::Failed;
-            report.error = Some(reason);
+            report.error = Some(reason.to_string());
             run.events.started(&run.definition.name);
             run.events
                 .finished(report.status.as_str(), report.findings.len());
@@ -518,6 +519,21 @@ fn cache_key(scope: &str, group: &str) -> Option<String> {
     })
 }
 
+/// Why a group could not be made ready: it fails with this reason.
+#[derive(Debug, thiserror::Error)]
+enum PrepareError {
+    #[error("the secret sweep of the group's files failed ({0}): a fanscan bug, please report it")]
+    Panicked(tokio::task::JoinError),
+    #[error(
+        "the injection sweep of the group's files cannot run: {0} (a fanscan bug, please report it)"
+    )]
+    Rules(InjectionRuleError),
+    #[error("preloading {path} failed: {message}")]
+    Preload { path: String, message: String },
+    #[error("the rule engine's leads cannot be found: {0}")]
+    Leads(String),
+}
+
 /// Hashes what is audited and sweeps it for secrets (the tool layer
 /// reports every secret in the group whatever the model reads), and reads
 /// the files to preload; off the async threads. An error fails the group.
@@ -525,7 +541,7 @@ async fn prepare(
     run: &AgentRun<'_>,
     task: &AgentTask,
     report: &mut GroupReport,
-) -> Result<Prepared, String> {
+) -> Result<Prepared, PrepareError> {
     let paths: Vec<String> = task.files.iter().map(|f| f.path.clone()).collect();
     let tools = Arc::clone(run.tools);
     let preload = run.definition.preload;
@@ -539,19 +555,13 @@ async fn prepare(
         } else {
             Vec::new()
         };
-        Ok::<_, String>((swept, preloaded))
+        Ok::<_, InjectionRuleError>((swept, preloaded))
     })
     .await
     // Without the sweep, no secret or injection attempt in the group would
     // be reported: the group fails rather than pass as "none".
-    .map_err(|e| {
-        format!(
-            "the secret sweep of the group's files failed ({e}): a fanscan bug, please report it"
-        )
-    })?
-    .map_err(|e| {
-        format!("the injection sweep of the group's files cannot run: {e} (a fanscan bug, please report it)")
-    })?;
+    .map_err(PrepareError::Panicked)?
+    .map_err(PrepareError::Rules)?;
     let mut prepared = Prepared {
         secrets: BTreeSet::new(),
         injections: Vec::new(),
@@ -584,7 +594,7 @@ async fn prepare(
             }
             Err(ToolError::Model(message)) => format!("error: {message}\n"),
             Err(ToolError::Internal(message)) => {
-                return Err(format!("preloading {path} failed: {message}"));
+                return Err(PrepareError::Preload { path, message });
             }
         };
         prepared.preloaded.push(Preloaded { path, text });
@@ -601,12 +611,12 @@ fn add_leads(
     path: &str,
     text: &str,
     rules: Option<&Arc<RuleSet>>,
-) -> Result<(), String> {
+) -> Result<(), PrepareError> {
     let lines: Vec<(u32, String)> = (1u32..).zip(text.lines().map(str::to_string)).collect();
     if let Some(rules) = rules {
         let hits = rules
             .apply(path, &lines)
-            .map_err(|e| format!("the rule engine's leads cannot be found: {e}"))?;
+            .map_err(|e| PrepareError::Leads(e.to_string()))?;
         leads.extend(hits.into_iter().map(Lead::of_rule));
     }
     // The flagged line as the file has it: what the model is shown and

@@ -24,7 +24,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::definition::AgentDefinition;
-use super::router::ToolRouter;
+use super::router::{Fatal, ToolRouter};
 use crate::llm::budget::Spend;
 use crate::llm::conversation::{
     ChallengeFact, ChatRequest, ChatResponse, Facts, FileRead, FinishReason, Message, OutputSchema,
@@ -321,7 +321,7 @@ impl Loop<'_> {
                 s.refused = Some(expected);
             }
             let answer = if go {
-                Some(self.call(&request, &mut s.counts).await)
+                Some(self.call(&request, &s.facts, &mut s.counts).await)
             } else {
                 None
             };
@@ -342,9 +342,9 @@ impl Loop<'_> {
             }
             s.seen_before_results.clone_from(&s.files_read);
             if !turn.calls.is_empty()
-                && let Err(reason) = self.run_calls(s, &turn.calls).await
+                && let Err(fatal) = self.run_calls(s, &turn.calls).await
             {
-                return Ended::Failed(reason);
+                return Ended::Failed(fatal.0);
             }
             if turn.calls.is_empty() || turn.done {
                 if self.nudge(s) {
@@ -400,7 +400,6 @@ impl Loop<'_> {
             max_output_tokens: self.max_output_tokens,
             cache_key: self.cache_key.clone(),
             output_schema,
-            facts: std::mem::take(&mut s.facts),
             sample: s.sample,
             counter: crate::llm::tokens::TokenCounter::for_model(self.model()),
             ..ChatRequest::default()
@@ -411,6 +410,7 @@ impl Loop<'_> {
     async fn call(
         &self,
         request: &ChatRequest,
+        facts: &Facts,
         counts: &mut Counts,
     ) -> Result<ChatResponse, ProviderError> {
         counts.rounds += 1;
@@ -418,7 +418,7 @@ impl Loop<'_> {
         let response = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Err(ProviderError::Cancelled),
-            r = self.chat(request) => r,
+            r = self.chat(request, facts) => r,
         }?;
         let usage = response.usage_or_estimate(request);
         if let Some(reported) = response.usage {
@@ -438,29 +438,27 @@ impl Loop<'_> {
         Ok(response)
     }
 
-    /// One call, streamed when someone watches.
-    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        match self.on_text {
-            Some(on_text) => {
-                let response = self.provider.chat_stream(request, on_text).await;
-                // Turns are shown one after another: a blank line between.
-                if response.as_ref().is_ok_and(|r| r.text.is_some()) {
-                    on_text(Shown::Text("\n\n"));
-                }
-                response
-            }
-            None => self.provider.chat(request).await,
+    /// One call, streamed when someone watches; the loop's facts go
+    /// beside the request (see [`Provider::turn`]).
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        facts: &Facts,
+    ) -> Result<ChatResponse, ProviderError> {
+        let response = self.provider.turn(request, facts, self.on_text).await;
+        // Turns are shown one after another: a blank line between.
+        if let Some(on_text) = self.on_text
+            && response.as_ref().is_ok_and(|r| r.text.is_some())
+        {
+            on_text(Shown::Text("\n\n"));
         }
+        response
     }
 
     /// Runs a turn's calls and appends their results.
-    async fn run_calls(&self, s: &mut State, calls: &[ToolCall]) -> Result<(), String> {
+    async fn run_calls(&self, s: &mut State, calls: &[ToolCall]) -> Result<(), Fatal> {
         s.counts.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
-        let ran = self
-            .router
-            .run(calls, self.events)
-            .await
-            .map_err(|fatal| fatal.0)?;
+        let ran = self.router.run(calls, self.events).await?;
         s.counts.tool_errors += ran.errors;
         s.files_read.extend(ran.files_read);
         s.redactions.extend(
@@ -596,7 +594,7 @@ impl Loop<'_> {
             Finish::Summary { schema: None, .. } | Finish::Answer { .. } => None,
         };
         let request = self.request(s, ToolChoice::None, schema);
-        let response = self.call(&request, &mut s.counts).await?;
+        let response = self.call(&request, &s.facts, &mut s.counts).await?;
         if let Finish::Summary { .. } = self.finish {
             self.events
                 .transcript(|| json!({"type": "summary", "text": response.text}));
@@ -637,7 +635,7 @@ impl Loop<'_> {
             estimate: std::sync::OnceLock::new(),
             ..request
         };
-        match self.call(&request, &mut s.counts).await {
+        match self.call(&request, &s.facts, &mut s.counts).await {
             Ok(response) => {
                 self.events
                     .transcript(|| json!({"type": "repair", "text": response.text}));
@@ -662,7 +660,6 @@ impl State {
     fn restore(&mut self, request: ChatRequest) {
         self.messages = request.messages;
         self.specs = request.tools;
-        self.facts = request.facts;
     }
 
     /// Records a model's answer: its text as the latest, the assistant

@@ -7,13 +7,15 @@
 //! careful model would: `read_file` calls for the group's files (paging on
 //! where a file is cut), then findings from the rule set applied to exactly
 //! what the tools returned, ending with `[TASK_COMPLETE]`. Which files the
-//! task names and where each read stopped come as data
-//! ([`crate::llm::conversation::Facts`]), never scraped from the prose. It serves the
-//! sub-agent loop only: planning and reducing take their deterministic
-//! paths themselves when the run has no language model. Reports name it a
-//! rule engine, not a language model. Asked as the skeptic (the findings
-//! come as data, [`crate::llm::conversation::Facts::challenges`]), it answers
-//! each with the source check of [`super::source_check`].
+//! task names and where each read stopped come as data, beside the request
+//! ([`crate::llm::conversation::Facts`], through [`Provider::turn`]), never
+//! scraped from the prose. It plays the agents' turns only: the plan, the
+//! brief, the reduction and `ask`'s lead are questions to the harness
+//! (`agents::Harness::answer`), whose counted answers are the engine's.
+//! Reports name it a rule engine, not a language model. Asked as the
+//! skeptic (the findings come as data,
+//! [`crate::llm::conversation::Facts::challenges`]), it answers each with
+//! the source check of [`super::source_check`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -24,9 +26,11 @@ use serde_json::{Value, json};
 use super::source_check::{self, SourceTable};
 use crate::engine::rules::RuleSet;
 use crate::llm::conversation::{
-    ChatRequest, ChatResponse, FileRead, FinishReason, LeadFact, MAX_CALLS_PER_TURN, Message,
+    ChatRequest, ChatResponse, Facts, FileRead, FinishReason, LeadFact, MAX_CALLS_PER_TURN, Message,
     ToolCall, ToolChoice, Usage,
 };
+use crate::llm::prices::{Price, Prices};
+use crate::llm::providers::stream::{OnText, Shown};
 use crate::llm::providers::{EngineKind, Provider, ProviderError};
 use crate::model::findings::{Finding, Severity, TASK_COMPLETE, render_block, render_structured};
 use crate::tools::fence;
@@ -45,20 +49,29 @@ impl Offline {
         Self { rules }
     }
 
-    fn answer(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let seen = Conversation::read(&request.messages, &request.facts.reads);
-        if !request.facts.challenges.is_empty() {
-            return Ok(reply(Some(skeptic_answer(request, &seen)), Vec::new()));
+    /// The answer to one turn: `request` as sent, `facts` what the loop
+    /// knows of its task (the files, the pages read, the findings put to
+    /// the skeptic).
+    fn answer(&self, request: &ChatRequest, facts: &Facts) -> Result<ChatResponse, ProviderError> {
+        let seen = Conversation::read(&request.messages, &facts.reads);
+        if !facts.challenges.is_empty() {
+            return Ok(reply(Some(skeptic_answer(facts, &seen)), Vec::new()));
         }
-        let calls = wanted_calls(request, &seen);
+        let calls = wanted_calls(request, facts, &seen);
         if !calls.is_empty() {
             return Ok(reply(None, calls));
         }
-        Ok(reply(Some(self.report(request, &seen)?), Vec::new()))
+        Ok(reply(Some(self.report(request, facts, &seen)?), Vec::new()))
     }
 
-    /// The final report: the rule set applied to every line seen.
-    fn report(&self, request: &ChatRequest, seen: &Conversation) -> Result<String, ProviderError> {
+    /// The final report: the rule set applied to every line seen, and an
+    /// answer to each lead its source check can give.
+    fn report(
+        &self,
+        request: &ChatRequest,
+        facts: &Facts,
+        seen: &Conversation,
+    ) -> Result<String, ProviderError> {
         let unusable = |e: &crate::engine::rules::RuleError| ProviderError::Engine(e.to_string());
         let rule_count = self.rules.rules().map_err(unusable)?.len();
         let mut findings: Vec<Finding> = Vec::new();
@@ -70,7 +83,7 @@ impl Offline {
         }
         // A lead's line is answered by the lead (confirmed, dismissed or
         // left standing), not repeated as a finding of the engine's own.
-        let leads = &request.facts.leads;
+        let leads = &facts.leads;
         findings.retain(|f| !leads.iter().any(|l| l.path == f.path && l.line == f.line));
         let answers = self.lead_answers(leads, seen);
         let mut by_severity: BTreeMap<Severity, usize> = BTreeMap::new();
@@ -177,10 +190,9 @@ fn with_answers(report: String, answers: Vec<Value>) -> String {
 
 /// The skeptic's answer: each finding put through the source check on
 /// the lines shown (see [`super::source_check`]), as the verdicts schema.
-fn skeptic_answer(request: &ChatRequest, seen: &Conversation) -> String {
+fn skeptic_answer(facts: &Facts, seen: &Conversation) -> String {
     let empty = BTreeMap::new();
-    let verdicts: Vec<Value> = request
-        .facts
+    let verdicts: Vec<Value> = facts
         .challenges
         .iter()
         .map(|c| {
@@ -211,7 +223,7 @@ fn skeptic_answer(request: &ChatRequest, seen: &Conversation) -> String {
 /// The reads a careful model would ask for next: the task's files not
 /// seen yet (or, with none given, what exploring finds), then the later
 /// pages of every file cut short; none when tools are off or all is read.
-fn wanted_calls(request: &ChatRequest, seen: &Conversation) -> Vec<ToolCall> {
+fn wanted_calls(request: &ChatRequest, facts: &Facts, seen: &Conversation) -> Vec<ToolCall> {
     let can_call = |name: &str| {
         request.tool_choice == ToolChoice::Auto && request.tools.iter().any(|t| t.name == name)
     };
@@ -219,7 +231,7 @@ fn wanted_calls(request: &ChatRequest, seen: &Conversation) -> Vec<ToolCall> {
         return Vec::new();
     }
     let mut wanted: Vec<Value> = Vec::new();
-    let targets: Vec<String> = if request.facts.files.is_empty() {
+    let targets: Vec<String> = if facts.files.is_empty() {
         // No list: explore, directory by directory, like a model would.
         if can_call("list_dir") {
             for dir in std::iter::once("").chain(seen.dirs.iter().map(String::as_str)) {
@@ -238,7 +250,7 @@ fn wanted_calls(request: &ChatRequest, seen: &Conversation) -> Vec<ToolCall> {
             .cloned()
             .collect()
     } else {
-        request.facts.files.clone()
+        facts.files.clone()
     };
     for path in &targets {
         // A preloaded file is already seen: only its later pages are asked
@@ -307,11 +319,34 @@ impl Provider for Offline {
         EngineKind::RuleEngine
     }
 
+    /// A request alone carries no facts: the engine answers it as a task
+    /// that names no files.
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async move { self.answer(request) })
+        Box::pin(async move { self.answer(request, &Facts::default()) })
+    }
+
+    fn turn<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        facts: &'a Facts,
+        on_text: Option<OnText<'a>>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            let response = self.answer(request, facts)?;
+            // It cannot stream: what it says is shown whole, once.
+            if let (Some(on_text), Some(text)) = (on_text, &response.text) {
+                on_text(Shown::Text(text));
+            }
+            Ok(response)
+        })
+    }
+
+    /// No model runs: nothing is billed.
+    fn price(&self, _prices: &Prices, _model: &str) -> Option<Price> {
+        Some(Price::default())
     }
 }
 
@@ -439,7 +474,7 @@ mod tests {
     use crate::tools::ToolContext;
     use crate::tools::fence::Fence;
 
-    fn request(messages: Vec<Message>, choice: ToolChoice, facts: Facts) -> ChatRequest {
+    fn request(messages: Vec<Message>, choice: ToolChoice) -> ChatRequest {
         ChatRequest {
             model: None,
             system: "s".into(),
@@ -447,7 +482,6 @@ mod tests {
             tools: ToolContext::specs(&["list_dir".into(), "read_file".into(), "grep".into()]),
             tool_choice: choice,
             max_output_tokens: 100,
-            facts,
             ..ChatRequest::default()
         }
     }
@@ -459,6 +493,46 @@ mod tests {
             last,
             total,
         }
+    }
+
+    fn arguments(response: &ChatResponse) -> Vec<&str> {
+        response
+            .tool_calls
+            .iter()
+            .map(|c| c.arguments.as_str())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_facts_come_beside_the_request_and_a_bare_request_explores() {
+        let engine = Offline::new(Arc::new(RuleSet::builtin()));
+        let messages = vec![Message::User {
+            text: "TASK: audit-group g1\n".into(),
+        }];
+        let req = request(messages, ToolChoice::Auto);
+        let facts = Facts {
+            files: vec!["src/a.rs".into()],
+            ..Facts::default()
+        };
+        let shown = std::sync::Mutex::new(Vec::new());
+        let on_text = |s: Shown<'_>| {
+            if let Shown::Text(t) = s {
+                shown.lock().unwrap().push(t.to_string());
+            }
+        };
+        let turn = engine.turn(&req, &facts, Some(&on_text)).await.unwrap();
+        assert_eq!(
+            arguments(&turn),
+            vec![r#"{"path":"src/a.rs"}"#],
+            "the loop's facts name the file"
+        );
+        assert!(shown.lock().unwrap().is_empty(), "calls show no text");
+        let bare = engine.chat(&req).await.unwrap();
+        assert_eq!(
+            arguments(&bare),
+            vec![r#"{"path":""}"#],
+            "no facts: it explores from the root"
+        );
     }
 
     #[test]
@@ -473,7 +547,7 @@ mod tests {
         };
         let mut messages = vec![Message::User { text: task.into() }];
         let r = engine
-            .answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()))
+            .answer(&request(messages.clone(), ToolChoice::Auto), &facts.clone())
             .unwrap();
         assert_eq!(r.tool_calls.len(), 1);
         assert_eq!(r.tool_calls[0].arguments, r#"{"path":"src/a.rs"}"#);
@@ -493,14 +567,14 @@ mod tests {
         });
         facts.reads.push(read("src/a.rs", 1, 2, 3));
         let r = engine
-            .answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()))
+            .answer(&request(messages.clone(), ToolChoice::Auto), &facts.clone())
             .unwrap();
         assert_eq!(
             r.tool_calls[0].arguments,
             r#"{"offset":3,"path":"src/a.rs"}"#
         );
         let r = engine
-            .answer(&request(messages, ToolChoice::None, facts))
+            .answer(&request(messages, ToolChoice::None), &facts)
             .unwrap();
         let text = r.text.unwrap();
         assert!(text.contains("not a language model"));
@@ -522,7 +596,7 @@ mod tests {
             [cut: showing lines 1-1 of 3; call read_file with offset=2 to continue]\n</file>\n";
         let messages = vec![Message::User { text: task.into() }];
         let r = engine
-            .answer(&request(messages, ToolChoice::Auto, Facts::default()))
+            .answer(&request(messages, ToolChoice::Auto), &Facts::default())
             .unwrap();
         let args: Vec<&str> = r.tool_calls.iter().map(|c| c.arguments.as_str()).collect();
         assert_eq!(
@@ -553,13 +627,13 @@ mod tests {
         };
         let messages = vec![Message::User { text: task }];
         let r = engine
-            .answer(&request(messages.clone(), ToolChoice::Auto, facts.clone()))
+            .answer(&request(messages.clone(), ToolChoice::Auto), &facts.clone())
             .unwrap();
         let args: Vec<&str> = r.tool_calls.iter().map(|c| c.arguments.as_str()).collect();
         assert_eq!(args, vec![r#"{"offset":3,"path":"src/b.rs"}"#]);
         // Answering at once (no tools) uses what was preloaded.
         let r = engine
-            .answer(&request(messages, ToolChoice::None, facts))
+            .answer(&request(messages, ToolChoice::None), &facts)
             .unwrap();
         let parsed = crate::model::findings::parse_report(&r.text.unwrap());
         assert!(parsed.findings.iter().any(|f| f.path == "src/a.rs"
@@ -574,7 +648,7 @@ mod tests {
         let task = "TASK: audit-group g1\n\n<file path=\"src/a.rs\">\nsrc/a.rs (1 lines)\n\
             1\tlet x = y.unwrap();\n</file>\n";
         let messages = vec![Message::User { text: task.into() }];
-        let r = engine.answer(&request(messages, ToolChoice::None, Facts::default()));
+        let r = engine.answer(&request(messages, ToolChoice::None), &Facts::default());
         let parsed = crate::model::findings::parse_report(&r.unwrap().text.unwrap());
         assert!(parsed.findings.is_empty(), "{:?}", parsed.findings);
     }
@@ -590,7 +664,7 @@ mod tests {
             text: "TASK: audit-group g1\n".into(),
         }];
         let error = engine
-            .answer(&request(messages, ToolChoice::None, Facts::default()))
+            .answer(&request(messages, ToolChoice::None), &Facts::default())
             .unwrap_err();
         assert!(
             matches!(&error, ProviderError::Engine(m) if m.contains("builtin:broken.toml: rule \"x\"")),

@@ -204,8 +204,41 @@ impl Cases {
     }
 }
 
-fn bad(place: String, problem: String) -> EvalError {
-    EvalError::Truth { place, problem }
+fn bad(place: String, problem: impl fmt::Display) -> EvalError {
+    EvalError::Truth {
+        place,
+        problem: problem.to_string(),
+    }
+}
+
+/// What is wrong with one field or line of a truth file; [`bad`] puts
+/// where in front of it.
+#[derive(Debug, thiserror::Error)]
+enum Problem {
+    #[error("line {0:?} is not a line number: write 12, 12;14 or 12-14")]
+    NotALine(String),
+    #[error("line range {0:?} must go upwards and span at most {MAX_RANGE} lines")]
+    Range(String),
+    #[error("line 0 is not a line: lines start at 1")]
+    LineZero,
+    #[error("the path is empty: give the file's path relative to the scanned root")]
+    EmptyPath,
+    #[error(
+        "path {0:?} is not relative to the scanned root: write it as the report does (src/app.py)"
+    )]
+    NotRelative(String),
+    #[error("a quoted field is not closed on this line: close it with \"")]
+    OpenQuote,
+    #[error("unknown column {0:?}: the header is path,cwe,vulnerable,lines (lines optional)")]
+    UnknownColumn(String),
+    #[error("column {0:?} appears twice in the header")]
+    TwiceColumn(&'static str),
+    #[error(
+        "the header has no {0:?} column: the first line must be path,cwe,vulnerable,lines (lines optional)"
+    )]
+    MissingColumn(&'static str),
+    #[error("cwe: {0}")]
+    Cwe(#[from] crate::model::cwe::CweError),
 }
 
 fn parse_bool(text: &str) -> Option<bool> {
@@ -218,7 +251,7 @@ fn parse_bool(text: &str) -> Option<bool> {
 
 /// `12`, `12 14`, `12;14`, `12-14` (a range), separated by blanks, `;`,
 /// `|` or `,`.
-fn parse_lines(text: &str) -> Result<Vec<u32>, String> {
+fn parse_lines(text: &str) -> Result<Vec<u32>, Problem> {
     let mut lines = Vec::new();
     for item in text
         .split([' ', ';', '|', ',', '\t'])
@@ -228,15 +261,13 @@ fn parse_lines(text: &str) -> Result<Vec<u32>, String> {
             s.parse::<u32>()
                 .ok()
                 .filter(|&n| n > 0)
-                .ok_or_else(|| format!("line {s:?} is not a line number: write 12, 12;14 or 12-14"))
+                .ok_or_else(|| Problem::NotALine(s.to_string()))
         };
         match item.split_once('-') {
             Some((a, b)) => {
                 let (a, b) = (number(a)?, number(b)?);
                 if a > b || b - a > MAX_RANGE {
-                    return Err(format!(
-                        "line range {item:?} must go upwards and span at most {MAX_RANGE} lines"
-                    ));
+                    return Err(Problem::Range(item.to_string()));
                 }
                 lines.extend(a..=b);
             }
@@ -248,9 +279,9 @@ fn parse_lines(text: &str) -> Result<Vec<u32>, String> {
     Ok(lines)
 }
 
-fn checked_lines(lines: Vec<u32>) -> Result<Vec<u32>, String> {
+fn checked_lines(lines: Vec<u32>) -> Result<Vec<u32>, Problem> {
     if lines.contains(&0) {
-        return Err("line 0 is not a line: lines start at 1".into());
+        return Err(Problem::LineZero);
     }
     let mut lines = lines;
     lines.sort_unstable();
@@ -258,21 +289,19 @@ fn checked_lines(lines: Vec<u32>) -> Result<Vec<u32>, String> {
     Ok(lines)
 }
 
-fn checked_path(path: &str) -> Result<String, String> {
+fn checked_path(path: &str) -> Result<String, Problem> {
     let path = normalize(path);
     if path.is_empty() {
-        return Err("the path is empty: give the file's path relative to the scanned root".into());
+        return Err(Problem::EmptyPath);
     }
     if path.starts_with('/') || path.split('/').any(|part| part == "..") {
-        return Err(format!(
-            "path {path:?} is not relative to the scanned root: write it as the report does (src/app.py)"
-        ));
+        return Err(Problem::NotRelative(path));
     }
     Ok(path)
 }
 
 /// Splits one CSV line; fields may be quoted (`"a,b"`, `""` for a quote).
-fn split_csv(line: &str) -> Result<Vec<String>, String> {
+fn split_csv(line: &str) -> Result<Vec<String>, Problem> {
     let mut fields = Vec::new();
     let mut field = String::new();
     let mut quoted = false;
@@ -300,7 +329,7 @@ fn split_csv(line: &str) -> Result<Vec<String>, String> {
         }
     }
     if quoted {
-        return Err("a quoted field is not closed on this line: close it with \"".into());
+        return Err(Problem::OpenQuote);
     }
     fields.push(field.trim().to_string());
     Ok(fields)
@@ -315,7 +344,7 @@ struct Columns {
     count: usize,
 }
 
-fn columns(fields: &[String]) -> Result<Columns, String> {
+fn columns(fields: &[String]) -> Result<Columns, Problem> {
     let mut found: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, name) in fields.iter().enumerate() {
         let name = name.to_ascii_lowercase();
@@ -325,22 +354,14 @@ fn columns(fields: &[String]) -> Result<Columns, String> {
             "vulnerable" => "vulnerable",
             "lines" | "line" => "lines",
             other => {
-                return Err(format!(
-                    "unknown column {other:?}: the header is path,cwe,vulnerable,lines (lines optional)"
-                ));
+                return Err(Problem::UnknownColumn(other.to_string()));
             }
         };
         if found.insert(known, i).is_some() {
-            return Err(format!("column {known:?} appears twice in the header"));
+            return Err(Problem::TwiceColumn(known));
         }
     }
-    let need = |name: &str| {
-        found.get(name).copied().ok_or_else(|| {
-            format!(
-                "the header has no {name:?} column: the first line must be path,cwe,vulnerable,lines (lines optional)"
-            )
-        })
-    };
+    let need = |name: &'static str| found.get(name).copied().ok_or(Problem::MissingColumn(name));
     Ok(Columns {
         path: need("path")?,
         cwe: need("cwe")?,
@@ -375,7 +396,7 @@ fn parse_fanscan_csv(source: &str, text: &str) -> Result<Vec<Case>, EvalError> {
             ));
         }
         let at = |p: String| bad(cases.at(number), p);
-        let path = checked_path(&fields[cols.path]).map_err(at)?;
+        let path = checked_path(&fields[cols.path]).map_err(|p| at(p.to_string()))?;
         let cwe = CweId::parse(&fields[cols.cwe]).map_err(|e| at(format!("cwe: {e}")))?;
         let vulnerable = parse_bool(&fields[cols.vulnerable]).ok_or_else(|| {
             at(format!(
@@ -384,7 +405,7 @@ fn parse_fanscan_csv(source: &str, text: &str) -> Result<Vec<Case>, EvalError> {
             ))
         })?;
         let lines = match cols.lines {
-            Some(i) => parse_lines(&fields[i]).map_err(at)?,
+            Some(i) => parse_lines(&fields[i]).map_err(|p| at(p.to_string()))?,
             None => Vec::new(),
         };
         let place = cases.at(number);
@@ -411,7 +432,7 @@ fn parse_owasp(source: &str, text: &str) -> Result<Vec<Case>, EvalError> {
             continue;
         }
         let at = |p: String| bad(cases.at(number), p);
-        let fields = split_csv(line).map_err(at)?;
+        let fields = split_csv(line).map_err(|p| at(p.to_string()))?;
         if fields.len() < 4 {
             return Err(at(format!(
                 "{} fields where the OWASP Benchmark has 4 (test name, category, real vulnerability, cwe)",
@@ -455,12 +476,12 @@ enum JsonCwe {
 }
 
 impl JsonCwe {
-    fn id(&self) -> Result<CweId, String> {
+    fn id(&self) -> Result<CweId, Problem> {
         let text = match self {
             Self::Number(n) => n.to_string(),
             Self::Text(t) => t.clone(),
         };
-        CweId::parse(&text).map_err(|e| format!("cwe: {e}"))
+        Ok(CweId::parse(&text)?)
     }
 }
 
@@ -520,8 +541,8 @@ fn parse_json(source: &str, text: &str) -> Result<(TruthFormat, Vec<Case>), Eval
                     "name {name:?} is not a file name such as CASTLE-22-1.c"
                 )));
             }
-            let cwe = test.cwe.id().map_err(at)?;
-            let lines = checked_lines(test.lines).map_err(at)?;
+            let cwe = test.cwe.id().map_err(|p| at(p.to_string()))?;
+            let lines = checked_lines(test.lines).map_err(|p| at(p.to_string()))?;
             cases.push(
                 Case {
                     id: name.to_string(),
@@ -538,7 +559,7 @@ fn parse_json(source: &str, text: &str) -> Result<(TruthFormat, Vec<Case>), Eval
     if !(value.is_array() || value.get("cases").is_some()) {
         return Err(bad(
             source.to_string(),
-            "a JSON truth file is fanscan's ({\"cases\": [{\"path\", \"cwe\", \"vulnerable\", \"lines\"}]} or the bare array) or CASTLE's dataset ({\"tests\": [...]})".into(),
+            "a JSON truth file is fanscan's ({\"cases\": [{\"path\", \"cwe\", \"vulnerable\", \"lines\"}]} or the bare array) or CASTLE's dataset ({\"tests\": [...]})",
         ));
     }
     #[derive(Deserialize)]
@@ -556,9 +577,9 @@ fn parse_json(source: &str, text: &str) -> Result<(TruthFormat, Vec<Case>), Eval
     for (i, case) in list.into_iter().enumerate() {
         let place = format!("{source}: cases[{i}]");
         let at = |p: String| bad(place.clone(), p);
-        let path = checked_path(&case.path).map_err(at)?;
-        let cwe = case.cwe.id().map_err(at)?;
-        let lines = checked_lines(case.lines).map_err(at)?;
+        let path = checked_path(&case.path).map_err(|p| at(p.to_string()))?;
+        let cwe = case.cwe.id().map_err(|p| at(p.to_string()))?;
+        let lines = checked_lines(case.lines).map_err(|p| at(p.to_string()))?;
         cases.push(
             Case {
                 id: path.clone(),

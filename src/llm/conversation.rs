@@ -112,7 +112,9 @@ pub(crate) struct FileRead {
 
 /// What an agent's loop knows of its task as data, for an engine that
 /// plays the model without reading its prose (the offline rule engine).
-/// Never sent: remote providers ignore it.
+/// It is not part of a [`ChatRequest`]: the loop hands it to the provider
+/// beside the request ([`crate::llm::providers::Provider::turn`]), so no
+/// wire format can send it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Facts {
     /// The files the task asks to be audited, in the plan's order (none:
@@ -224,8 +226,6 @@ pub(crate) struct ChatRequest {
     /// The schema the answer must follow, through the provider's
     /// structured output; `None`: free text.
     pub output_schema: Option<OutputSchema>,
-    /// What the agent knows of its task as data (never sent).
-    pub facts: Facts,
     /// Which sample of a group this request belongs to (`--samples`): 0
     /// for the first (sent as ever), k > 0 for the others, which ask the
     /// provider for a different draw (OpenAI's `seed`, Anthropic's

@@ -145,12 +145,28 @@ pub(crate) struct Said {
     pub(crate) notes: Vec<String>,
 }
 
+/// Why an entry of an answer was unusable (its finding is then not
+/// answered, and the report says why).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum EntryError {
+    #[error("its verdict {0:?} is none of confirmed, refuted, uncertain")]
+    Verdict(String),
+    #[error("it gives no reason")]
+    NoReason,
+}
+
+/// A confidence an entry gave that is no whole number from 1 to 10: the
+/// entry stands without it, and a note says so.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("its confidence {0} is not a number from 1 to 10: left out")]
+struct UnusableConfidence(String);
+
 /// A final answer as read: each id's entry, or why it was unusable.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Answer {
     /// Whether a JSON object with a `verdicts` list was found at all.
     pub(crate) parsed: bool,
-    pub(crate) by_id: BTreeMap<String, Result<Said, String>>,
+    pub(crate) by_id: BTreeMap<String, Result<Said, EntryError>>,
     /// Entries for no id asked, or without an id.
     pub(crate) stray: Vec<String>,
 }
@@ -204,7 +220,7 @@ fn asked_id(value: &Value, ids: &[String]) -> Option<String> {
 /// An entry's confidence: a whole number from 1 to 10, as a number, a
 /// string or a float that rounds to one. `Ok(None)` when it gives none,
 /// `Err` with the value when it gives one that is unusable.
-fn confidence_of(entry: &Value) -> Result<Option<u8>, String> {
+fn confidence_of(entry: &Value) -> Result<Option<u8>, UnusableConfidence> {
     let Some(value) = entry.get("confidence").filter(|v| !v.is_null()) else {
         return Ok(None);
     };
@@ -216,20 +232,16 @@ fn confidence_of(entry: &Value) -> Result<Option<u8>, String> {
         .filter(|n| (1.0..=10.0).contains(n))
         // In 1..=10 after the filter: the cast is exact.
         .map(|n| Some(n as u8))
-        .ok_or_else(|| value.to_string())
+        .ok_or_else(|| UnusableConfidence(value.to_string()))
 }
 
-fn read_entry(entry: &Value) -> Result<Said, String> {
+fn read_entry(entry: &Value) -> Result<Said, EntryError> {
     let verdict = entry.get("verdict").and_then(Value::as_str).unwrap_or("");
-    let stance = Stance::parse(verdict).ok_or_else(|| {
-        format!("its verdict {verdict:?} is none of confirmed, refuted, uncertain")
-    })?;
+    let stance = Stance::parse(verdict).ok_or_else(|| EntryError::Verdict(verdict.to_string()))?;
     // A verdict without a (usable) confidence is still a verdict.
     let mut notes = Vec::new();
-    let confidence = confidence_of(entry).unwrap_or_else(|given| {
-        notes.push(format!(
-            "its confidence {given} is not a number from 1 to 10: left out"
-        ));
+    let confidence = confidence_of(entry).unwrap_or_else(|unusable| {
+        notes.push(unusable.to_string());
         None
     });
     let reason = entry
@@ -237,7 +249,7 @@ fn read_entry(entry: &Value) -> Result<Said, String> {
         .and_then(Value::as_str)
         .map(str::trim)
         .filter(|w| !w.is_empty())
-        .ok_or_else(|| "it gives no reason".to_string())?
+        .ok_or(EntryError::NoReason)?
         .to_string();
     let flow = entry
         .get("flow")
@@ -352,7 +364,13 @@ mod tests {
         assert!(a.parsed);
         let f1 = a.by_id["f1"].clone().unwrap();
         assert_eq!((f1.stance, f1.confidence), (Stance::Refuted, Some(8)));
-        assert!(a.by_id["f2"].as_ref().unwrap_err().contains("maybe"));
+        assert!(
+            a.by_id["f2"]
+                .as_ref()
+                .unwrap_err()
+                .to_string()
+                .contains("maybe")
+        );
         assert_eq!(a.stray.len(), 1);
     }
 
@@ -395,8 +413,11 @@ mod tests {
             (json!(null), Ok(None)),
             (json!("7"), Ok(Some(7))),
             (json!(10), Ok(Some(10))),
-            (json!(0), Err("0".to_string())),
-            (json!("high"), Err("\"high\"".to_string())),
+            (json!(0), Err(UnusableConfidence("0".to_string()))),
+            (
+                json!("high"),
+                Err(UnusableConfidence("\"high\"".to_string())),
+            ),
         ] {
             assert_eq!(confidence_of(&json!({"confidence": given})), read);
         }

@@ -20,7 +20,7 @@ use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::agents::lead::{Lead, LeadOutcome, TaskRun, run_delegated};
-use crate::agents::{AgentRun, AgentStatus, AgentTask, TaskFile};
+use crate::agents::{AgentRun, AgentStatus, AgentTask, Question, TaskFile};
 use crate::config::ConfigError;
 use crate::llm::budget::{AgentUsage, Spend};
 use crate::llm::conversation::Usage;
@@ -249,7 +249,6 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
             .scoped(inventory.files.iter().map(|f| f.path.clone())),
     );
     let spend = ctx.spend(ui.control.clone(), None);
-    let offline = ctx.harness.provider().engine() == EngineKind::RuleEngine;
     let cache_scope = cache_scope(question);
     let lead_definition = ctx.agent("lead")?;
     let auditor = ctx.agent(&settings.agent)?;
@@ -258,39 +257,28 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
     let task_sinks = |id: &str, agent: &str, description: &str| lines.sink(id, agent, description);
 
     let print = printer(ui.clone(), stream);
-    let streamed = stream && !offline;
-    let mut outcome = if offline {
-        OfflineLead {
-            agent: auditor,
+    let Led {
+        mut outcome,
+        streamed,
+        written_after,
+    } = ctx
+        .harness
+        .answer(&Leading {
+            ctx,
+            lead: lead_definition,
+            auditor,
             inventory: &inventory,
             question,
-            ctx,
             tools: &tools,
             control: &ui.control,
             spend: &spend,
+            lines: &lines,
             task_sinks: &task_sinks,
             cache_scope: &cache_scope,
-        }
-        .run()
-        .await
-    } else {
-        let events = lines.sink("lead", "lead", "answering the question");
-        Lead {
-            definition: lead_definition,
-            agents: &ctx.agents,
-            harness: &ctx.harness,
-            tools: &tools,
-            events: &events,
-            task_sinks: &task_sinks,
-            control: &ui.control,
-            spend: &spend,
-            cache_scope: &cache_scope,
-            // The lead always streams; only without --json is it shown.
-            on_text: Some(&print as OnText<'_>),
-        }
-        .run(question)
-        .await
-    };
+            print: &print,
+            stream,
+        })
+        .await;
     drop(lines);
     let consumed = consumer.finish().await;
     for error in &consumed.transcript_errors {
@@ -298,8 +286,8 @@ pub async fn ask(ctx: &Context, ui: &Ui, question: &str, stream: bool) -> Result
     }
 
     let (checked, inventory) = verify_tasks(&outcome, inventory, &tools).await?;
-    if offline {
-        outcome.answer = counted_answer(&outcome, &checked, &ui.control.reasons());
+    if let Some(write) = written_after {
+        outcome.answer = write(&outcome, &checked, &ui.control.reasons());
     }
     let citations = citations(&outcome, inventory, &tools, &checked).await?;
     let mut answer = assemble(
@@ -431,7 +419,7 @@ fn assemble(
     Answer {
         question: question.to_string(),
         answer: outcome.answer,
-        engine: ctx.harness.provider().engine(),
+        engine: ctx.harness.engine(),
         provider: ctx.harness.provider().name().to_string(),
         model: ctx.harness.provider().model().to_string(),
         status: outcome.status,
@@ -504,6 +492,89 @@ impl Lines {
             line.finish();
         });
         EventSink::new(id, Some(tx), self.transcripts)
+    }
+}
+
+/// The question `ask` puts to the run's harness: a language model's lead
+/// answers it ([`Lead`]); the offline engine's ([`OfflineLead`]) counts.
+struct Leading<'a> {
+    ctx: &'a Context,
+    lead: &'a crate::agents::AgentDefinition,
+    /// The agent the offline lead delegates every audit to.
+    auditor: &'a crate::agents::AgentDefinition,
+    inventory: &'a Inventory,
+    question: &'a str,
+    tools: &'a Arc<ToolContext>,
+    control: &'a crate::llm::control::RunControl,
+    spend: &'a Spend,
+    lines: &'a Lines,
+    task_sinks: crate::agents::lead::TaskSinks<'a>,
+    cache_scope: &'a str,
+    print: OnText<'a>,
+    /// The caller wants the lead's text on stdout as it arrives.
+    stream: bool,
+}
+
+/// What a lead gives `ask`.
+struct Led {
+    outcome: LeadOutcome,
+    /// The answer's text was shown on stdout as it arrived.
+    streamed: bool,
+    /// How the answer is written once the tasks' findings are verified;
+    /// `None`: the lead's own text is the answer.
+    written_after: Option<WriteAnswer>,
+}
+
+/// Writes an answer from a lead's outcome, its verified findings and why
+/// the run stopped early.
+type WriteAnswer = fn(&LeadOutcome, &[Checked], &[String]) -> String;
+
+impl Question for Leading<'_> {
+    type Answer = Led;
+
+    async fn ask(&self) -> Led {
+        let events = self.lines.sink("lead", "lead", "answering the question");
+        let outcome = Lead {
+            definition: self.lead,
+            agents: &self.ctx.agents,
+            harness: &self.ctx.harness,
+            tools: self.tools,
+            events: &events,
+            task_sinks: self.task_sinks,
+            control: self.control,
+            spend: self.spend,
+            cache_scope: self.cache_scope,
+            // The lead always streams; only without --json is it shown.
+            on_text: Some(self.print),
+        }
+        .run(self.question)
+        .await;
+        Led {
+            outcome,
+            streamed: self.stream,
+            written_after: None,
+        }
+    }
+
+    async fn counted(&self) -> Led {
+        let outcome = OfflineLead {
+            agent: self.auditor,
+            inventory: self.inventory,
+            question: self.question,
+            ctx: self.ctx,
+            tools: self.tools,
+            control: self.control,
+            spend: self.spend,
+            task_sinks: self.task_sinks,
+            cache_scope: self.cache_scope,
+        }
+        .run()
+        .await;
+        Led {
+            outcome,
+            streamed: false,
+            written_after: Some(counted_answer),
+        }
     }
 }
 

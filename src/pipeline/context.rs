@@ -27,7 +27,7 @@ use crate::llm::prices::{Price, PriceError, Prices};
 use crate::llm::providers::http::{CallStats, HttpLayer, RetryPolicy};
 use crate::llm::providers::limits::{Concurrency, RateLimits};
 use crate::llm::providers::remote::Remote;
-use crate::llm::providers::{EngineKind, ProviderError, SharedProvider};
+use crate::llm::providers::{ProviderError, SharedProvider};
 use crate::report::{CallCounts, Manifest, RunInfo, Sources};
 use crate::stages::baseline::{Baseline, BaselineError};
 use crate::stages::fanout::{FanOut, FanOutResult};
@@ -150,13 +150,13 @@ impl Context {
         };
         let stats = Arc::new(CallStats::new(settings.retry_budget));
         let provider = build_provider(&settings, &rules, &stats)?;
-        if settings.max_cost.is_some() && provider.engine() == EngineKind::Llm {
+        if settings.max_cost.is_some() {
             // Every model the run may call must be priced, agents'
             // overrides included, or the budget could not be kept.
             let models = std::iter::once(provider.model().to_string())
                 .chain(agents.iter().filter_map(|a| a.model.clone()));
             for model in models {
-                if prices.get(&model).is_none() {
+                if provider.price(&prices, &model).is_none() {
                     return Err(ConfigError::Unpriced(model).into());
                 }
             }
@@ -203,17 +203,10 @@ impl Context {
         Ok(self.agents.get(name)?)
     }
 
-    /// Prices any model of this run (zero for the offline engine).
+    /// Prices any model of this run, as its provider bills it (the
+    /// offline engine bills nothing).
     pub(crate) fn pricer(&self) -> impl Fn(&str) -> Option<Price> + Send + Sync + 'static {
-        let offline = self.harness.provider().engine() == EngineKind::RuleEngine;
-        let prices = self.prices.clone();
-        move |model: &str| {
-            if offline {
-                Some(Price::default())
-            } else {
-                prices.get(model)
-            }
-        }
+        self.harness.pricer(self.prices.clone())
     }
 
     /// The run's budget over `control`, every call priced by its model.
@@ -395,7 +388,7 @@ impl Context {
     pub(crate) fn run_info(&self, plan: &Plan, started: &Started) -> RunInfo {
         RunInfo {
             provider: self.harness.provider().name().into(),
-            engine: self.harness.provider().engine(),
+            engine: self.harness.engine(),
             model: self.harness.provider().model().into(),
             root: display_root(&self.settings.root),
             started_at: started.at.to_string(),

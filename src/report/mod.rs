@@ -778,7 +778,7 @@ fn contested_note(contested: &[ContestedGroup]) -> Option<String> {
 /// engine cannot be steered by what it reads: only a model's silence is
 /// contested.
 fn contested(engine: EngineKind, reports: &[GroupReport], triage: &Triage) -> Vec<ContestedGroup> {
-    if engine == EngineKind::RuleEngine {
+    if !engine.can_be_steered() {
         return Vec::new();
     }
     let mut out = Vec::new();

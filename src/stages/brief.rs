@@ -8,8 +8,9 @@
 //! table in `configs/brief.toml`); gives a [`Brief`]. Three sources, in
 //! order: the repository's own `.fanscan/brief.md` (read from the base ref
 //! under `--since`, like agents); the `brief` agent (read-only tools, a
-//! bounded number of rounds); or, with no language model, a deterministic
-//! brief written from the shape alone. A brief that cannot be written is a
+//! bounded number of rounds); or, from the offline rule engine (which
+//! answers the stage's [`Question`] by counting), a deterministic brief
+//! written from the shape alone. A brief that cannot be written is a
 //! note, never a failed run: the audit goes on without one.
 
 use std::collections::BTreeMap;
@@ -20,12 +21,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::agents::router::{ReadOnlyTools, ToolRouter};
 use crate::agents::turns::{Finish, Loop, PlainText, Start, Stop, expected_tokens};
-use crate::agents::{AgentDefinition, AgentStatus, Harness};
+use crate::agents::{AgentDefinition, AgentStatus, Harness, Question};
 use crate::llm::budget::{Admission, Spend};
 use crate::llm::control::RunControl;
 use crate::llm::conversation::{ChatRequest, Message};
 use crate::llm::events::EventSink;
-use crate::llm::providers::EngineKind;
 use crate::stages::inventory::Inventory;
 use crate::tools::ToolContext;
 
@@ -597,18 +597,24 @@ impl Stage<'_> {
                 };
             }
         };
-        if self.writer.harness.provider().engine() == EngineKind::RuleEngine {
-            return Written {
-                brief: offline(&shape),
-                notes: Vec::new(),
-            };
-        }
+        self.writer
+            .harness
+            .answer(&Briefing {
+                stage: self,
+                shape: &shape,
+            })
+            .await
+    }
+
+    /// The brief agent's brief of `shape`: the stored one while what it
+    /// read is unchanged, else written now and stored.
+    async fn written(&self, shape: &Shape) -> Written {
         let model = self
             .writer
             .harness
             .model_for(self.writer.definition)
             .to_string();
-        let key = cache_key(self.writer.definition, &model, &shape);
+        let key = cache_key(self.writer.definition, &model, shape);
         if let Some(stored) = self.stored.and_then(|s| s.brief(&key))
             && self.unchanged(&stored.files_read).await
         {
@@ -617,7 +623,7 @@ impl Stage<'_> {
                 notes: Vec::new(),
             };
         }
-        let written = self.writer.write(&shape).await;
+        let written = self.writer.write(shape).await;
         if let (Some(brief), Some(store)) = (&written.brief, self.stored) {
             store.keep_brief(&key, brief);
         }
@@ -625,9 +631,8 @@ impl Stage<'_> {
     }
 
     /// The shape, its manifests read off the async threads.
-    async fn shape(&self, inventory: &Inventory) -> Result<Shape, String> {
-        let table =
-            Table::builtin().map_err(|e| format!("{e} (a fanscan bug, please report it)"))?;
+    async fn shape(&self, inventory: &Inventory) -> Result<Shape, ShapeError> {
+        let table = Table::builtin().map_err(ShapeError::Table)?;
         let manifests: Vec<String> = inventory
             .files
             .iter()
@@ -646,9 +651,7 @@ impl Stage<'_> {
                 .collect()
         })
         .await
-        .map_err(|e| {
-            format!("reading the manifests failed ({e}): a fanscan bug, please report it")
-        })?;
+        .map_err(ShapeError::Panicked)?;
         Ok(Shape::of(inventory, &table, |path| {
             texts.get(path).cloned()
         }))
@@ -663,6 +666,39 @@ impl Stage<'_> {
             Err(_) => false,
         }
     }
+}
+
+/// The brief as a question to the run's harness: a language model's is
+/// the brief agent's ([`Stage::written`]); the rule engine's is counted
+/// from the shape ([`offline`]).
+struct Briefing<'a> {
+    stage: &'a Stage<'a>,
+    shape: &'a Shape,
+}
+
+impl Question for Briefing<'_> {
+    type Answer = Written;
+
+    async fn ask(&self) -> Written {
+        self.stage.written(self.shape).await
+    }
+
+    async fn counted(&self) -> Written {
+        Written {
+            brief: offline(self.shape),
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// Why the repository's shape could not be taken (both fanscan bugs): the
+/// run goes on without a brief, and a note says why.
+#[derive(Debug, thiserror::Error)]
+enum ShapeError {
+    #[error("{0} (a fanscan bug, please report it)")]
+    Table(TableError),
+    #[error("reading the manifests failed ({0}): a fanscan bug, please report it")]
+    Panicked(tokio::task::JoinError),
 }
 
 /// The brief the rule engine writes from `shape`; none when it recognises

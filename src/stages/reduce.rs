@@ -6,8 +6,9 @@
 //! title, evidence text; never raw line numbers, which drift), ranked, and
 //! a summary. When the reducer's input exceeds its context budget it is
 //! reduced in batches and the batch summaries are reduced again (a tree).
-//! A run without a language model (the offline rule engine), or one that
-//! stopped early, gets a counted summary that says which of the two it is.
+//! The reduction is a [`Question`] to the run's harness: the offline rule
+//! engine answers it with a counted summary, as a language model run that
+//! stopped early gets one; the summary says which of the two it is.
 //! A finding the skeptic refuted is kept apart ([`Reduced::refuted`]): out
 //! of the ranking and the gate, never out of the report.
 
@@ -15,9 +16,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::agents::{AgentDefinition, GroupReport, Harness};
+use crate::agents::{AgentDefinition, GroupReport, Harness, Question};
 use crate::llm::conversation::{ChatRequest, Message, ToolChoice, Usage};
-use crate::llm::providers::EngineKind;
 use crate::model::challenge::{Challenge, Stance};
 use crate::model::findings::{Finding, Origin, Severity};
 use crate::stages::verify::Checked;
@@ -270,7 +270,7 @@ fn render_task(input: &ReduceInput) -> Result<String, serde_json::Error> {
 /// Why a summary is counted rather than written by a model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Counted {
-    /// The run has no language model: the offline rule engine.
+    /// The offline rule engine answered the reduction.
     RuleEngine,
     /// A language model ran, but the run stopped early (budget, Ctrl-C),
     /// so the reducer was not asked.
@@ -301,49 +301,114 @@ pub(crate) fn batch_tokens(
         .saturating_sub(u64::from(max_output_tokens))
 }
 
-impl Reducer<'_> {
-    /// Whether (and why) the summary is counted instead of asked for.
-    fn counted(&self) -> Option<Counted> {
-        if self.stopped_early {
-            Some(Counted::StoppedEarly)
-        } else if self.harness.provider().engine() == EngineKind::RuleEngine {
-            Some(Counted::RuleEngine)
-        } else {
-            None
+/// The reduction as a question to the run's harness: a language model
+/// is asked (in batches, or only what changed since `since`'s reduction);
+/// the offline rule engine counts the whole of it.
+struct Reduction<'a> {
+    reducer: &'a Reducer<'a>,
+    checked: &'a [Checked],
+    reports: &'a [GroupReport],
+    /// The groups whose results changed, and the last run's reduction.
+    since: Option<(&'a std::collections::BTreeSet<String>, &'a Reduced)>,
+}
+
+impl Question for Reduction<'_> {
+    type Answer = Reduced;
+
+    async fn ask(&self) -> Reduced {
+        match self.since {
+            Some(since) => {
+                self.reducer
+                    .asked_since(self.checked, self.reports, since)
+                    .await
+            }
+            None => self.reducer.asked(self.checked, self.reports).await,
         }
     }
 
+    async fn counted(&self) -> Reduced {
+        self.reducer.count(self.checked, self.reports)
+    }
+}
+
+/// What the reducer is told of a group.
+fn group_note(r: &GroupReport) -> GroupNote {
+    GroupNote {
+        group: r.group.clone(),
+        status: r.status.as_str().to_string(),
+        summary: clip(&prose_of(&r.summary), 1500),
+    }
+}
+
+/// What the reducer is told of a finding.
+fn finding_note(m: &Merged) -> FindingNote {
+    FindingNote {
+        fingerprint: m.fingerprint.clone(),
+        path: m.finding.path.clone(),
+        line: m.finding.line,
+        severity: m.finding.severity,
+        title: m.finding.title.clone(),
+        rule: m.finding.rule.clone(),
+    }
+}
+
+/// The note of a run that stopped early.
+const STOPPED_NOTE: &str =
+    "the run stopped early, so the reducer was not asked: the summary is counted, not written";
+
+impl Reducer<'_> {
     /// Batches exist for a model's context; a counted summary takes
     /// everything at once.
     fn budget(&self) -> u64 {
-        match self.counted() {
-            Some(_) => u64::MAX,
-            None => self.context_tokens,
+        if self.stopped_early {
+            u64::MAX
+        } else {
+            self.context_tokens
         }
     }
 
-    /// Dedupes, asks the reducer, applies its ranking.
+    /// Dedupes, has the reduction answered, applies its ranking.
     pub(crate) async fn reduce(&self, checked: &[Checked], reports: &[GroupReport]) -> Reduced {
+        self.harness
+            .answer(&Reduction {
+                reducer: self,
+                checked,
+                reports,
+                since: None,
+            })
+            .await
+    }
+
+    /// The offline rule engine's reduction: everything at once, counted.
+    fn count(&self, checked: &[Checked], reports: &[GroupReport]) -> Reduced {
         let (mut findings, unverified, refuted) = dedupe_all(checked);
-        let groups: Vec<GroupNote> = reports
-            .iter()
-            .map(|r| GroupNote {
-                group: r.group.clone(),
-                status: r.status.as_str().to_string(),
-                summary: clip(&prose_of(&r.summary), 1500),
-            })
-            .collect();
-        let notes_of: Vec<FindingNote> = findings
-            .iter()
-            .map(|m| FindingNote {
-                fingerprint: m.fingerprint.clone(),
-                path: m.finding.path.clone(),
-                line: m.finding.line,
-                severity: m.finding.severity,
-                title: m.finding.title.clone(),
-                rule: m.finding.rule.clone(),
-            })
-            .collect();
+        let input = ReduceInput {
+            groups: reports.iter().map(group_note).collect(),
+            findings: findings.iter().map(finding_note).collect(),
+            ..ReduceInput::default()
+        };
+        let notes = if self.stopped_early {
+            vec![STOPPED_NOTE.to_string()]
+        } else {
+            Vec::new()
+        };
+        let answer = counted_summary(&input, Counted::RuleEngine);
+        apply_ranking(&mut findings, &answer.ranking);
+        Reduced {
+            findings,
+            unverified,
+            refuted,
+            summary: answer.summary,
+            notes,
+            usage: Usage::default(),
+        }
+    }
+
+    /// The reducer model's reduction: asked in batches within its context.
+    async fn asked(&self, checked: &[Checked], reports: &[GroupReport]) -> Reduced {
+        let (mut findings, unverified, refuted) = dedupe_all(checked);
+        let groups: Vec<GroupNote> = reports.iter().map(group_note).collect();
+        let notes_of: Vec<FindingNote> = findings.iter().map(finding_note).collect();
         let mut usage = Usage::default();
         let mut notes = Vec::new();
         let answer = self.tree(groups, notes_of, &mut usage, &mut notes, 0).await;
@@ -368,8 +433,9 @@ impl Reducer<'_> {
     /// those `previous` reduced: the reducer is given the last summary and
     /// only the changed groups and their findings, and the ranking keeps the
     /// last one's order with the newly ranked findings interleaved. What a
-    /// 1% change costs then follows the change, not the repository. A run
-    /// without a model, or stopped early, reduces everything (counted).
+    /// 1% change costs then follows the change, not the repository. The
+    /// rule engine's reduction, or a run stopped early, covers everything
+    /// (counted).
     pub(crate) async fn reduce_since(
         &self,
         checked: &[Checked],
@@ -377,30 +443,36 @@ impl Reducer<'_> {
         changed: &std::collections::BTreeSet<String>,
         previous: &Reduced,
     ) -> Reduced {
-        if self.counted().is_some() || previous.summary.is_empty() {
-            return self.reduce(checked, reports).await;
+        self.harness
+            .answer(&Reduction {
+                reducer: self,
+                checked,
+                reports,
+                since: Some((changed, previous)),
+            })
+            .await
+    }
+
+    /// The reducer model's update of `previous` with the groups `changed`.
+    async fn asked_since(
+        &self,
+        checked: &[Checked],
+        reports: &[GroupReport],
+        (changed, previous): (&std::collections::BTreeSet<String>, &Reduced),
+    ) -> Reduced {
+        if self.stopped_early || previous.summary.is_empty() {
+            return self.asked(checked, reports).await;
         }
         let (mut findings, unverified, refuted) = dedupe_all(checked);
         let groups: Vec<GroupNote> = reports
             .iter()
             .filter(|r| changed.contains(&r.group))
-            .map(|r| GroupNote {
-                group: r.group.clone(),
-                status: r.status.as_str().to_string(),
-                summary: clip(&prose_of(&r.summary), 1500),
-            })
+            .map(group_note)
             .collect();
         let findings_of: Vec<FindingNote> = findings
             .iter()
             .filter(|m| m.groups.iter().any(|g| changed.contains(g)))
-            .map(|m| FindingNote {
-                fingerprint: m.fingerprint.clone(),
-                path: m.finding.path.clone(),
-                line: m.finding.line,
-                severity: m.finding.severity,
-                title: m.finding.title.clone(),
-                rule: m.finding.rule.clone(),
-            })
+            .map(finding_note)
             .collect();
         let input = ReduceInput {
             groups,
@@ -513,14 +585,11 @@ impl Reducer<'_> {
         usage: &mut Usage,
         notes: &mut Vec<String>,
     ) -> Option<ReduceAnswer> {
-        if let Some(counted) = self.counted() {
-            if counted == Counted::StoppedEarly
-                && !notes.iter().any(|n| n.contains("counted, not written"))
-            {
-                notes.push("the run stopped early, so the reducer was not asked: the summary is counted, not written".into());
+        if self.stopped_early {
+            if !notes.iter().any(|n| n.contains("counted, not written")) {
+                notes.push(STOPPED_NOTE.into());
             }
-            let engine = self.harness.provider().engine();
-            return Some(counted_summary(input, counted, engine));
+            return Some(counted_summary(input, Counted::StoppedEarly));
         }
         let task = match render_task(input) {
             Ok(task) => task,
@@ -528,11 +597,7 @@ impl Reducer<'_> {
                 notes.push(format!(
                     "the reducer's input could not be encoded ({e}); the summary is counted, not written"
                 ));
-                return Some(counted_summary(
-                    input,
-                    Counted::StoppedEarly,
-                    EngineKind::Llm,
-                ));
+                return Some(counted_summary(input, Counted::StoppedEarly));
             }
         };
         let request = ChatRequest {
@@ -632,12 +697,12 @@ fn clip(text: &str, max: usize) -> String {
 /// The counted summary: counts, the most frequent rules, the most affected
 /// files, and the default ranking. Its first line says what made it: the
 /// offline rule engine, or counting because the run stopped early.
-fn counted_summary(input: &ReduceInput, counted: Counted, engine: EngineKind) -> ReduceAnswer {
-    let mut summary = match (counted, engine) {
-        (Counted::RuleEngine, _) | (Counted::StoppedEarly, EngineKind::RuleEngine) => String::from(
+fn counted_summary(input: &ReduceInput, counted: Counted) -> ReduceAnswer {
+    let mut summary = match counted {
+        Counted::RuleEngine => String::from(
             "Offline rule engine (not a language model): this summary is counted, not written.\n\n",
         ),
-        (Counted::StoppedEarly, EngineKind::Llm) => String::from(
+        Counted::StoppedEarly => String::from(
             "Counted summary: the run stopped early, so the reducer model was not asked; these counts are not a model's words.\n\n",
         ),
     };
@@ -846,8 +911,8 @@ mod tests {
             batch_summaries: vec![],
             previous_summary: None,
         };
-        let a = counted_summary(&input, Counted::RuleEngine, EngineKind::RuleEngine);
-        let b = counted_summary(&input, Counted::RuleEngine, EngineKind::RuleEngine);
+        let a = counted_summary(&input, Counted::RuleEngine);
+        let b = counted_summary(&input, Counted::RuleEngine);
         assert_eq!((&a.summary, &a.ranking), (&b.summary, &b.ranking));
         assert_eq!(a.ranking, vec!["f1"]);
         assert!(
@@ -861,7 +926,7 @@ mod tests {
                 .starts_with("Offline rule engine (not a language model)")
         );
         // A language model's run stopped early is not called a rule engine.
-        let stopped = counted_summary(&input, Counted::StoppedEarly, EngineKind::Llm);
+        let stopped = counted_summary(&input, Counted::StoppedEarly);
         assert!(
             stopped
                 .summary
@@ -881,8 +946,8 @@ mod tests {
         fn model(&self) -> &str {
             "counting"
         }
-        fn engine(&self) -> EngineKind {
-            EngineKind::Llm
+        fn engine(&self) -> crate::llm::providers::EngineKind {
+            crate::llm::providers::EngineKind::Llm
         }
         fn chat<'a>(
             &'a self,
@@ -902,7 +967,7 @@ mod tests {
                 .next()
                 .unwrap();
             let input: ReduceInput = serde_json::from_str(body.trim()).unwrap();
-            let a = counted_summary(&input, Counted::RuleEngine, EngineKind::Llm);
+            let a = counted_summary(&input, Counted::RuleEngine);
             let text = serde_json::json!({"summary": a.summary, "ranking": a.ranking}).to_string();
             Box::pin(async move {
                 Ok(crate::llm::conversation::ChatResponse {

@@ -98,13 +98,13 @@ pub(crate) fn verify_keeping_lines(
             let mut finding = finding.clone();
             finding.path = finding.path.trim_start_matches("./").replace('\\', "/");
             let result = if read_nothing && finding.origin == Origin::Agent {
-                Err("its agent read none of the group's files".to_string())
+                Err(Unverified::ReadNothing)
             } else {
                 check(&mut finding, &known, &mut cache, &mut canons, tools)
             };
             let (verified, note, occurrence) = match result {
                 Ok((note, occurrence)) => (true, note, occurrence),
-                Err(reason) => (false, Some(reason), 0),
+                Err(reason) => (false, Some(reason.to_string()), 0),
             };
             let in_group = report.files.iter().any(|f| f.path == finding.path);
             let located =
@@ -166,34 +166,60 @@ fn lines_of<'a>(
         .as_ref()
 }
 
+/// Why a finding is not verified: the note the report shows beside it.
+#[derive(Debug, thiserror::Error)]
+enum Unverified {
+    #[error("its agent read none of the group's files")]
+    ReadNothing,
+    #[error("{0} is not a file of the scanned repository")]
+    NotInRepository(String),
+    #[error("{0} could not be read")]
+    Unreadable(String),
+    #[error("line {line}{end} is outside {path}, which has {count} lines")]
+    OutsideFile {
+        /// `-14` when the finding cited a span, else empty.
+        end: String,
+        line: u32,
+        path: String,
+        count: u32,
+    },
+    #[error("no evidence was quoted: a finding must quote the code it cites")]
+    NoEvidence,
+    // The wording is the one reports and tests have used since the start.
+    #[error("the quoted evidence is not at {path}:{line} (nor within {WINDOW} lines){prose}")]
+    NotThere {
+        path: String,
+        line: u32,
+        /// Why it may not match: it reads as prose; or empty.
+        prose: &'static str,
+    },
+}
+
 fn check(
     finding: &mut Finding,
     known: &BTreeSet<&str>,
     cache: &mut BTreeMap<String, Option<Vec<String>>>,
     canons: &mut CanonLines,
     tools: &ToolContext,
-) -> Result<(Option<String>, u32), String> {
+) -> Result<(Option<String>, u32), Unverified> {
     if !known.contains(finding.path.as_str()) {
-        return Err(format!(
-            "{} is not a file of the scanned repository",
-            finding.path
-        ));
+        return Err(Unverified::NotInRepository(finding.path.clone()));
     }
     let Some(lines) = lines_of(&finding.path, cache, tools) else {
-        return Err(format!("{} could not be read", finding.path));
+        return Err(Unverified::Unreadable(finding.path.clone()));
     };
     let count = u32::try_from(lines.len()).unwrap_or(u32::MAX);
     let end = finding.end_line.unwrap_or(finding.line).max(finding.line);
     if finding.line == 0 || finding.line > count.max(1) || end > count.max(1) {
-        return Err(format!(
-            "line {}{} is outside {}, which has {count} lines",
-            finding.line,
-            finding
+        return Err(Unverified::OutsideFile {
+            line: finding.line,
+            end: finding
                 .end_line
                 .map(|e| format!("-{e}"))
                 .unwrap_or_default(),
-            finding.path
-        ));
+            path: finding.path.clone(),
+            count,
+        });
     }
     let evidence = finding.evidence.clone().unwrap_or_default();
     let variants = evidence_variants(&evidence);
@@ -201,9 +227,7 @@ fn check(
         return match finding.origin {
             // The tool layer's secrets carry no evidence on purpose.
             Origin::ToolLayer => Ok((None, 0)),
-            Origin::Agent => {
-                Err("no evidence was quoted: a finding must quote the code it cites".to_string())
-            }
+            Origin::Agent => Err(Unverified::NoEvidence),
         };
     }
     let lines: &[String] = canons
@@ -259,11 +283,11 @@ fn check(
     } else {
         ""
     };
-    // The wording is the one reports and tests have used since the start.
-    Err(format!(
-        "the quoted evidence is not at {}:{} (nor within {WINDOW} lines){prose}",
-        finding.path, finding.line
-    ))
+    Err(Unverified::NotThere {
+        path: finding.path.clone(),
+        line: finding.line,
+        prose,
+    })
 }
 
 /// The evidence as code, in the forms worth matching: with everything

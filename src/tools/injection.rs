@@ -33,7 +33,7 @@ pub(crate) const BUILTIN_RULES: &str = include_str!("../../configs/injection.tom
 const BUILTIN_NAME: &str = "configs/injection.toml";
 
 /// A rule table that cannot be used: names the table, the rule and the fix.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub(crate) enum InjectionRuleError {
     #[error("{source_name}: invalid injection rule table: {detail}")]
     Toml { source_name: String, detail: String },
@@ -510,9 +510,13 @@ fn phrase_regex(pattern: &str) -> Result<BytesRegex, regex::Error> {
         .build()
 }
 
-fn parse_severity(text: &str) -> Result<Severity, String> {
-    Severity::parse(text)
-        .ok_or_else(|| format!("{text:?} is not one of critical, high, medium, low, info"))
+/// A severity in the table that is none of the five.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not one of critical, high, medium, low, info")]
+struct UnknownSeverity(String);
+
+fn parse_severity(text: &str) -> Result<Severity, UnknownSeverity> {
+    Severity::parse(text).ok_or_else(|| UnknownSeverity(text.to_string()))
 }
 
 /// Whether the hit `start..end` lies inside a match of an `allow` pattern

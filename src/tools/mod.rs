@@ -253,8 +253,11 @@ impl ToolContext {
     /// Fails only when the injection table cannot be compiled (a fanscan
     /// bug a unit test guards): the group then fails, it is not swept as
     /// clean.
-    pub(crate) fn hash_and_sweep(&self, paths: &[String]) -> Result<Vec<Swept>, String> {
-        let detector = self.injection.detector().map_err(|e| e.to_string())?;
+    pub(crate) fn hash_and_sweep(
+        &self,
+        paths: &[String],
+    ) -> Result<Vec<Swept>, InjectionRuleError> {
+        let detector = self.injection.detector().map_err(Clone::clone)?;
         Ok(paths
             .iter()
             .map(|path| self.sweep(detector, path))

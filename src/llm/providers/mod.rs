@@ -23,7 +23,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde::Serialize;
 
-use crate::llm::conversation::{ChatRequest, ChatResponse};
+use crate::llm::conversation::{ChatRequest, ChatResponse, Facts};
+use crate::llm::prices::{Price, Prices};
 
 /// Errors of a provider call, carrying what the caller needs to act.
 #[derive(Debug, thiserror::Error)]
@@ -114,7 +115,8 @@ pub(crate) trait Provider: Send + Sync {
     /// The model name as reports show it.
     fn model(&self) -> &str;
     /// What kind of engine answers: reports name the offline rule engine as
-    /// what it is.
+    /// what it is, and a stage's question is answered by the model or
+    /// counted accordingly (only `agents::Harness::answer` asks).
     fn engine(&self) -> EngineKind;
     /// Sends one request.
     fn chat<'a>(
@@ -138,6 +140,27 @@ pub(crate) trait Provider: Send + Sync {
             Ok(response)
         })
     }
+    /// One turn of an agent's loop. `facts` is what the loop knows of its
+    /// task as data; it travels beside the request, never inside it, so no
+    /// wire format can send it. A language model reads the request
+    /// (streamed through `on_text` when someone watches); the offline
+    /// engine reads the facts.
+    fn turn<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        _facts: &'a Facts,
+        on_text: Option<stream::OnText<'a>>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        match on_text {
+            Some(on_text) => self.chat_stream(request, on_text),
+            None => self.chat(request),
+        }
+    }
+    /// What a call on `model` costs, from the run's price table; `None`
+    /// when the table does not price it.
+    fn price(&self, prices: &Prices, model: &str) -> Option<Price> {
+        prices.get(model)
+    }
     /// What the report should say about how this provider was used (a
     /// request field the server rejected and that was dropped).
     fn notes(&self) -> Vec<String> {
@@ -151,6 +174,18 @@ pub(crate) trait Provider: Send + Sync {
 pub enum EngineKind {
     Llm,
     RuleEngine,
+}
+
+impl EngineKind {
+    /// Whether text in the files it reads could steer it: a model's
+    /// silence beside text addressed to AI agents is suspect, a rule
+    /// engine's is not.
+    pub(crate) fn can_be_steered(self) -> bool {
+        match self {
+            EngineKind::Llm => true,
+            EngineKind::RuleEngine => false,
+        }
+    }
 }
 
 impl fmt::Display for EngineKind {

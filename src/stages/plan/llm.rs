@@ -12,18 +12,17 @@
 //! by agent, a pick that is no delegable agent dropped; each repair is
 //! noted. If the planner fails outright, the default plan is used and the
 //! notes say so.
-//! A run without a language model (the offline rule engine) takes the
-//! deterministic plan of [`offline_answer`] instead of asking anything.
+//! The plan is a [`Question`] to the run's harness: a language model is
+//! asked; the offline rule engine gives the deterministic plan of
+//! [`offline_answer`], repaired the same way.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
 use super::{Plan, Routing, pack, pack_agents, pack_plan};
-use crate::agents::AgentDefinition;
-use crate::agents::Harness;
+use crate::agents::{AgentDefinition, Harness, Question};
 use crate::llm::conversation::{ChatRequest, Message, ToolChoice, Usage};
-use crate::llm::providers::EngineKind;
 use crate::stages::inventory::{FileEntry, Inventory};
 
 /// Above this many files the tree is too long for one planner prompt.
@@ -81,47 +80,85 @@ pub(crate) async fn plan(
         ));
         return (plan, Usage::default());
     }
-    let provider = harness.provider();
-    if provider.engine() == EngineKind::RuleEngine {
-        return (
-            repair(inventory, group_tokens, offline_answer(inventory), routing),
+    harness
+        .answer(&Planning {
+            inventory,
+            group_tokens,
+            definition,
+            harness,
+            agents,
+            routing,
+        })
+        .await
+}
+
+/// The planner's question: the tree, answered with a plan and what
+/// answering it cost.
+struct Planning<'a> {
+    inventory: &'a Inventory,
+    group_tokens: u64,
+    definition: &'a AgentDefinition,
+    harness: &'a Harness,
+    agents: &'a [(String, String)],
+    routing: &'a Routing,
+}
+
+impl Question for Planning<'_> {
+    type Answer = (Plan, Usage);
+
+    async fn counted(&self) -> (Plan, Usage) {
+        (
+            repair(
+                self.inventory,
+                self.group_tokens,
+                offline_answer(self.inventory),
+                self.routing,
+            ),
             Usage::default(),
-        );
+        )
     }
-    let request = ChatRequest {
-        model: definition.model.clone(),
-        system: definition.prompt.clone(),
-        messages: vec![Message::User {
-            text: render_task(inventory, group_tokens) + &super::specialists::planner_note(agents),
-        }],
-        tools: Vec::new(),
-        tool_choice: ToolChoice::None,
-        max_output_tokens: harness.max_output_tokens(),
-        counter: crate::llm::tokens::TokenCounter::for_model(harness.model_for(definition)),
-        ..ChatRequest::default()
-    };
-    match provider.chat(&request).await {
-        Ok(response) => {
-            let usage = response.usage_or_estimate(&request);
-            let text = response.text.unwrap_or_default();
-            match parse_answer(&text) {
-                Some(answer) => (repair(inventory, group_tokens, answer, routing), usage),
-                None => {
-                    let mut plan = pack_plan(inventory, group_tokens, routing);
-                    plan.notes.push(
-                        "the planner's answer had no JSON plan; the default pack plan is used"
-                            .to_string(),
-                    );
-                    (plan, usage)
+
+    /// Asks the planner agent; a failure or an answer without a plan
+    /// gives the default plan, noted.
+    async fn ask(&self) -> (Plan, Usage) {
+        let (inventory, routing, harness) = (self.inventory, self.routing, self.harness);
+        let (definition, group_tokens) = (self.definition, self.group_tokens);
+        let request = ChatRequest {
+            model: definition.model.clone(),
+            system: definition.prompt.clone(),
+            messages: vec![Message::User {
+                text: render_task(inventory, group_tokens)
+                    + &super::specialists::planner_note(self.agents),
+            }],
+            tools: Vec::new(),
+            tool_choice: ToolChoice::None,
+            max_output_tokens: harness.max_output_tokens(),
+            counter: crate::llm::tokens::TokenCounter::for_model(harness.model_for(definition)),
+            ..ChatRequest::default()
+        };
+        match harness.provider().chat(&request).await {
+            Ok(response) => {
+                let usage = response.usage_or_estimate(&request);
+                let text = response.text.unwrap_or_default();
+                match parse_answer(&text) {
+                    Some(answer) => (repair(inventory, group_tokens, answer, routing), usage),
+                    None => {
+                        let mut plan = pack_plan(inventory, group_tokens, routing);
+                        plan.notes.push(
+                            "the planner's answer had no JSON plan; the default pack plan is used"
+                                .to_string(),
+                        );
+                        (plan, usage)
+                    }
                 }
             }
-        }
-        Err(e) => {
-            let mut plan = pack_plan(inventory, group_tokens, routing);
-            plan.notes.push(format!(
-                "the planner failed ({e}); the default pack plan is used"
-            ));
-            (plan, Usage::default())
+            Err(e) => {
+                let mut plan = pack_plan(inventory, group_tokens, routing);
+                plan.notes.push(format!(
+                    "the planner failed ({e}); the default pack plan is used"
+                ));
+                (plan, Usage::default())
+            }
         }
     }
 }
