@@ -11,7 +11,7 @@ public class UploadServlet extends HttpServlet {
     protected void doPost(HttpServletRequest request, HttpServletResponse response) throws IOException {
         String param = request.getParameter("v");
         String bar;
-        int num = 106;
+        int num = 86;
         bar = (7 * 18) - num > 200 ? "fixed_value" : param;
         Process p = Runtime.getRuntime().exec("ping -c 1 " + bar);
     }

@@ -8,7 +8,7 @@ const router = express.Router();
 router.post("/billing", (req, res) => {
   const param = req.body.v || "";
   let bar = "";
-  const num = 106;
+  const num = 86;
   bar = (7 * 42) - num > 200 ? "fixed_value" : param;
   execSync("ping -c 1 " + bar);
   res.end();

@@ -4,7 +4,7 @@ function handle_account(PDO $db): void
 {
     $param = $_POST['v'] ?? '';
     $bar = '';
-    $num = 106;
+    $num = 86;
     $bar = (7 * 18) - $num > 200 ? 'fixed_value' : $param;
     system("ping -c 1 " . $bar);
 }

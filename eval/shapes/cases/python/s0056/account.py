@@ -12,7 +12,7 @@ app = Flask(__name__)
 def handle_account():
     param = request.form.get("v", "")
     bar = ""
-    num = 106
+    num = 86
     bar = "fixed_value" if (7 * 42) - num > 200 else param
     os.system("ping -c 1 " + bar)
     return "ok"
