@@ -12,10 +12,19 @@
 //!   `{` above the line whose line reads as a function header (a `(`, no
 //!   control keyword); for Python, the nearest `def` above with less
 //!   indentation. Without one, everything shown above the line.
+//! - the function as it runs ([`super::live`]): arms that a constant
+//!   condition, switch or conditional expression rules out are blanked
+//!   (a flagged line among them is refuted: it never runs), and a read of
+//!   a local map or list under a literal key or index becomes the value
+//!   put there.
 //! - the value: the arguments of the first call on the flagged line, else
-//!   the right side of its assignment, else the line.
-//! - each variable in it is followed back to its assignments in the
-//!   function (and their variables in turn). A line matching a source of
+//!   the right side of its assignment, else the line; for a SQL rule, only
+//!   the query of a call that binds parameters beside it (`execute(q,
+//!   params)`); for a writing call (`fmt.Fprintf(w, …)`), not the writer.
+//! - each variable in it is followed back to its assignments above the
+//!   line that uses it, from the last one that always runs on the way
+//!   (not in a branch, loop or `case` the use is outside of), and their
+//!   variables in turn. A line matching a source of
 //!   `configs/sources.toml` (a request, argv, the environment, stdin, a
 //!   file) confirms; a parameter, a call the table does not know as pure,
 //!   or a variable set outside the function leaves it uncertain; only
@@ -32,10 +41,24 @@ use regex::Regex;
 use crate::util::builtin_regex;
 use serde::Deserialize;
 
+use super::live::Family;
 use crate::util::language::language_of;
 
 /// The bundled table.
 const TABLE: &str = include_str!("../../configs/sources.toml");
+
+/// Bumped whenever the check would judge the same lines differently
+/// (2: it reads the function as it runs, see [`super::live`]).
+const CHECK_VERSION: u32 = 2;
+
+/// What stored verdicts of the check depend on: its version and its
+/// table's text.
+pub(crate) fn identity() -> String {
+    format!(
+        " source check v{CHECK_VERSION} {}",
+        crate::util::sha256_hex(TABLE.as_bytes())
+    )
+}
 
 /// The table as the check uses it.
 pub(crate) struct SourceTable {
@@ -101,7 +124,7 @@ impl SourceTable {
             None
         } else {
             let pattern = format!(
-                r"(?:^|[^\w$.])(?:[A-Za-z_$][\w$]*\s*\.\s*)*(?:{})\s*\(",
+                r"(?:^|[^\w$.]|\.)(?:[A-Za-z_$][\w$]*\s*\.\s*)*(?:{})\s*\(",
                 names.join("|")
             );
             Some(Regex::new(&pattern).map_err(SourceTableError::Sanitizers)?)
@@ -157,6 +180,7 @@ impl SourceTable {
                 + m.as_str()
                     .find(|c: char| c.is_alphabetic() || c == '_' || c == '$')
                     .unwrap_or(0);
+            let start = chain_start(&out, start);
             out.replace_range(start..close, " 0 ");
         }
         out
@@ -164,6 +188,55 @@ impl SourceTable {
 
     pub(crate) fn is_sink_rule(&self, rule: Option<&str>) -> bool {
         rule.is_some_and(|r| self.sink_rules.iter().any(|p| r.starts_with(p.as_str())))
+    }
+}
+
+/// Where the call chain ending at byte `at` of `code` starts
+/// (`ESAPI.encoder().encodeForHTML(` → at `ESAPI`): a sanitizer's
+/// receivers go with it, since what it returns is the value.
+fn chain_start(code: &str, at: usize) -> usize {
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let mut start = at;
+    loop {
+        let Some(before) = code.get(..start) else {
+            return start;
+        };
+        let Some(head) = before.trim_end().strip_suffix('.') else {
+            return start;
+        };
+        let head = head.trim_end();
+        let mut end = head.len();
+        if head.ends_with(')') {
+            // Back over the receiver call's arguments.
+            let mut depth = 0usize;
+            let mut open = None;
+            for (i, c) in head.char_indices().rev() {
+                match c {
+                    ')' => depth += 1,
+                    '(' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            open = Some(i);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let Some(open) = open else { return start };
+            end = open;
+        }
+        let name = head[..end].trim_end();
+        let from = name
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| ident(*c))
+            .last()
+            .map(|(i, _)| i);
+        match from {
+            Some(i) if i < start => start = i,
+            _ => return start,
+        }
     }
 }
 
@@ -187,12 +260,6 @@ impl Judged {
             flow: Vec::new(),
         }
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Family {
-    Braces,
-    Indent,
 }
 
 fn family(path: &str) -> Option<Family> {
@@ -221,16 +288,32 @@ pub(crate) fn judge(
     let Some(family) = family(path) else {
         return Judged::uncertain("the rule engine has no source check for this language".into());
     };
-    let Some(flagged) = lines.get(&line) else {
+    if !lines.contains_key(&line) {
         return Judged::uncertain(format!("line {line} was not shown"));
-    };
+    }
     let (start, params) = enclosing(family, lines, line);
+    // The function as it runs: dead arms blanked, collection reads
+    // replaced by what was put there.
+    let live = super::live::live(family, lines, start, line);
+    let lines = &live.lines;
+    let flagged = lines.get(&line).map_or("", String::as_str);
+    if flagged.trim().is_empty() {
+        return Judged {
+            verdict: "refuted",
+            confidence: 6,
+            why: format!(
+                "line {line} is in a branch that a constant condition rules out: it never runs"
+            ),
+            flow: Vec::new(),
+        };
+    }
     let mut trace = Trace {
         table,
         family,
         lines,
         start,
         end: line,
+        at: line,
         params,
         visited: BTreeSet::new(),
         source: None,
@@ -256,9 +339,23 @@ pub(crate) fn judge(
     if let Some(kind) = table.source_in(&table.unsanitized(flagged)) {
         trace.source = Some((line, kind.to_string()));
     } else {
-        let value = value_of(&code);
+        // A query run with bound parameters: only the query is the value.
+        let sql = rule.is_some_and(|r| r.starts_with("sql/"));
+        let value = sql
+            .then(|| sql_query_arg(&code))
+            .flatten()
+            .or_else(|| written_args(&code))
+            .unwrap_or_else(|| value_of(&code));
         trace.expr(&value, &interps, 0);
     }
+    // A read replaced by the value put: the put is part of the flow.
+    let puts: Vec<u32> = trace
+        .flow
+        .iter()
+        .chain(std::iter::once(&line))
+        .filter_map(|n| live.via.get(n).copied())
+        .collect();
+    trace.flow.extend(puts);
     let region = format!("lines {start}-{line}");
     match (&trace.source, &trace.unknown) {
         (Some((at, kind)), _) => {
@@ -573,6 +670,93 @@ fn value_of(code: &str) -> String {
     code.to_string()
 }
 
+/// Calls that run a query whose later arguments are bound parameters.
+const SQL_RUNS: &[&str] = &[
+    "execute",
+    "executemany",
+    "executeQuery",
+    "executeUpdate",
+    "query",
+    "Query",
+    "QueryRow",
+    "Exec",
+    "prepare",
+    "prepareStatement",
+    "raw",
+    "run",
+    "all",
+];
+
+/// Calls that write their later arguments to their first (a response, a
+/// stream): the first is where the value goes, not the value.
+const WRITES: &[&str] = &["Fprintf", "Fprint", "Fprintln", "WriteString", "fprintf"];
+
+/// The arguments of the first call on the line named one of `names`,
+/// split at its top-level commas.
+fn call_args(code: &str, names: &[&str]) -> Option<Vec<String>> {
+    let chars: Vec<(usize, char)> = code.char_indices().collect();
+    for (k, &(at, c)) in chars.iter().enumerate() {
+        if c != '(' {
+            continue;
+        }
+        let before = code[..at].trim_end();
+        let name = before
+            .rsplit(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
+            .next()
+            .unwrap_or("");
+        if !names.contains(&name) {
+            continue;
+        }
+        let mut depth = 0i32;
+        let mut args: Vec<String> = vec![String::new()];
+        for &(_, ch) in &chars[k..] {
+            match ch {
+                '(' | '[' | '{' => {
+                    depth += 1;
+                    if depth == 1 {
+                        continue;
+                    }
+                }
+                ')' | ']' | '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                ',' if depth == 1 => {
+                    args.push(String::new());
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some(last) = args.last_mut() {
+                last.push(ch);
+            }
+        }
+        return Some(args);
+    }
+    None
+}
+
+/// The query of the first call on the line that runs one with bound
+/// parameters beside it (`cur.execute(q, (x,))`, `db.Query(q, x)`): its
+/// first argument. `None` when the line has no such call or the call has
+/// only its query.
+fn sql_query_arg(code: &str) -> Option<String> {
+    let args = call_args(code, SQL_RUNS)?;
+    if args.len() < 2 {
+        return None;
+    }
+    args.into_iter().next()
+}
+
+/// What a writing call (`fmt.Fprintf(w, f, x)`) writes: its arguments
+/// after the first.
+fn written_args(code: &str) -> Option<String> {
+    let args = call_args(code, WRITES)?;
+    (args.len() >= 2).then(|| args[1..].join(","))
+}
+
 /// When `text` is one call chain (`a.b().c(x).d()`), the arguments of its
 /// last call that has any.
 fn chain_args(text: &str) -> Option<String> {
@@ -705,8 +889,12 @@ struct Trace<'a> {
     lines: &'a BTreeMap<u32, String>,
     start: u32,
     end: u32,
+    /// The line whose value is being followed: a variable's assignments
+    /// count only above it, from the last one that always runs.
+    at: u32,
     params: BTreeSet<String>,
-    visited: BTreeSet<String>,
+    /// Variables followed, with the line they were followed from.
+    visited: BTreeSet<(String, u32)>,
     source: Option<(u32, String)>,
     unknown: Option<String>,
     flow: BTreeSet<u32>,
@@ -841,9 +1029,116 @@ impl Trace<'_> {
         self.unknown.get_or_insert(what);
     }
 
+    /// The function's lines `from..before` (none when that is empty).
+    fn body(&self, from: u32, before: u32) -> Vec<(u32, String)> {
+        if from >= before {
+            return Vec::new();
+        }
+        self.lines
+            .range(from..before)
+            .map(|(n, t)| (*n, t.clone()))
+            .collect()
+    }
+
+    /// Follows `code`, the value of line `n`, with the variables in it
+    /// taken as they are at that line.
+    fn expr_at(&mut self, n: u32, code: &str, interps: &[String], depth: u32) {
+        let saved = std::mem::replace(&mut self.at, n);
+        self.expr(code, interps, depth);
+        self.at = saved;
+    }
+
+    /// The last line above `before` that assigns the variable `word`
+    /// matches (a plain `=`, not `+=`) and always runs on the way to
+    /// `before`: not in a branch, a loop or a `case` that `before` is
+    /// outside of, and not the body of a one-line `if`.
+    fn last_unconditional(&self, word: &Regex, before: u32) -> Option<u32> {
+        let lines = self.body(self.start.saturating_add(1), before);
+        for (k, (n, raw)) in lines.iter().enumerate().rev() {
+            let (code, _) = code_of(raw, self.family);
+            let Some(m) = word.find(&code) else { continue };
+            let after = code[m.end()..].trim_start();
+            let plain =
+                (after.starts_with('=') && !after.starts_with("==")) || after.starts_with(":=");
+            if !plain {
+                continue;
+            }
+            let prefix = code[..m.start()].trim();
+            let first = prefix
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or("");
+            if prefix.contains(['{', '}', '(', ')', ':', '?', ','])
+                || CONTROL.contains(&first)
+                || matches!(first, "case" | "default" | "elif")
+            {
+                continue;
+            }
+            // The line above: a header whose one-statement body this is.
+            let header = lines[..k]
+                .iter()
+                .rev()
+                .map(|(_, t)| code_of(t, self.family).0)
+                .find(|c| !c.trim().is_empty());
+            if self.family == Family::Braces
+                && header.as_deref().is_some_and(|h| {
+                    let h = h.trim();
+                    let w = h.trim_start_matches('}').trim_start();
+                    ["if", "else", "for", "while", "do"].iter().any(|c| {
+                        w.starts_with(c)
+                            && !w[c.len()..].starts_with(|x: char| x.is_alphanumeric() || x == '_')
+                    }) && !h.ends_with(['{', ';', '}'])
+                })
+            {
+                continue;
+            }
+            if self.encloses(*n, before) {
+                return Some(*n);
+            }
+        }
+        None
+    }
+
+    /// Whether the block line `n` is in is still open at line `before`
+    /// (brace depth, or Python's indentation, never drops below `n`'s on
+    /// the way).
+    fn encloses(&self, n: u32, before: u32) -> bool {
+        let between = self.body(n, before.saturating_add(1));
+        match self.family {
+            Family::Indent => {
+                let indent = |t: &str| t.len() - t.trim_start().len();
+                let own = self.lines.get(&n).map_or(0, |t| indent(t));
+                between
+                    .iter()
+                    .filter(|(_, t)| !t.trim().is_empty())
+                    .all(|(_, t)| indent(t) >= own)
+            }
+            Family::Braces => {
+                let mut depth = 0i64;
+                for (m, t) in &between {
+                    if *m != n && depth < 0 {
+                        return false;
+                    }
+                    for c in code_of(t, self.family).0.chars() {
+                        match c {
+                            '{' => depth += 1,
+                            '}' => depth -= 1,
+                            _ => {}
+                        }
+                        // A block closed below `n`'s own depth.
+                        if depth < 0 && *m != before {
+                            return false;
+                        }
+                    }
+                }
+                true
+            }
+        }
+    }
+
     /// Follows a variable back to where the function sets it.
     fn variable(&mut self, name: &str, depth: u32) {
-        if self.source.is_some() || !self.visited.insert(name.to_string()) {
+        if self.source.is_some() || !self.visited.insert((name.to_string(), self.at)) {
             return;
         }
         if depth > 8 {
@@ -862,12 +1157,14 @@ impl Trace<'_> {
             regex::escape(name)
         ))
         .ok();
-        // The header (its parameters) is not where the body sets values.
-        let lines: Vec<(u32, String)> = self
-            .lines
-            .range(self.start + 1..self.end)
-            .map(|(n, t)| (*n, t.clone()))
-            .collect();
+        // The header (its parameters) is not where the body sets values;
+        // above the line followed from, the last assignment that always
+        // runs hides those before it.
+        let before = self.at;
+        let from = self
+            .last_unconditional(&word, before)
+            .unwrap_or(self.start.saturating_add(1));
+        let lines = self.body(from, before);
         for (n, raw) in lines {
             let (code, interps) = code_of(&raw, self.family);
             let Some(at) = word.find(&code) else { continue };
@@ -901,7 +1198,7 @@ impl Trace<'_> {
                         .map_or(1, |op| op.len());
                     after[op..].to_string()
                 };
-                self.expr(&rhs, &interps, depth + 1);
+                self.expr_at(n, &rhs, &interps, depth + 1);
             } else if let Some(args) = filled
                 .as_ref()
                 .and_then(|re| re.captures(&code))
@@ -914,7 +1211,7 @@ impl Trace<'_> {
                     return;
                 }
                 let args = args.as_str().to_string();
-                self.expr(&args, &interps, depth + 1);
+                self.expr_at(n, &args, &interps, depth + 1);
             } else if code.contains('(') && self.table.source_in(&raw).is_some() {
                 // Filled by a source call: `fgets(buf, n, stdin)`.
                 self.flow.insert(n);
@@ -1134,6 +1431,204 @@ mod tests {
             judge_text("a.py", py, "xss/python-html-response").verdict,
             "confirmed"
         );
+    }
+
+    /// Each shape of `eval/shapes` as a twin: the first text is refuted,
+    /// the second (the same but for the shape) confirmed.
+    fn twins(path: &str, rule: &str, refuted: &str, confirmed: &str) {
+        let j = judge_text(path, refuted, rule);
+        assert_eq!(j.verdict, "refuted", "{refuted}\n{j:?}");
+        let j = judge_text(path, confirmed, rule);
+        assert_eq!(j.verdict, "confirmed", "{confirmed}\n{j:?}");
+    }
+
+    const SERVLET: &str = "class A {\n  void doPost(HttpServletRequest request) throws Exception {\n    String param = request.getParameter(\"v\");\n    String bar;\nBODY\n    String sql = \"SELECT * FROM t WHERE n = '\" + bar + \"'\"; // SINK\n  }\n}\n";
+
+    fn servlet(body: &str) -> String {
+        SERVLET.replace("BODY", body)
+    }
+
+    #[test]
+    fn a_constant_condition_rules_out_an_arm() {
+        let body = "    int num = 86;\n    if ((7 * 42) - num > 200) bar = \"fixed\";\n    else bar = param;";
+        twins(
+            "A.java",
+            "sql/concat",
+            &servlet(body),
+            &servlet(&body.replace("7 * 42", "7 * 18")),
+        );
+        let body = "    int num = 86;\n    bar = (7 * 42) - num > 200 ? \"fixed\" : param;";
+        twins(
+            "A.java",
+            "sql/concat",
+            &servlet(body),
+            &servlet(&body.replace("7 * 42", "7 * 18")),
+        );
+        let py = "def f():\n    param = request.args['v']\n    num = 86\n    if (7 * 42) - num > 200:\n        bar = 'fixed'\n    else:\n        bar = param\n    os.system('ping ' + bar)  # SINK\n";
+        twins(
+            "a.py",
+            "exec/python-os-system",
+            py,
+            &py.replace("7 * 42", "7 * 18"),
+        );
+        // A sink in an arm that never runs.
+        let never = "function f(req) {\n  const num = 86;\n  if ((7 * 18) - num > 200) {\n    db.query('SELECT * FROM t WHERE n = ' + req.query.v); // SINK\n  }\n}\n";
+        let j = judge_text("a.js", never, "sql/concat");
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+        assert!(j.why.contains("never runs"), "{j:?}");
+    }
+
+    #[test]
+    fn a_switch_on_a_constant_runs_one_arm() {
+        let body = "    String guess = \"ABC\";\n    char target = guess.charAt(1);\n    switch (target) {\n      case 'A':\n        bar = param;\n        break;\n      case 'B':\n        bar = \"fixed\";\n        break;\n      case 'C':\n      case 'D':\n        bar = param;\n        break;\n      default:\n        bar = \"other\";\n        break;\n    }";
+        twins(
+            "A.java",
+            "sql/concat",
+            &servlet(body),
+            &servlet(&body.replace("charAt(1)", "charAt(2)")),
+        );
+    }
+
+    #[test]
+    fn collections_are_read_under_the_key_or_index_they_were_filled_at() {
+        let body = "    java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"keyA-1\", \"a_Value\");\n    map.put(\"keyB-2\", param);\n    bar = (String) map.get(\"keyA-1\");";
+        twins(
+            "A.java",
+            "sql/concat",
+            &servlet(body),
+            &servlet(&body.replace("get(\"keyA-1\")", "get(\"keyB-2\")")),
+        );
+        let j = judge_text(
+            "A.java",
+            &servlet(&body.replace("get(\"keyA-1\")", "get(\"keyB-2\")")),
+            "sql/concat",
+        );
+        // The put is part of the flow.
+        assert!(j.flow.contains(&8), "{j:?}");
+        let body = "    java.util.List<String> values = new java.util.ArrayList<String>();\n    values.add(\"alpha\");\n    values.add(param);\n    values.add(\"omega\");\n    values.remove(0);\n    bar = values.get(1);";
+        twins(
+            "A.java",
+            "sql/concat",
+            &servlet(body),
+            &servlet(&body.replace("get(1)", "get(0)")),
+        );
+        let go = "func f(w http.ResponseWriter, r *http.Request) {\n\tparam := r.FormValue(\"v\")\n\tvalues := map[string]string{}\n\tvalues[\"a\"] = \"x\"\n\tvalues[\"b\"] = param\n\tbar := values[\"a\"]\n\tdb.Query(\"SELECT * FROM t WHERE n = '\" + bar + \"'\") // SINK\n}\n";
+        twins(
+            "a.go",
+            "sql/concat",
+            go,
+            &go.replace("bar := values[\"a\"]", "bar := values[\"b\"]"),
+        );
+    }
+
+    #[test]
+    fn the_last_assignment_that_always_runs_wins() {
+        twins(
+            "A.java",
+            "sql/concat",
+            &servlet("    bar = param;\n    bar = \"fixed\";"),
+            &servlet("    bar = param;\n    bar = bar.trim();"),
+        );
+        // An overwrite in a branch does not hide the input.
+        let j = judge_text(
+            "A.java",
+            &servlet("    bar = param;\n    if (bar.isEmpty()) {\n      bar = \"fixed\";\n    }"),
+            "sql/concat",
+        );
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        let j = judge_text(
+            "A.java",
+            &servlet("    bar = param;\n    if (bar.isEmpty()) bar = \"fixed\";"),
+            "sql/concat",
+        );
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        let py = "def f():\n    bar = input()\n    for x in range(3):\n        bar = 'fixed'\n    os.system('ping ' + bar)  # SINK\n";
+        assert_eq!(
+            judge_text("a.py", py, "exec/python-os-system").verdict,
+            "confirmed"
+        );
+    }
+
+    #[test]
+    fn bound_parameters_are_not_the_query() {
+        twins(
+            "a.py",
+            "sql/concat",
+            "def f(cur):\n    bar = input()\n    cur.execute('SELECT * FROM t WHERE n = ?', (bar,))  # SINK\n",
+            "def f(cur):\n    bar = input()\n    cur.execute('SELECT * FROM t WHERE n = ' + bar, ())  # SINK\n",
+        );
+        twins(
+            "a.go",
+            "sql/concat",
+            "func f(r *http.Request) {\n\tbar := r.FormValue(\"v\")\n\tdb.Query(\"SELECT * FROM t WHERE n = $1\", bar) // SINK\n}\n",
+            "func f(r *http.Request) {\n\tbar := r.FormValue(\"v\")\n\tdb.Query(\"SELECT * FROM t WHERE n = '\" + bar + \"'\") // SINK\n}\n",
+        );
+    }
+
+    #[test]
+    fn a_sanitizer_on_every_path_refutes_and_a_writer_is_not_the_value() {
+        let body = "    if (param.length() > 3) {\n      bar = org.owasp.esapi.ESAPI.encoder().encodeForHTML(param);\n    } else {\n      bar = org.springframework.web.util.HtmlUtils.htmlEscape(param);\n    }";
+        twins(
+            "A.java",
+            "sql/concat",
+            &servlet(body),
+            &servlet(&body.replace(
+                "org.springframework.web.util.HtmlUtils.htmlEscape(param)",
+                "param",
+            )),
+        );
+        let go = "func f(w http.ResponseWriter, r *http.Request) {\n\tbar := html.EscapeString(r.FormValue(\"v\"))\n\tfmt.Fprintf(w, \"<p>%s</p>\", bar) // SINK\n}\n";
+        twins(
+            "a.go",
+            "xss/go-response-html",
+            go,
+            &go.replace(
+                "html.EscapeString(r.FormValue(\"v\"))",
+                "r.FormValue(\"v\")",
+            ),
+        );
+    }
+
+    #[test]
+    fn odd_input_is_judged_without_panicking() {
+        let table = SourceTable::bundled().unwrap();
+        let odd = [
+            "",
+            "{",
+            "}",
+            "}}}}",
+            "((((",
+            "if (",
+            "switch (x) {",
+            "case 'A':",
+            "x = ? :",
+            "\"",
+            "`${",
+            "m.get(\"k\")",
+            "v[0]",
+            "v = v[1:]",
+            "é = ü;",
+            "def f(:",
+            "bar = (7 * 42) - num > 200 ? \"x\" : param;",
+            "else bar = param;",
+            "map.put(\"k\", request.getParameter(\"v\"));",
+            "SELECT * FROM t WHERE n = '\" + x",
+        ];
+        for path in ["a.java", "a.py", "a.go", "a.php", "a.c", "a.js"] {
+            for a in odd {
+                for b in odd {
+                    let text = format!("{a}\n{b}\n{a}{b}\n{b}\n");
+                    let lines: BTreeMap<u32, String> = text
+                        .lines()
+                        .enumerate()
+                        .map(|(i, l)| ((i + 1) as u32, l.to_string()))
+                        .collect();
+                    for line in 0..=5 {
+                        let _ = judge(table, path, &lines, line, Some("sql/concat"));
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -28,9 +28,11 @@ use serde_json::json;
 use crate::agents::router::{ReadOnlyTools, ToolRouter};
 use crate::agents::turns::{Finish, Loop, Reader, Start};
 use crate::agents::{AgentDefinition, Harness, UnknownAgent};
+use crate::engine::source_check;
 use crate::llm::budget::Spend;
 use crate::llm::conversation::{ChallengeFact, FileRead};
 use crate::llm::events::EventSink;
+use crate::llm::providers::EngineKind;
 use crate::model::challenge::{Answer, Challenge, Stance, check, read_answer, verdicts_output};
 use crate::model::findings::{Finding, Origin, Severity};
 use crate::pipeline::context::Ui;
@@ -305,14 +307,19 @@ impl Stage<'_> {
     }
 
     /// The store key: the finding's fingerprint, its file's content, the
-    /// agent and the model.
+    /// agent and the model; for the rule engine, its source check too (a
+    /// new fanscan's check answers differently than the stored one).
     fn key(&self, target: &Target, hashes: &mut BTreeMap<String, String>) -> Option<String> {
         let run = self.run?;
         let base = run.skeptic_base(self.definition);
         let hash = self.hash(&target.finding.path, hashes)?;
+        let check = match self.harness.provider().engine() {
+            EngineKind::RuleEngine => source_check::identity(),
+            EngineKind::Llm => String::new(),
+        };
         Some(crate::util::sha256_hex(
             format!(
-                "fanscan skeptic v{FORMAT_VERSION}\nagent {} {}\nprovider {}\nmodel {}\nfinding {} {}\nfile {}\0{hash}\n",
+                "fanscan skeptic v{FORMAT_VERSION}\nagent {} {}\nprovider {}\nmodel {}{check}\nfinding {} {}\nfile {}\0{hash}\n",
                 base.agent,
                 base.agent_hash,
                 base.provider,

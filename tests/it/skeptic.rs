@@ -488,6 +488,61 @@ fn the_offline_skeptic_refutes_constants_and_confirms_argv() {
     assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
 }
 
+/// A servlet whose query takes `bar` after a shape that decides whether
+/// the input reaches it.
+fn servlet(shape: &str) -> String {
+    format!(
+        "class Orders extends HttpServlet {{\n  void doPost(HttpServletRequest request, HttpServletResponse response) throws IOException {{\n    String param = request.getParameter(\"v\");\n    String bar;\n{shape}\n    String sql = \"SELECT * FROM users WHERE name = '\" + bar + \"'\";\n    statement.executeQuery(sql);\n  }}\n}}\n"
+    )
+}
+
+/// The offline engine, through the binary and the default gate: the
+/// source check follows the value, so twins that differ only in a constant
+/// branch, a map key or an overwrite are told apart.
+#[test]
+fn the_offline_skeptic_follows_the_value_not_the_shape() {
+    let safe = [
+        "    int num = 86;\n    if ((7 * 42) - num > 200) bar = \"fixed\";\n    else bar = param;",
+        "    java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"keyA-1\", \"a_Value\");\n    map.put(\"keyB-2\", param);\n    bar = (String) map.get(\"keyA-1\");",
+        "    bar = param;\n    bar = \"fixed\";",
+    ];
+    let files: Vec<(String, String)> = safe
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| (format!("web/S{i}.java"), servlet(shape)))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let repo = Repo::new(&refs);
+    let root = repo.path().to_str().unwrap();
+    let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report.refuted.len(), 3, "{:?}", report.findings);
+    assert_eq!(
+        out.status.code(),
+        Some(exit::OK),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The twin whose branch takes the input fails the gate.
+    repo.write(
+        "web/S0.java",
+        &servlet(&safe[0].replace("7 * 42", "7 * 18")),
+    );
+    let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    let confirmed = report
+        .findings
+        .iter()
+        .find(|m| m.finding.path == "web/S0.java")
+        .and_then(|m| m.challenge.as_ref())
+        .map(|c| c.stance);
+    assert_eq!(confirmed, Some(Stance::Confirmed));
+    assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
+}
+
 #[tokio::test]
 async fn a_budget_stop_leaves_unchallenged_findings_as_they_are_and_says_so() {
     let repo = repo();

@@ -1,0 +1,29 @@
+package handlers
+
+import (
+	"database/sql"
+	"fmt"
+	"html"
+	"html/template"
+	"net/http"
+	"os/exec"
+	"strings"
+)
+
+type Server struct {
+	db *sql.DB
+}
+
+func (s *Server) Billing(w http.ResponseWriter, r *http.Request) {
+	param := r.FormValue("v")
+	bar := ""
+	bar = param
+	bar = strings.TrimSpace(bar)
+	query := "SELECT * FROM users WHERE name = '" + bar + "'"
+	rows, err := s.db.Query(query)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer rows.Close()
+}

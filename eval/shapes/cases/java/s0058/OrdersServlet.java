@@ -1,0 +1,24 @@
+package app.web;
+
+import java.io.IOException;
+import java.sql.*;
+import javax.servlet.http.HttpServlet;
+import javax.servlet.http.HttpServletRequest;
+import javax.servlet.http.HttpServletResponse;
+
+public class OrdersServlet extends HttpServlet {
+    @Override
+    protected void doPost(HttpServletRequest request, HttpServletResponse response) throws IOException {
+        String param = request.getParameter("v");
+        String bar;
+        int num = 86;
+        if ((7 * 42) - num > 200) bar = "fixed_value";
+        else bar = param;
+        String sql = "SELECT * FROM users WHERE name = '" + bar + "'";
+        try (Connection conn = DriverManager.getConnection("jdbc:h2:mem:app"); Statement st = conn.createStatement()) {
+            st.executeQuery(sql);
+        } catch (SQLException e) {
+            throw new IOException(e);
+        }
+    }
+}

@@ -1,0 +1,23 @@
+package app.web;
+
+import java.io.IOException;
+import java.sql.*;
+import javax.servlet.http.HttpServlet;
+import javax.servlet.http.HttpServletRequest;
+import javax.servlet.http.HttpServletResponse;
+
+public class LedgerServlet extends HttpServlet {
+    @Override
+    protected void doPost(HttpServletRequest request, HttpServletResponse response) throws IOException {
+        String param = request.getParameter("v");
+        String bar;
+        bar = param;
+        bar = "fixed_value";
+        String sql = "SELECT * FROM users WHERE name = '" + bar + "'";
+        try (Connection conn = DriverManager.getConnection("jdbc:h2:mem:app"); Statement st = conn.createStatement()) {
+            st.executeQuery(sql);
+        } catch (SQLException e) {
+            throw new IOException(e);
+        }
+    }
+}

@@ -1,0 +1,18 @@
+const express = require("express");
+const escapeHtml = require("escape-html");
+const { execSync } = require("child_process");
+const db = require("./db");
+
+const router = express.Router();
+
+router.post("/ledger", (req, res) => {
+  const param = req.body.v || "";
+  let bar = "";
+  const num = 86;
+  if ((7 * 18) - num > 200) bar = "fixed_value";
+  else bar = param;
+  const sql = "SELECT * FROM users WHERE name = '" + bar + "'";
+  db.query(sql).then((rows) => res.json(rows));
+});
+
+module.exports = router;
