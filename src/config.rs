@@ -163,6 +163,8 @@ pub struct ScanArgs {
     pub leads: Vec<String>,
     /// `fanscan triage`: only the files with SARIF leads are audited.
     pub triage: bool,
+    /// `--samples`.
+    pub samples: Option<u32>,
 }
 
 /// The gate's options (`scan` only).
@@ -174,6 +176,8 @@ pub struct GateArgs {
     pub gate_unverified: bool,
     /// `--challenge`.
     pub challenge: Option<FailOn>,
+    /// `--quorum`.
+    pub quorum: Option<u32>,
     /// `--strict`.
     pub strict: bool,
     /// `--baseline`.
@@ -339,6 +343,10 @@ pub struct Settings {
     pub(crate) leads: Leads,
     /// `fanscan triage`: audit only the files the SARIF leads name.
     pub(crate) triage: bool,
+    /// Independent audits of each group (`--samples`).
+    pub(crate) samples: u32,
+    /// Samples a finding must be seen in to gate (`--quorum`).
+    pub(crate) quorum: u32,
     pub(crate) baseline: Option<PathBuf>,
     pub(crate) write_baseline: Option<PathBuf>,
     pub(crate) baseline_reason: Option<String>,
@@ -521,6 +529,10 @@ pub enum ConfigError {
     NoApiKey { provider: &'static str, env: String },
     #[error("--jobs must be at least 1")]
     NoJobs,
+    #[error("--samples {n}: give 1 to {max} (each sample audits every group once more)")]
+    Samples { n: u32, max: u32 },
+    #[error("--quorum {k}: give 1 to the number of samples ({n})")]
+    Quorum { k: u32, n: u32 },
     #[error("--leads off turns leads off: give it alone, not with other --leads")]
     LeadsOff,
     #[error("--leads {0:?}: give off, rules, or a SARIF file (FILE.sarif or FILE.sarif.json)")]
@@ -638,6 +650,7 @@ impl Settings {
         };
         let agents = resolve_agents(&args.scan, &file)?;
         let gate = resolve_gate(&args.gate);
+        let samples = resolve_samples(args.scan.samples, args.gate.quorum)?;
         let store = resolve_store(root, &args.scan, &file);
         let scan = &args.scan;
         let format = format.or(file.format).unwrap_or(Format::Md);
@@ -688,6 +701,8 @@ impl Settings {
             challenge: gate.challenge,
             leads: resolve_leads(&scan.leads, provider.kind, scan.triage)?,
             triage: scan.triage,
+            samples: samples.0,
+            quorum: samples.1,
             baseline: gate.baseline,
             write_baseline: gate.write_baseline,
             baseline_reason: gate.baseline_reason,
@@ -701,6 +716,21 @@ impl Settings {
                 .unwrap_or(crate::report::review::DEFAULT_MAX_COMMENTS),
         })
     }
+}
+
+/// `--samples` (1 to 9, default 1) and `--quorum` (1 to the samples,
+/// default a majority of them).
+fn resolve_samples(samples: Option<u32>, quorum: Option<u32>) -> Result<(u32, u32), ConfigError> {
+    let max = crate::stages::samples::MAX_SAMPLES;
+    let n = samples.unwrap_or(1);
+    if !(1..=max).contains(&n) {
+        return Err(ConfigError::Samples { n, max });
+    }
+    let k = quorum.unwrap_or(n / 2 + 1);
+    if !(1..=n).contains(&k) {
+        return Err(ConfigError::Quorum { k, n });
+    }
+    Ok((n, k))
 }
 
 /// What is put to the auditors as leads to confirm or dismiss.

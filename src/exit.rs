@@ -120,7 +120,8 @@ impl EvalError {
             Self::ReadTruth { .. }
             | Self::Truth { .. }
             | Self::ReadReport { .. }
-            | Self::Report { .. } => USAGE,
+            | Self::Report { .. }
+            | Self::NoTruth => USAGE,
             Self::Table(_) | Self::BuiltinRules { .. } | Self::Json(_) | Self::Markdown(_) => ERROR,
         }
     }

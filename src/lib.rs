@@ -113,10 +113,12 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let (plan, planner_usage) = ctx.planner()?.plan(&scope).await?;
     let (tasks, outside_leads) =
         lead_tasks(shard_tasks(s, &plan, &scope)?, sarif, &plan, &inventory);
+    let tasks = stages::samples::expand(tasks, s.samples);
     ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone(), planner_usage));
     let tools = Arc::new(scoped_tools(&ctx.tools, &inventory));
-    let specialists = stages::plan::group_agents(&plan, &ctx.agents)?;
+    let specialists =
+        stages::samples::with_samples(stages::plan::group_agents(&plan, &ctx.agents)?, s.samples);
     let run_info = ctx.run_info(&plan, &started);
     let (mut run, store_warnings) =
         store::ScanStore::open(s, ctx.store_keys(), &auditor, reducer, &run_info).await?;
@@ -143,6 +145,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let (fresh, carried_notes) =
         store::fold(store.run.as_ref(), store.split.partials, fanned.reports).await;
     let (reports, reused) = store::cache::in_plan_order(&plan, store.split.reused, fresh);
+    let (reports, reused) = stages::samples::combined(reports, reused, s.samples);
 
     finish_run(
         ctx,
@@ -221,6 +224,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         harness: &ctx.harness,
         // A shard's findings are challenged in `fanscan merge`.
         threshold: s.challenge.threshold().filter(|_| s.shard.is_none()),
+        quorum: s.quorum,
     };
     let run = a.run.as_ref();
     let challenged = pipeline::skeptic::challenge(
@@ -447,6 +451,7 @@ fn triage(
             baseline: ctx.baseline.as_ref(),
             reviewed: &reviewed,
             added_by_change: &added_by_change,
+            quorum: s.quorum,
         },
     )
 }

@@ -326,6 +326,35 @@ impl GroupReport {
 }
 
 impl GroupReport {
+    /// A complete report of `group` with nothing in it (tests).
+    #[cfg(test)]
+    pub(crate) fn for_test(group: &str) -> Self {
+        Self {
+            group: group.into(),
+            files: Vec::new(),
+            agent: "auditor".into(),
+            agent_hash: String::new(),
+            provider: "test".into(),
+            model: "m".into(),
+            status: AgentStatus::Complete,
+            error: None,
+            rounds: 0,
+            tool_calls: 0,
+            tool_errors: 0,
+            files_read: Vec::new(),
+            usage: Usage::default(),
+            summary: String::new(),
+            summary_parsed: true,
+            rejected: Vec::new(),
+            parse: HowParsed::Clean,
+            repair_turn: false,
+            unparsed: Vec::new(),
+            findings: Vec::new(),
+            carried: std::collections::BTreeMap::new(),
+            leads: Vec::new(),
+        }
+    }
+
     /// What `fanscan run-agent` prints: status, counters, findings and the
     /// summary text.
     pub fn render_text(&self) -> String {
@@ -767,6 +796,7 @@ pub(crate) fn secret_finding(path: String, line: u32, kind: &str) -> Finding {
         // CWE-798: Use of Hard-coded Credentials.
         cwe: FindingCwe::number(798),
         origin: Origin::ToolLayer,
+        seen: None,
     }
 }
 

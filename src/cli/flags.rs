@@ -174,8 +174,13 @@ pub(crate) struct Eval {
     /// The labelled truth: fanscan's CSV (path,cwe,vulnerable,lines) or
     /// JSON, the OWASP Benchmark's expectedresults-*.csv, or the CASTLE
     /// dataset JSON; the format is told by the content.
-    #[arg(long, value_name = "FILE")]
-    truth: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "stability")]
+    truth: Option<PathBuf>,
+    /// No truth: how often each finding recurs across the reports (runs of
+    /// one configuration on one tree), per CWE: in every run, in at least
+    /// half, in one only.
+    #[arg(long, conflicts_with = "truth")]
+    stability: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = EvalFormatFlag::Md)]
     format: EvalFormatFlag,
@@ -199,6 +204,7 @@ impl From<Eval> for EvalArgs {
         Self {
             reports: c.reports,
             truth: c.truth,
+            stability: c.stability,
             format: match c.format {
                 EvalFormatFlag::Md => EvalFormat::Md,
                 EvalFormatFlag::Json => EvalFormat::Json,

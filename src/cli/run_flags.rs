@@ -144,6 +144,12 @@ pub(crate) struct ScanFlags {
     /// does not gate; one not answered stays a finding.
     #[arg(long, value_name = "off|rules|FILE.sarif")]
     leads: Vec<String>,
+    /// Audit each group N times in independent conversations (1 to 9;
+    /// default 1): each finding says in how many it was seen, and one seen
+    /// in fewer than --quorum is listed as unstable and does not gate.
+    /// Multiplies the auditors' cost by N.
+    #[arg(long, value_name = "N")]
+    samples: Option<u32>,
     /// Only files matching this glob (repeatable).
     #[arg(long, value_name = "GLOB")]
     include: Vec<String>,
@@ -255,6 +261,7 @@ impl From<ScanFlags> for ScanArgs {
             max_comments: f.max_comments,
             leads: f.leads,
             triage: false,
+            samples: f.samples,
         }
     }
 }
@@ -276,6 +283,11 @@ pub(crate) struct GateFlags {
     /// skips the stage. Default: the --fail-on severity.
     #[arg(long, value_enum, value_name = "SEVERITY")]
     challenge: Option<FailOnFlag>,
+    /// With --samples N: the samples a finding must be seen in to gate and
+    /// be challenged (default: a majority of N); one seen in fewer is
+    /// listed as unstable with its count.
+    #[arg(long, value_name = "K")]
+    quorum: Option<u32>,
     /// A doubtful review makes the run incomplete (exit 3): a group whose
     /// agent made claims of which none was verified (code that is not at
     /// the cited place, files that do not exist) was not reviewed cleanly.
@@ -300,6 +312,7 @@ impl From<GateFlags> for GateArgs {
             fail_on: f.fail_on.map(Into::into),
             gate_unverified: f.gate_unverified,
             challenge: f.challenge.map(Into::into),
+            quorum: f.quorum,
             strict: f.strict,
             baseline: f.baseline,
             write_baseline: f.write_baseline,

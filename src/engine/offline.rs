@@ -26,8 +26,8 @@ use serde_json::{Value, json};
 use super::source_check::{self, SourceTable};
 use crate::engine::rules::RuleSet;
 use crate::llm::conversation::{
-    ChatRequest, ChatResponse, Facts, FileRead, FinishReason, LeadFact, MAX_CALLS_PER_TURN, Message,
-    ToolCall, ToolChoice, Usage,
+    ChatRequest, ChatResponse, Facts, FileRead, FinishReason, LeadFact, MAX_CALLS_PER_TURN,
+    Message, ToolCall, ToolChoice, Usage,
 };
 use crate::llm::prices::{Price, Prices};
 use crate::llm::providers::stream::{OnText, Shown};

@@ -227,6 +227,7 @@ impl RuleSet {
                         .first()
                         .map_or_else(FindingCwe::default, |n| FindingCwe::number(*n)),
                     origin: Origin::Agent,
+                    seen: None,
                 });
             }
         }

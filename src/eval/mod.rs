@@ -12,6 +12,7 @@ mod castle;
 mod render;
 mod report;
 mod score;
+mod stability;
 mod truth;
 
 use std::path::PathBuf;
@@ -46,8 +47,11 @@ pub enum Score {
 pub struct EvalArgs {
     /// The JSON reports to score.
     pub reports: Vec<PathBuf>,
-    /// The labelled truth file.
-    pub truth: PathBuf,
+    /// The labelled truth file (none for `--stability`).
+    pub truth: Option<PathBuf>,
+    /// Measure how often findings recur across the reports instead of
+    /// scoring them against truth.
+    pub stability: bool,
     /// Output format.
     pub format: EvalFormat,
     /// How far from a labelled line a cited line still matches.
@@ -87,6 +91,10 @@ pub enum EvalError {
     /// The built-in rules' `cwe` keys do not read: a fanscan bug.
     #[error("the built-in rules' CWEs do not read ({problem}): a fanscan bug, please report it")]
     BuiltinRules { problem: String },
+    #[error(
+        "no truth file: give --truth FILE, or --stability to compare the reports with each other"
+    )]
+    NoTruth,
     #[error("cannot encode the evaluation as JSON: {0}")]
     Json(#[source] serde_json::Error),
     /// Writing the Markdown failed: a `Display` of ours returned an error.
@@ -105,13 +113,22 @@ pub(crate) fn json_message(error: &serde_json::Error) -> String {
 /// Scores the reports against the truth and renders the evaluation.
 pub fn evaluate(args: &EvalArgs) -> Result<String, EvalError> {
     let table = CweTable::builtin().map_err(EvalError::Table)?;
-    let truth = truth::load(&args.truth)?;
     let rules = report::builtin_rule_cwes()?;
     let runs = args
         .reports
         .iter()
         .map(|path| report::load(path, &rules))
         .collect::<Result<Vec<_>, _>>()?;
+    if args.stability {
+        let measured = stability::measure(&runs, args.count);
+        return match args.format {
+            EvalFormat::Md => measured.markdown().map_err(EvalError::Markdown),
+            EvalFormat::Json => serde_json::to_string_pretty(&measured)
+                .map(|t| t + "\n")
+                .map_err(EvalError::Json),
+        };
+    }
+    let truth = truth::load(args.truth.as_ref().ok_or(EvalError::NoTruth)?)?;
     let method = score::Method {
         count: args.count,
         match_by: args.match_by,

@@ -31,6 +31,8 @@ pub(crate) enum Listed {
     Refuted,
     /// `unverified`: failed verification (the quote was not in the file...).
     Unverified,
+    /// `unstable`: verified, seen in fewer samples than the quorum.
+    Unstable,
 }
 
 /// What a finding says its weakness is.
@@ -232,6 +234,8 @@ struct RawReport {
     #[serde(default)]
     refuted: Vec<RawEntry>,
     #[serde(default)]
+    unstable: Vec<RawEntry>,
+    #[serde(default)]
     coverage: Option<RawCoverage>,
     #[serde(default)]
     stats: Option<RawStats>,
@@ -312,6 +316,7 @@ pub(crate) fn parse(source: &str, text: &str, rules: &RuleCwes) -> Result<RunVie
         (Listed::Baselined, raw.baselined),
         (Listed::Refuted, raw.refuted),
         (Listed::Unverified, raw.unverified),
+        (Listed::Unstable, raw.unstable),
     ];
     let mut predictions = Vec::new();
     for (listed, entries) in lists {

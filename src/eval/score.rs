@@ -37,7 +37,7 @@ impl Count {
     pub(crate) fn includes(self, listed: Listed) -> bool {
         match listed {
             Listed::Open => true,
-            Listed::Suppressed | Listed::Baselined | Listed::Refuted => {
+            Listed::Suppressed | Listed::Baselined | Listed::Refuted | Listed::Unstable => {
                 matches!(self, Self::Verified | Self::All)
             }
             Listed::Unverified => matches!(self, Self::All),

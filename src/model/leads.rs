@@ -76,6 +76,7 @@ impl Lead {
             rule: Some(self.rule.clone()),
             cwe: self.cwe.clone(),
             origin: Origin::Agent,
+            seen: None,
         }
     }
 }

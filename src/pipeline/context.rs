@@ -329,6 +329,7 @@ impl Context {
             self.pricer()(model),
             self.settings.max_output_tokens,
             agent.preload,
+            self.settings.samples,
         ))
     }
 

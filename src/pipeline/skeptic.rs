@@ -91,6 +91,9 @@ pub(crate) struct Skeptic<'a> {
     /// `--challenge`'s level; none for `never` and for a shard (`fanscan
     /// merge` challenges the whole run).
     pub(crate) threshold: Option<Severity>,
+    /// The samples a finding must be seen in to be challenged
+    /// (`--quorum`): one seen in fewer does not gate, so it is not asked.
+    pub(crate) quorum: u32,
 }
 
 /// Puts the findings at or above `--challenge` to the skeptic (see the
@@ -133,7 +136,7 @@ pub(crate) async fn challenge(
         run,
         tools,
     };
-    stage.run(checked, threshold).await
+    stage.run(checked, threshold, skeptic.quorum).await
 }
 
 struct Stage<'a> {
@@ -163,8 +166,8 @@ struct Heard {
 }
 
 impl Stage<'_> {
-    async fn run(&self, mut checked: Vec<Checked>, threshold: Severity) -> Challenged {
-        let targets = targets(&checked, threshold);
+    async fn run(&self, mut checked: Vec<Checked>, threshold: Severity, quorum: u32) -> Challenged {
+        let targets = targets(&checked, threshold, quorum);
         if targets.is_empty() {
             return Challenged {
                 checked,
@@ -508,11 +511,14 @@ impl Stage<'_> {
 }
 
 /// The findings to challenge, by fingerprint: agents' findings at or above
-/// `threshold`, verified or located.
-fn targets(checked: &[Checked], threshold: Severity) -> BTreeMap<String, Target> {
+/// `threshold`, verified or located, seen in at least `quorum` samples.
+fn targets(checked: &[Checked], threshold: Severity, quorum: u32) -> BTreeMap<String, Target> {
     let mut targets: BTreeMap<String, Target> = BTreeMap::new();
     for (i, c) in checked.iter().enumerate() {
-        if c.finding.origin != Origin::Agent || c.finding.severity < threshold {
+        if c.finding.origin != Origin::Agent
+            || c.finding.severity < threshold
+            || c.finding.seen.is_some_and(|s| !s.reaches(quorum))
+        {
             continue;
         }
         let finding = match (&c.located, c.verified) {
@@ -695,6 +701,7 @@ mod tests {
                 rule: Some("sql/concat".into()),
                 cwe: crate::model::findings::FindingCwe::default(),
                 origin,
+                seen: None,
             },
             group: "g".into(),
             agent: "auditor".into(),
@@ -717,7 +724,7 @@ mod tests {
             // The same finding from another group: asked once.
             checked(Severity::High, true, None, Origin::Agent),
         ];
-        let targets = targets(&list, Severity::High);
+        let targets = targets(&list, Severity::High, 1);
         let mut asked: Vec<(Vec<usize>, bool)> = targets
             .values()
             .map(|t| (t.indices.clone(), t.located))
@@ -736,7 +743,7 @@ mod tests {
             Some("cur.execute(q)"),
             Origin::Agent,
         )];
-        let targets = targets(&list, Severity::High);
+        let targets = targets(&list, Severity::High, 1);
         let target = targets.values().next().unwrap();
         let said = |stance| Challenge {
             stance,

@@ -28,6 +28,7 @@ pub(crate) fn render(report: &Report) -> String {
     findings(&mut out, report);
     refuted(&mut out, report);
     dismissed_leads(&mut out, report);
+    unstable(&mut out, report);
     suppressed_by_change(&mut out, report);
     gate_failed(&mut out, report);
     incomplete(&mut out, report);
@@ -65,6 +66,9 @@ fn findings(out: &mut String, report: &Report) {
         if let Some(c) = &m.challenge {
             message.push_str(&format!("\n(skeptic: {})", c.describe()));
         }
+        if let Some(seen) = m.finding.seen {
+            message.push_str(&format!("\n(seen in {} of {} samples)", seen.k, seen.n));
+        }
         line(out, command, &properties, &message);
     }
 }
@@ -88,6 +92,27 @@ fn refuted(out: &mut String, report: &Report) {
                 || "refuted by the skeptic; not gated on".to_string(),
                 |c| format!("{}; not gated on", c.describe()),
             ),
+        );
+    }
+}
+
+/// A notice per finding seen in fewer samples than the quorum.
+fn unstable(out: &mut String, report: &Report) {
+    for m in &report.unstable {
+        let f = &m.finding;
+        let seen = f
+            .seen
+            .map(|s| format!("seen in {} of {} samples", s.k, s.n))
+            .unwrap_or_else(|| "seen in too few samples".into());
+        line(
+            out,
+            "notice",
+            &[
+                ("file", f.path.clone()),
+                ("line", f.line.to_string()),
+                ("title", format!("unstable: {} [{}]", f.title, rule_id(f))),
+            ],
+            &format!("{seen}, fewer than the quorum; not gated on"),
         );
     }
 }

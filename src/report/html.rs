@@ -64,9 +64,21 @@ enum Status {
     Refuted,
     Suppressed,
     Baselined,
+    /// Seen in fewer samples than the quorum (`--samples`).
+    Unstable,
 }
 
 impl Status {
+    /// The statuses a page shows: every one, and `unstable` when a run
+    /// has such findings (a run of one sample never does).
+    fn shown(rows: &[Row<'_>]) -> Vec<Status> {
+        let mut all = Self::ALL.to_vec();
+        if rows.iter().any(|r| r.status == Self::Unstable) {
+            all.push(Self::Unstable);
+        }
+        all
+    }
+
     const ALL: [Status; 5] = [
         Self::Open,
         Self::Unverified,
@@ -82,6 +94,7 @@ impl Status {
             Self::Refuted => "refuted",
             Self::Suppressed => "suppressed",
             Self::Baselined => "baselined",
+            Self::Unstable => "unstable",
         }
     }
 }
@@ -143,6 +156,7 @@ fn rows(report: &Report) -> Vec<Row<'_>> {
         (&report.findings, Status::Open),
         (&report.unverified, Status::Unverified),
         (&report.refuted, Status::Refuted),
+        (&report.unstable, Status::Unstable),
     ] {
         rows.extend(list.iter().map(|m| Row {
             merged: m,
@@ -240,7 +254,7 @@ fn verdict(out: &mut String, report: &Report, rows: &[Row<'_>]) -> std::fmt::Res
             sev.as_str()
         )?;
     }
-    for status in &Status::ALL[1..] {
+    for status in &Status::shown(rows)[1..] {
         let n = rows.iter().filter(|r| r.status == *status).count();
         writeln!(
             out,
@@ -767,7 +781,7 @@ fn findings(
         )?;
     }
     out.push_str("</fieldset>\n<fieldset><legend>Status</legend>");
-    for s in Status::ALL {
+    for s in Status::shown(rows) {
         let n = rows.iter().filter(|r| r.status == s).count();
         write!(
             out,
@@ -932,6 +946,12 @@ fn finding_facts(
             crate::model::findings::Origin::ToolLayer => "tool_layer",
         }),
     );
+    if let Some(seen) = f.seen {
+        kv(
+            "Samples",
+            format!("seen in {} of {} samples", seen.k, seen.n),
+        );
+    }
     kv("Agents", text(&m.agents.join(", ")));
     kv("Groups", text(&m.groups.join(", ")));
     kv(

@@ -21,6 +21,7 @@ pub(super) fn render(report: &Report) -> Result<String, std::fmt::Error> {
     since_last_run(&mut out, report)?;
     unverified(&mut out, report)?;
     refuted(&mut out, report)?;
+    unstable(&mut out, report)?;
     leads(&mut out, report)?;
     unparsed(&mut out, report)?;
     doubtful(&mut out, report)?;
@@ -225,6 +226,26 @@ Verified findings the skeptic agent argued are not reachable by untrusted input,
         }
         out.push('\n');
     }
+    Ok(())
+}
+
+/// Findings seen in fewer samples than the quorum.
+fn unstable(out: &mut String, report: &Report) -> std::fmt::Result {
+    if report.unstable.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "## Unstable ({}): seen in fewer samples than the quorum, not gated on
+
+Each group was audited in several independent samples; these findings recurred in too few of them to gate. Read them as leads, not verdicts.
+",
+        report.unstable.len()
+    )?;
+    for m in &report.unstable {
+        finding(out, m)?;
+    }
+    out.push('\n');
     Ok(())
 }
 
@@ -774,7 +795,15 @@ fn finding(out: &mut String, m: &Merged) -> std::fmt::Result {
         .map(|r| format!(" [{r}]"))
         .unwrap_or_default();
     let cwe = f.cwe.label().map(|c| format!(" {c}")).unwrap_or_default();
-    writeln!(out, "- **{}**{rule}{cwe} `{}:{lines}`", f.title, f.path)?;
+    let seen = f
+        .seen
+        .map(|s| format!(" (seen in {} of {} samples)", s.k, s.n))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "- **{}**{rule}{cwe} `{}:{lines}`{seen}",
+        f.title, f.path
+    )?;
     if !f.detail.is_empty() {
         writeln!(out, "  {}", f.detail.replace('\n', "\n  "))?;
     }

@@ -376,6 +376,10 @@ pub struct Report {
     /// The repository brief the auditors were given, and who wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub brief: Option<crate::stages::brief::Brief>,
+    /// Findings seen in fewer of their group's samples than `--quorum`
+    /// (`--samples`), with their counts: out of the gate, listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unstable: Vec<Merged>,
     /// The leads put to the auditors (the rule engine's, another tool's)
     /// and what became of each; none when a run had none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -568,6 +572,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         baselined: triage.baselined,
         baseline_not_checked: triage.not_checked,
         baseline_not_found: triage.not_found,
+        unstable: triage.unstable,
         diff,
         run_id: None,
         since_last_run: None,
@@ -893,6 +898,7 @@ mod tests {
             rule: None,
             cwe: FindingCwe::default(),
             origin,
+            seen: None,
         }
     }
 

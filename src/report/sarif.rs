@@ -145,12 +145,13 @@ enum Entry<'a> {
     Suppressed(&'a crate::stages::gate::Suppressed),
     Baselined(&'a Baselined),
     Refuted(&'a Merged),
+    Unstable(&'a Merged),
 }
 
 impl<'a> Entry<'a> {
     fn merged(self) -> &'a Merged {
         match self {
-            Self::Open(m) | Self::Refuted(m) => m,
+            Self::Open(m) | Self::Refuted(m) | Self::Unstable(m) => m,
             Self::Suppressed(x) => &x.finding,
             Self::Baselined(x) => &x.finding,
         }
@@ -162,6 +163,7 @@ impl<'a> Entry<'a> {
             Self::Suppressed(x) => suppressed_result(x, index),
             Self::Baselined(x) => baselined_result(x, index),
             Self::Refuted(m) => refuted_result(m, index),
+            Self::Unstable(m) => unstable_result(m, index),
         }
     }
 }
@@ -172,6 +174,7 @@ struct Omitted {
     suppressed: usize,
     baselined: usize,
     refuted: usize,
+    unstable: usize,
 }
 
 impl Omitted {
@@ -182,12 +185,13 @@ impl Omitted {
                 suppressed: report.suppressed.len(),
                 baselined: report.baselined.len(),
                 refuted: report.refuted.len(),
+                unstable: report.unstable.len(),
             },
         }
     }
 
     fn total(self) -> usize {
-        self.suppressed + self.baselined + self.refuted
+        self.suppressed + self.baselined + self.refuted + self.unstable
     }
 }
 
@@ -201,6 +205,7 @@ fn entries(report: &Report, suppressed: Suppressed) -> Vec<Entry<'_>> {
             .chain(report.suppressed.iter().map(Entry::Suppressed))
             .chain(report.baselined.iter().map(Entry::Baselined))
             .chain(report.refuted.iter().map(Entry::Refuted))
+            .chain(report.unstable.iter().map(Entry::Unstable))
             .collect(),
     }
 }
@@ -394,6 +399,23 @@ fn refuted_result(m: &Merged, index: &BTreeMap<&str, i64>) -> s::Result {
     r
 }
 
+/// Seen in fewer samples than the quorum: out of the gate, kept as a
+/// result suppressed outside the code, with its count.
+fn unstable_result(m: &Merged, index: &BTreeMap<&str, i64>) -> s::Result {
+    let mut r = indexed_result(m, index);
+    let mut suppression = s::Suppression::builder().kind(json!("external")).build();
+    suppression.status = Some(json!("accepted"));
+    suppression.justification = Some(match m.finding.seen {
+        Some(seen) => format!(
+            "unstable: seen in {} of {} samples, fewer than the quorum",
+            seen.k, seen.n
+        ),
+        None => "unstable: seen in fewer samples than the quorum".into(),
+    });
+    r.suppressions = Some(vec![suppression]);
+    r
+}
+
 /// The run's category (`--sarif-category`), which code scanning keys runs
 /// on, ending in `/`.
 fn automation_details(category: Option<&str>) -> Option<s::RunAutomationDetails> {
@@ -472,6 +494,11 @@ fn run_properties(report: &Report, omitted: Omitted, cut: &Cut) -> s::PropertyBa
             json!({"suppressed": omitted.suppressed, "baselined": omitted.baselined,
                    "refuted": omitted.refuted, "total": omitted.total()}),
         ));
+        if omitted.unstable > 0
+            && let Some((_, Value::Object(map))) = extra.last_mut()
+        {
+            map.insert("unstable".into(), json!(omitted.unstable));
+        }
     }
     if !cut.is_empty() {
         let by: BTreeMap<&str, usize> = cut.results.iter().map(|(s, n)| (s.as_str(), *n)).collect();
@@ -719,6 +746,9 @@ fn result(m: &Merged, id: String, rule_index: Option<i64>) -> s::Result {
     }
     if m.located {
         properties.push(("located", json!(true)));
+    }
+    if let Some(seen) = f.seen {
+        properties.push(("seen", json!({"samples": seen.k, "of": seen.n})));
     }
     if let Some(c) = &m.challenge {
         properties.push((
@@ -1065,6 +1095,7 @@ pub(crate) mod tests {
             rule: rule.map(str::to_string),
             cwe: crate::model::findings::FindingCwe::default(),
             origin: Origin::Agent,
+            seen: None,
         };
         Merged {
             fingerprint: crate::stages::reduce::fingerprint(&finding, 0),
@@ -1132,6 +1163,7 @@ pub(crate) mod tests {
             shard: None,
             brief: None,
             leads: None,
+            unstable: Vec::new(),
         }
     }
 

@@ -98,6 +98,9 @@ pub(crate) struct Triage {
     pub not_checked: Vec<BaselineEntry>,
     /// Baseline entries whose file was reviewed and no longer has them.
     pub not_found: Vec<BaselineEntry>,
+    /// Findings seen in fewer samples than the quorum (`--samples`):
+    /// listed with their count, never gated on.
+    pub unstable: Vec<Merged>,
 }
 
 /// What triage reads besides the findings.
@@ -110,6 +113,8 @@ pub(crate) struct TriageInput<'a> {
     /// Whether the suppression comment `marker` in `path` was added by
     /// the change under review (a `--since` scan; always false otherwise).
     pub added_by_change: &'a dyn Fn(&str, &str) -> bool,
+    /// The samples a finding must be seen in to gate (`--quorum`).
+    pub quorum: u32,
 }
 
 /// One finding per configuration file a `--since` change touches
@@ -151,6 +156,7 @@ pub(crate) fn config_changes(
             rule: Some("fanscan/config-change".into()),
             cwe: FindingCwe::default(),
             origin: Origin::ToolLayer,
+            seen: None,
         })
         .collect()
 }
@@ -203,6 +209,10 @@ pub(crate) fn triage(
                     reason: entry.reason.clone(),
                     finding: m,
                 });
+                continue;
+            }
+            if m.finding.seen.is_some_and(|s| !s.reaches(input.quorum)) {
+                t.unstable.push(m);
                 continue;
             }
             if verified {
@@ -338,6 +348,7 @@ mod tests {
             rule: Some(rule.into()),
             cwe: crate::model::findings::FindingCwe::default(),
             origin: Origin::Agent,
+            seen: None,
         };
         Merged {
             fingerprint: crate::stages::reduce::fingerprint(&finding, 0),
@@ -462,6 +473,7 @@ mod tests {
                 baseline: Some(&baseline),
                 reviewed: &reviewed,
                 added_by_change: &by_change,
+                quorum: 1,
             },
         );
         assert_eq!(t.findings, [open]);
@@ -528,6 +540,7 @@ mod tests {
                     baseline: None,
                     reviewed: &reviewed,
                     added_by_change: by_change,
+                    quorum: 1,
                 },
             )
         };

@@ -16,4 +16,5 @@ pub(crate) mod inventory;
 pub(crate) mod leads;
 pub(crate) mod plan;
 pub(crate) mod reduce;
+pub(crate) mod samples;
 pub(crate) mod verify;

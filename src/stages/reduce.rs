@@ -814,6 +814,7 @@ mod tests {
                 rule: Some("rust/unwrap".into()),
                 cwe: crate::model::findings::FindingCwe::default(),
                 origin: Origin::Agent,
+                seen: None,
             },
             group: group.into(),
             agent: "auditor".into(),

@@ -458,6 +458,7 @@ mod tests {
             rule: None,
             cwe: crate::model::findings::FindingCwe::default(),
             origin: Origin::Agent,
+            seen: None,
         }
     }
 

@@ -81,8 +81,10 @@ pub(crate) struct Session {
     /// The key (empty for a group of changed files, kept only per file),
     /// file hashes and key base of every group sent to a model.
     pending: Mutex<HashMap<String, Pending>>,
-    /// The token budget groups of changed files are packed under.
-    group_tokens: u64,
+    /// The token budget groups of changed files are packed under; none:
+    /// a group with a changed file is run whole (`--samples` above 1,
+    /// whose samples of a group are kept apart).
+    group_tokens: Option<u64>,
     /// Commits that failed (the run goes on; the report says so).
     failures: Mutex<Vec<String>>,
 }
@@ -129,7 +131,12 @@ impl Split {
 }
 
 impl Session {
-    pub(crate) fn new(store: Arc<Store>, run_id: i64, use_cache: bool, group_tokens: u64) -> Self {
+    pub(crate) fn new(
+        store: Arc<Store>,
+        run_id: i64,
+        use_cache: bool,
+        group_tokens: Option<u64>,
+    ) -> Self {
         Self {
             store,
             run_id,
@@ -172,8 +179,12 @@ impl Session {
     ) -> Result<Split, StoreError> {
         let mut split = Split::default();
         for task in tasks {
-            // A group the plan gives its own agent is keyed by that agent.
-            let base = by_group.get(&task.group).unwrap_or(base);
+            // A group the plan gives its own agent is keyed by that agent,
+            // a further sample of a group by its number too.
+            let base = &by_group
+                .get(&task.group)
+                .unwrap_or(base)
+                .for_sample(task.sample);
             let hashes = hash_files(root, &task);
             // A file that cannot be read makes the group uncacheable.
             if hashes.iter().any(String::is_empty) {
@@ -187,7 +198,7 @@ impl Session {
                 Ok(None)
             };
             let partial = |store: &Store| {
-                if self.use_cache {
+                if self.use_cache && self.group_tokens.is_some() {
                     files::partial(store, root, base, &task, &hashes, &key)
                 } else {
                     Ok(None)
@@ -217,7 +228,8 @@ impl Session {
                 }
             }
         }
-        for changed in files::changed_tasks(&split.partials, self.group_tokens) {
+        let budget = self.group_tokens.unwrap_or(u64::MAX);
+        for changed in files::changed_tasks(&split.partials, budget) {
             relock(&self.pending).insert(
                 changed.task.group.clone(),
                 Pending {
@@ -557,7 +569,7 @@ mod tests {
         })
         .join();
         assert!(panicked.is_err());
-        let session = Arc::new(Session::new(store, 1, true, 1000));
+        let session = Arc::new(Session::new(store, 1, true, Some(1000)));
         let base = KeyBase {
             agent: "auditor".into(),
             agent_hash: "h".into(),

@@ -617,6 +617,7 @@ mod tests {
             rule: None,
             cwe: FindingCwe::default(),
             origin: Origin::Agent,
+            seen: None,
         }
     }
 

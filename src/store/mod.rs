@@ -226,6 +226,18 @@ pub(crate) struct KeyBase {
     pub(crate) rules_hash: String,
 }
 
+impl KeyBase {
+    /// The base of sample `sample` of a group: the first's is this one
+    /// (a run with one sample keys as ever), a further one's names it.
+    pub(crate) fn for_sample(&self, sample: u32) -> KeyBase {
+        let mut base = self.clone();
+        if sample > 0 {
+            base.rules_hash = format!("{} sample {sample}", base.rules_hash);
+        }
+        base
+    }
+}
+
 /// Whether a stored result may be reused.
 pub(crate) fn reusable(status: AgentStatus) -> bool {
     match status {
@@ -534,7 +546,14 @@ impl ScanStore {
         })?;
         let (started, warning) = opened?;
         let started = started.map(|(store, run_id)| Self {
-            session: Arc::new(Session::new(store, run_id, s.cache, s.group_tokens)),
+            session: Arc::new(Session::new(
+                store,
+                run_id,
+                s.cache,
+                // Samples of a group are kept apart: no file is carried
+                // from one into another.
+                (s.samples <= 1).then_some(s.group_tokens),
+            )),
             auditor: keys.base(auditor),
             reducer: keys.base(reducer),
             keys,

@@ -206,6 +206,7 @@ impl Hit {
             rule: Some(self.rule.clone()),
             cwe: FindingCwe::number(self.cwe),
             origin: Origin::ToolLayer,
+            seen: None,
         }
     }
 }

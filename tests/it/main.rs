@@ -33,6 +33,7 @@ mod pipeline;
 mod prompts;
 mod resilience;
 mod review;
+mod samples;
 mod shards;
 mod skeptic;
 mod snapshots;

@@ -24,7 +24,7 @@ use serde_json::Value;
 use crate::llm::conversation::OutputSchema;
 
 pub use model::Severity;
-pub(crate) use model::{Finding, FindingCwe, HowParsed, Origin, Unparsed};
+pub(crate) use model::{Finding, FindingCwe, HowParsed, Origin, Seen, Unparsed};
 pub(crate) use parse::{ParsedReport, parse_report, says_complete, strip_marker};
 
 /// The marker an agent ends its work with.
@@ -216,6 +216,7 @@ mod tests {
             rule: Some("rust/unwrap".into()),
             cwe: FindingCwe::number(617),
             origin: Origin::Agent,
+            seen: None,
         };
         let r = parse_report(&render_block(std::slice::from_ref(&f)));
         assert_eq!(r.findings, vec![f.clone()]);

@@ -84,6 +84,24 @@ pub struct Finding {
     #[serde(flatten)]
     pub cwe: FindingCwe,
     pub origin: Origin,
+    /// With `--samples N` > 1: in how many of its group's N samples it
+    /// was reported; absent with one sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<Seen>,
+}
+
+/// How often a finding recurred across a group's samples: in `k` of `n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seen {
+    pub k: u32,
+    pub n: u32,
+}
+
+impl Seen {
+    /// Whether it was seen in at least `quorum` samples.
+    pub fn reaches(self, quorum: u32) -> bool {
+        self.k >= quorum
+    }
 }
 
 /// The CWE a finding names, checked against fanscan's table

@@ -549,6 +549,7 @@ fn finding_from(item: &Value) -> Result<Finding, &'static str> {
         rule: as_text(get("rule").or(get("category"))),
         cwe: FindingCwe::from_model(get("cwe")),
         origin: Origin::Agent,
+        seen: None,
     })
 }
 

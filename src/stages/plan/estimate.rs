@@ -129,6 +129,14 @@ pub struct Estimate {
     /// Files that could not be read to be counted (changed or removed
     /// since the walk): counted as bytes / 3 of their walked size.
     pub unread: Vec<String>,
+    /// Audits of each group (`--samples`): the tokens and costs above
+    /// count every one.
+    #[serde(skip_serializing_if = "is_one")]
+    pub samples: u32,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Estimate {
@@ -162,10 +170,11 @@ impl Estimate {
             crate::util::human_count(self.low_tokens),
             crate::util::human_count(self.high_tokens),
             crate::util::human_count(self.low_cached_tokens),
-            if self.preload {
-                "; files preloaded, two turns a group"
-            } else {
-                ""
+            match (self.preload, self.samples) {
+                (true, 1) => "; files preloaded, two turns a group".to_string(),
+                (false, 1) => String::new(),
+                (true, n) => format!("; files preloaded, two turns a group; {n} samples a group"),
+                (false, n) => format!("; {n} samples a group"),
             }
         )
     }
@@ -271,6 +280,7 @@ pub(crate) fn estimate(
     price: Option<Price>,
     max_output_tokens: u32,
     preload: bool,
+    samples: u32,
 ) -> Estimate {
     let mut low = Usage::default();
     let mut high = Usage::default();
@@ -278,8 +288,11 @@ pub(crate) fn estimate(
     for &tokens in &content.tokens {
         content_tokens += tokens;
         let e = group(tokens, preload, max_output_tokens);
-        low.add(e.low);
-        high.add(e.high);
+        // Each sample of a group is a conversation of its own.
+        for _ in 0..samples.max(1) {
+            low.add(e.low);
+            high.add(e.high);
+        }
     }
     Estimate {
         groups: plan.groups.len(),
@@ -293,6 +306,7 @@ pub(crate) fn estimate(
         preload,
         counted_with: content.counted_with.name().to_string(),
         unread: content.unread,
+        samples: samples.max(1),
     }
 }
 
