@@ -75,6 +75,24 @@ impl AgentStatus {
             Self::Failed | Self::Unreviewed | Self::Interrupted => false,
         }
     }
+
+    /// The status of a group made of two parts (carried and re-audited
+    /// files, or samples): the one further from a clean finish.
+    pub(crate) fn worse(self, other: Self) -> Self {
+        let rank = |s: Self| match s {
+            Self::Complete => 0,
+            Self::MaxRounds => 1,
+            Self::WrappedUp => 2,
+            Self::Unreviewed => 3,
+            Self::Interrupted => 4,
+            Self::Failed => 5,
+        };
+        if rank(other) > rank(self) {
+            other
+        } else {
+            self
+        }
+    }
 }
 
 /// Why the loop stopped before the model was done.

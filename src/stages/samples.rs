@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::agents::{AgentStatus, AgentTask, GroupReport};
+use crate::agents::{AgentTask, GroupReport};
 use crate::model::findings::{Finding, Seen};
 
 /// What separates a group's id from its sample number in a further
@@ -179,7 +179,7 @@ fn fold(group: String, samples: Vec<GroupReport>, n: u32) -> Option<GroupReport>
     out.group = group;
     for s in samples {
         count(&s.findings, &mut seen);
-        out.status = worse(out.status, s.status);
+        out.status = out.status.worse(s.status);
         if out.error.is_none() {
             out.error = s.error;
         }
@@ -205,19 +205,6 @@ fn fold(group: String, samples: Vec<GroupReport>, n: u32) -> Option<GroupReport>
         })
         .collect();
     Some(out)
-}
-
-/// The status of a group whose samples ended `a` and `b`: the one further
-/// from a clean finish.
-fn worse(a: AgentStatus, b: AgentStatus) -> AgentStatus {
-    let rank = |s: AgentStatus| match s {
-        AgentStatus::Complete => 0,
-        AgentStatus::MaxRounds => 1,
-        AgentStatus::WrappedUp => 2,
-        AgentStatus::Unreviewed => 3,
-        _ => 4,
-    };
-    if rank(b) > rank(a) { b } else { a }
 }
 
 #[cfg(test)]

@@ -464,7 +464,7 @@ pub(crate) fn fold(
             target
                 .files_read
                 .extend(report.files_read.iter().filter(|p| mine(p)).cloned());
-            target.status = worse(target.status, report.status);
+            target.status = target.status.worse(report.status);
             if target.error.is_none() {
                 target.error.clone_from(&report.error);
             }
@@ -538,7 +538,7 @@ fn carried_report(p: &Partial) -> GroupReport {
         .carried
         .iter()
         .map(|c| c.record.status)
-        .fold(AgentStatus::Complete, worse);
+        .fold(AgentStatus::Complete, AgentStatus::worse);
     GroupReport {
         group: p.task.group.clone(),
         files: p.carried.iter().map(|c| c.file.clone()).collect(),
@@ -584,20 +584,6 @@ fn carried_report(p: &Partial) -> GroupReport {
             .flat_map(|c| c.record.leads.iter().cloned())
             .collect(),
     }
-}
-
-/// The status of a group made of two parts: the one further from a clean
-/// finish.
-fn worse(a: AgentStatus, b: AgentStatus) -> AgentStatus {
-    let rank = |s: AgentStatus| match s {
-        AgentStatus::Complete => 0,
-        AgentStatus::MaxRounds => 1,
-        AgentStatus::WrappedUp => 2,
-        AgentStatus::Unreviewed => 3,
-        AgentStatus::Interrupted => 4,
-        AgentStatus::Failed => 5,
-    };
-    if rank(b) > rank(a) { b } else { a }
 }
 
 #[cfg(test)]

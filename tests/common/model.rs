@@ -327,18 +327,23 @@ pub fn auditor_reply(needle: &str, body: &Value) -> Value {
             }
             return findings_turn(Value::Array(findings));
         }
-        let files = task_files(body);
-        let calls: Vec<(String, String)> = files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (format!("call_{i}"), json!({"path": f}).to_string()))
-            .collect();
-        let refs: Vec<(&str, &str, &str)> = calls
-            .iter()
-            .map(|(id, a)| (id.as_str(), "read_file", a.as_str()))
-            .collect();
-        tool_turn(&refs)
+        read_listed(body)
     }
+}
+
+/// What a careful model does first: read every file its task lists, in
+/// one turn.
+pub fn read_listed(body: &Value) -> Value {
+    let calls: Vec<(String, String)> = task_files(body)
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (format!("call_{i}"), json!({"path": f}).to_string()))
+        .collect();
+    let refs: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, a)| (id.as_str(), "read_file", a.as_str()))
+        .collect();
+    tool_turn(&refs)
 }
 
 /// A model that reads every listed file with `read_file`, then reports

@@ -63,20 +63,6 @@ async fn run_with_model(mock: &MockModel, args: Vec<String>) -> std::process::Ou
     .unwrap()
 }
 
-/// What a model does first: read every file its task lists.
-fn read_listed(body: &Value) -> Value {
-    let calls: Vec<(String, String)> = task_files(body)
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (format!("c{i}"), json!({"path": f}).to_string()))
-        .collect();
-    let refs: Vec<(&str, &str, &str)> = calls
-        .iter()
-        .map(|(id, a)| (id.as_str(), "read_file", a.as_str()))
-        .collect();
-    tool_turn(&refs)
-}
-
 /// An auditor that answers its leads by line: the query from input is
 /// confirmed, the one from a constant dismissed, the shell command left
 /// unanswered; it reports nothing else.

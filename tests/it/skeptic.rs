@@ -47,16 +47,7 @@ fn reply(finding: &Value, verdict: &str, body: &Value) -> Value {
     if read || body.get("response_format").is_some() {
         return findings_turn(json!([finding.clone()]));
     }
-    let calls: Vec<(String, String)> = task_files(body)
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (format!("c{i}"), json!({"path": f}).to_string()))
-        .collect();
-    let refs: Vec<(&str, &str, &str)> = calls
-        .iter()
-        .map(|(id, a)| (id.as_str(), "read_file", a.as_str()))
-        .collect();
-    tool_turn(&refs)
+    crate::common::read_listed(body)
 }
 
 fn sink_finding() -> Value {
