@@ -20,7 +20,8 @@ mod util;
 use std::sync::Arc;
 
 use agents::AgentDefinition;
-use report::shard::{MergeError, ShardPart};
+use pipeline::steps;
+use report::shard::MergeError;
 use stages::brief::Brief;
 use stages::fanout::FanOut;
 
@@ -101,28 +102,19 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let reducer = ctx.agent("reducer")?;
 
     let inventory = stages::inventory::walk(&s.root, &InventoryOptions::from(s))?;
-    let sarif = stages::leads::SarifLeads::read(&s.root, &s.leads.sarif)?;
-    // A diff scan plans only the changed files, a triage only the files
-    // with leads; the tools below still reach the whole inventory, for
-    // context.
-    let scope = stages::plan::in_scope(&inventory, ctx.changes.as_ref());
-    let scope = match s.triage {
-        true => sarif.only_their_files(scope),
-        false => scope,
-    };
+    // The tools below still reach the whole inventory, for context.
+    let (scope, sarif) = steps::scope(ctx, &inventory)?;
     let (plan, planner_usage) = ctx.planner()?.plan(&scope).await?;
-    let (tasks, outside_leads) =
-        lead_tasks(shard_tasks(s, &plan, &scope)?, sarif, &plan, &inventory);
-    let tasks = stages::samples::expand(tasks, s.samples);
+    let (tasks, outside_leads) = steps::tasks(s, &plan, &scope, sarif, &inventory)?;
     ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone(), planner_usage));
-    let tools = Arc::new(scoped_tools(&ctx.tools, &inventory));
+    let tools = Arc::new(steps::scoped_tools(&ctx.tools, &inventory));
     let specialists =
         stages::samples::with_samples(stages::plan::group_agents(&plan, &ctx.agents)?, s.samples);
     let run_info = ctx.run_info(&plan, &started);
     let (mut run, store_warnings) =
         store::ScanStore::open(s, ctx.store_keys(), &auditor, reducer, &run_info).await?;
-    let briefed = brief_stage(ctx, ui, &inventory, &tools, &spend, run.as_mut()).await?;
+    let briefed = steps::brief_stage(ctx, ui, &inventory, &tools, &spend, run.as_mut()).await?;
     let (auditor, specialists) = briefed.apply(auditor, specialists);
     let store = store::prepare(ctx.tools.root(), run, store_warnings, &specialists, tasks).await?;
     let specialists = store.split.with_origins(specialists);
@@ -218,7 +210,7 @@ struct Notes {
 async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, ScanError> {
     let s = &ctx.settings;
     let (checked, lines, reports) =
-        verify_off_thread(a.reports, a.inventory, Arc::clone(&a.tools)).await?;
+        steps::verify_off_thread(a.reports, a.inventory, Arc::clone(&a.tools)).await?;
     let skeptic = pipeline::skeptic::Skeptic {
         definition: ctx.agents.get(pipeline::skeptic::SKEPTIC),
         harness: &ctx.harness,
@@ -239,13 +231,14 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
     .await;
     let checked = challenged.checked;
 
-    let mut reduced = reduce_or_reuse(ctx, ui, a.reducer, run, &checked, &reports).await;
+    let mut reduced = steps::reduce_or_reuse(ctx, ui, a.reducer, run, &checked, &reports).await;
     a.spend
         .account("reducer", reduced.usage, &ctx.model_of("reducer"));
-    let triage = triage(ctx, &mut reduced, &reports, &lines);
+    let triage = steps::triage(ctx, &mut reduced, &reports, &lines);
     let part = s
         .shard
-        .map(|shard| shard_part(shard, s.shard_quota.clone(), &a.plan, &reports, ui));
+        .map(|shard| steps::shard_part(shard, s.shard_quota.clone(), &a.plan, &reports, ui));
+    let outputs = s.outputs();
     let (calls, spent) = match a.carried {
         Some(carried) => carried.with_merge(a.spend.ledger(), ctx.call_counts()),
         None => (ctx.call_counts(), a.spend.ledger()),
@@ -272,290 +265,24 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         policy: s.gate,
         diff: ctx.changes.clone(),
         outside_leads: a.outside_leads,
+        shard: part,
+        brief: a.brief,
+        // A shard says which share of the run's limits it ran with;
+        // `merge` carries the note of each shard into the merged report.
+        closing_notes: s
+            .shard_quota
+            .iter()
+            .map(|quota| format!("This shard's limits: {}.", quota.describe()))
+            .collect(),
+        sarif: outputs
+            .writes(report::Format::Sarif, s.format)
+            .then(|| outputs.sarif_suppressed()),
+        token_estimate: a.spend.token_estimate(),
     });
-    // A shard says which share of the run's limits it ran with; `merge`
-    // carries the note of each shard into the merged report.
-    if let Some(quota) = &s.shard_quota {
-        report
-            .notes
-            .push(format!("This shard's limits: {}.", quota.describe()));
-    }
-    report.shard = part;
-    report.brief = a.brief;
-    // The SARIF keeps code scanning's limits; what it cuts is said here
-    // too, where people read the run.
-    let outputs = s.outputs();
-    if outputs.writes(report::Format::Sarif, s.format)
-        && let Some(note) = report.sarif_cut_note(outputs.sarif_suppressed())
-    {
-        report.notes.push(note);
-    }
-    report.stats.token_estimate = a.spend.token_estimate();
+    // The run store records the run: its id, and what changed since the
+    // last one (which needs the finished report).
     run.iter().for_each(|run| run.finish(&mut report));
     Ok(report)
-}
-
-/// The tools, reading only what the inventory covers: excluded or
-/// ignored files stay out of every prompt.
-fn scoped_tools(tools: &tools::ToolContext, inventory: &Inventory) -> tools::ToolContext {
-    tools.scoped(inventory.files.iter().map(|f| f.path.clone()))
-}
-
-/// The repository brief, and the auditors with it in their prompts.
-struct Briefed {
-    written: stages::brief::Written,
-}
-
-impl Briefed {
-    /// The auditor and the specialists with the brief in their prompts
-    /// (unchanged without one).
-    fn apply(
-        &self,
-        auditor: Arc<AgentDefinition>,
-        specialists: std::collections::HashMap<String, Arc<AgentDefinition>>,
-    ) -> (
-        Arc<AgentDefinition>,
-        std::collections::HashMap<String, Arc<AgentDefinition>>,
-    ) {
-        let Some(brief) = &self.written.brief else {
-            return (auditor, specialists);
-        };
-        let specialists = specialists
-            .into_iter()
-            .map(|(group, d)| (group, Arc::new(stages::brief::with_brief(&d, brief))))
-            .collect();
-        (
-            Arc::new(stages::brief::with_brief(&auditor, brief)),
-            specialists,
-        )
-    }
-}
-
-/// Writes (or reads) the repository brief before the fan-out, and keys
-/// the store's results by the briefed auditor.
-async fn brief_stage(
-    ctx: &Context,
-    ui: &Ui,
-    inventory: &Inventory,
-    tools: &Arc<tools::ToolContext>,
-    spend: &llm::budget::Spend,
-    run: Option<&mut store::ScanStore>,
-) -> Result<Briefed, ScanError> {
-    let settings = &ctx.settings;
-    let own = settings
-        .config_origin
-        .read(&settings.root, stages::brief::BRIEF_FILE)
-        .map_err(SetupError::from)?
-        .map(|text| (text, settings.config_origin.describe()));
-    let definition = ctx.agent("brief")?;
-    let written = stages::brief::Stage {
-        writer: stages::brief::Writer {
-            definition,
-            harness: &ctx.harness,
-            tools: Arc::clone(tools),
-            events: &EventSink::silent("brief"),
-            control: &ui.control,
-            spend,
-        },
-        own,
-        stored: run.as_deref().map(|r| r as &dyn stages::brief::Stored),
-    }
-    .run(inventory)
-    .await;
-    if let (Some(brief), Some(run)) = (&written.brief, run) {
-        run.rekey_auditor(&stages::brief::with_brief(
-            ctx.agent(&settings.agent)?,
-            brief,
-        ));
-    }
-    Ok(Briefed { written })
-}
-
-/// Verification reads files: it runs off the async threads, and gives the
-/// reports back with the lines it read (suppressions are found in them).
-async fn verify_off_thread(
-    reports: Vec<GroupReport>,
-    inventory: Inventory,
-    tools: Arc<tools::ToolContext>,
-) -> Result<
-    (
-        Vec<stages::verify::Checked>,
-        stages::verify::FileLines,
-        Vec<GroupReport>,
-    ),
-    ScanError,
-> {
-    tokio::task::spawn_blocking(move || {
-        let (checked, lines) = stages::verify::verify_keeping_lines(&reports, &inventory, &tools);
-        (checked, lines, reports)
-    })
-    .await
-    .map_err(ScanError::Verify)
-}
-
-/// The findings as the gate sorts them: fanscan's own findings on a change
-/// to its configuration added after the ranked ones, then inline
-/// suppressions (found in the lines verification read) and the baseline
-/// taken out, each listed apart.
-fn triage(
-    ctx: &Context,
-    reduced: &mut stages::reduce::Reduced,
-    reports: &[GroupReport],
-    lines: &stages::verify::FileLines,
-) -> stages::gate::Triage {
-    let s = &ctx.settings;
-    let mut findings = std::mem::take(&mut reduced.findings);
-    let config_changes = stages::gate::config_changes(
-        ctx.changes.as_ref(),
-        &s.config_origin,
-        s.base_rules.as_deref(),
-    );
-    findings.extend(
-        config_changes
-            .into_iter()
-            .map(|finding| stages::reduce::Merged {
-                fingerprint: stages::reduce::fingerprint(&finding, 0),
-                finding,
-                agents: vec!["fanscan".into()],
-                groups: Vec::new(),
-                verified: true,
-                note: None,
-                located: false,
-                challenge: None,
-            }),
-    );
-    let reviewed: std::collections::BTreeSet<String> = reports
-        .iter()
-        .filter(|r| r.status.reviewed())
-        .flat_map(|r| r.files.iter().map(|f| f.path.clone()))
-        .collect();
-    let base = ctx.changes.as_ref().and_then(|c| c.base.clone());
-    let added_by_change = |path: &str, marker: &str| match &base {
-        // Added by the change when the file at the base has no such comment
-        // (or no such file). An unreadable base counts as added: listing
-        // a suppression apart is the safe side.
-        Some(base) => !util::git::show(&s.root, base, path)
-            .ok()
-            .flatten()
-            .is_some_and(|text| {
-                text.lines()
-                    .any(|l| model::suppress::marker_text(l) == Some(marker))
-            }),
-        None => false,
-    };
-    stages::gate::triage(
-        findings,
-        std::mem::take(&mut reduced.unverified),
-        &stages::gate::TriageInput {
-            lines,
-            baseline: ctx.baseline.as_ref(),
-            reviewed: &reviewed,
-            added_by_change: &added_by_change,
-            quorum: s.quorum,
-        },
-    )
-}
-
-/// The reducer's answer for these reports: from the run store when it
-/// reduced exactly them before, else asked (and stored).
-async fn reduce_or_reuse(
-    ctx: &Context,
-    ui: &Ui,
-    reducer: &AgentDefinition,
-    run: Option<&store::ScanStore>,
-    checked: &[stages::verify::Checked],
-    reports: &[GroupReport],
-) -> stages::reduce::Reduced {
-    let s = &ctx.settings;
-    if let Some(shard) = s.shard {
-        // The reducer runs once, in `fanscan merge`.
-        return stages::reduce::partial(checked, &shard.to_string());
-    }
-    if let Some(stored) = run.and_then(|r| r.reduced(reports, checked)) {
-        return stored;
-    }
-    let reducer = stages::reduce::Reducer {
-        definition: reducer,
-        harness: &ctx.harness,
-        context_tokens: stages::reduce::batch_tokens(
-            reducer,
-            s.context_tokens,
-            s.max_output_tokens,
-        ),
-        // A run stopped early (budget, Ctrl-C) spends nothing more.
-        stopped_early: ui.control.stop.is_cancelled(),
-    };
-    // A few groups changed since the last reduction: update it.
-    let reduced = match run.and_then(|r| r.changed_since_reduced(reports)) {
-        Some((changed, last)) => {
-            reducer
-                .reduce_since(checked, reports, &changed, &last)
-                .await
-        }
-        None => reducer.reduce(checked, reports).await,
-    };
-    if let Some(run) = run {
-        run.keep_reduced(reports, checked, &reduced);
-        run.keep_last_reduced(reports, &reduced);
-    }
-    reduced
-}
-
-/// The tasks of the groups this run audits: all, or its shard's share.
-fn shard_tasks(
-    settings: &Settings,
-    plan: &Plan,
-    inventory: &Inventory,
-) -> Result<Vec<AgentTask>, ScanError> {
-    let tasks = plan.tasks(inventory);
-    let Some(shard) = settings.shard else {
-        return Ok(tasks);
-    };
-    if settings.planner == PlannerKind::Llm {
-        return Err(MergeError::LlmPlanner.into());
-    }
-    let mine = stages::plan::shard::groups_of(plan, shard);
-    Ok(tasks
-        .into_iter()
-        .filter(|t| mine.contains(&t.group))
-        .collect())
-}
-
-/// `tasks` with the SARIF leads of their files, and the leads whose file
-/// is in no group of `plan`.
-fn lead_tasks(
-    mut tasks: Vec<AgentTask>,
-    sarif: stages::leads::SarifLeads,
-    plan: &Plan,
-    inventory: &Inventory,
-) -> (Vec<AgentTask>, Vec<model::leads::OutsideLead>) {
-    let planned: std::collections::BTreeSet<&str> = plan
-        .groups
-        .iter()
-        .flat_map(|g| g.files.iter().map(String::as_str))
-        .collect();
-    let outside = sarif.attach(&mut tasks, &planned, inventory);
-    (tasks, outside)
-}
-
-/// What a shard's partial report adds: its place in the plan and its
-/// groups' full results.
-fn shard_part(
-    shard: Shard,
-    quota: Option<stages::plan::shard::ShardQuota>,
-    plan: &Plan,
-    reports: &[GroupReport],
-    ui: &Ui,
-) -> ShardPart {
-    ShardPart {
-        quota,
-        index: shard.index,
-        count: shard.count,
-        plan_hash: plan.hash(),
-        groups: stages::plan::shard::groups_of(plan, shard),
-        stopped: ui.control.reasons(),
-        reports: reports.to_vec(),
-    }
 }
 
 /// `fanscan merge`: checks that the partial reports at `parts` come from
@@ -593,14 +320,14 @@ pub async fn merge(
     }
     report::shard::check_checkout(ctx.tools.root(), &joined)?;
     let checkout_note = report::shard::checkout_note(&joined.checkouts, &ctx.checkout);
-    let tools = Arc::new(scoped_tools(&ctx.tools, &inventory));
+    let tools = Arc::new(steps::scoped_tools(&ctx.tools, &inventory));
     let run_info = ctx.run_info(&joined.plan, &started);
     let (run, warned) =
         store::ScanStore::open(s, ctx.store_keys(), auditor, reducer, &run_info).await?;
     // The shards planned; the merge pays only its skeptic and reducer.
     let spend = ctx.spend(ui.control.clone(), None);
     let carried = joined.carried();
-    let not_started = plan_tasks_named(&joined.plan, &scope, &joined.not_started);
+    let not_started = steps::plan_tasks_named(&joined.plan, &scope, &joined.not_started);
     finish_run(
         ctx,
         ui,
@@ -629,12 +356,4 @@ pub async fn merge(
         },
     )
     .await
-}
-
-/// The tasks of the groups named `ids`, in plan order.
-fn plan_tasks_named(plan: &Plan, inventory: &Inventory, ids: &[String]) -> Vec<AgentTask> {
-    plan.tasks(inventory)
-        .into_iter()
-        .filter(|t| ids.contains(&t.group))
-        .collect()
 }

@@ -497,6 +497,17 @@ pub(crate) struct Parts {
     pub(crate) diff: Option<ChangeSet>,
     /// Leads of another tool that name no file of the plan.
     pub(crate) outside_leads: Vec<OutsideLead>,
+    /// A shard's part (`scan --shard`).
+    pub(crate) shard: Option<shard::ShardPart>,
+    /// The repository brief the auditors were given.
+    pub(crate) brief: Option<crate::stages::brief::Brief>,
+    /// Notes that close the list (a shard's share of the limits).
+    pub(crate) closing_notes: Vec<String>,
+    /// How a SARIF output treats findings that do not gate, when one is
+    /// written: what it cuts is noted in the report too.
+    pub(crate) sarif: Option<SarifSuppressed>,
+    /// How the budgets weighed token estimates.
+    pub(crate) token_estimate: Option<crate::llm::budget::TokenEstimate>,
 }
 
 /// Assembles the report: coverage accounts for every planned file, the
@@ -519,6 +530,11 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         policy,
         diff,
         outside_leads,
+        shard,
+        brief,
+        closing_notes,
+        sarif,
+        token_estimate,
     } = parts;
     let lead_results: Vec<&LeadResult> = reports.iter().flat_map(|r| &r.leads).collect();
     let leads = LeadsReport::of(&lead_results, outside_leads);
@@ -540,7 +556,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
     notes.extend(contested_note(&contested));
     let complete = incomplete_reasons.is_empty();
     let gate = crate::stages::gate::verdict(policy, &triage.findings, &triage.unverified, complete);
-    Report {
+    let mut report = Report {
         schema_version: SCHEMA_VERSION,
         tool: ToolInfo {
             name: "fanscan".into(),
@@ -576,10 +592,18 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         diff,
         run_id: None,
         since_last_run: None,
-        shard: None,
-        brief: None,
+        shard,
+        brief,
         leads,
+    };
+    report.notes.extend(closing_notes);
+    // The SARIF keeps code scanning's limits; what it cuts is said here
+    // too, where people read the run.
+    if let Some(note) = sarif.and_then(|s| report.sarif_cut_note(s)) {
+        report.notes.push(note);
     }
+    report.stats.token_estimate = token_estimate;
+    report
 }
 
 /// Why the run is incomplete, before the doubtful reviews are weighed:
