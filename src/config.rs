@@ -163,6 +163,10 @@ pub struct ScanArgs {
     pub leads: Vec<String>,
     /// `fanscan triage`: only the files with SARIF leads are audited.
     pub triage: bool,
+    /// `--batch`.
+    pub batch: bool,
+    /// `--batch-poll`, in seconds.
+    pub batch_poll: Option<f64>,
 }
 
 /// The gate's options (`scan` only).
@@ -261,6 +265,10 @@ pub(crate) struct FileConfig {
     /// Globs to agent names for the planner: `"src/auth/**" = "security"`.
     pub agents: Option<std::collections::BTreeMap<String, String>>,
     pub store_max_mb: Option<u64>,
+    /// Every model call through the provider's batch API (`--batch`).
+    pub batch: Option<bool>,
+    /// The longest wait between two polls of a batch, in seconds.
+    pub batch_poll: Option<f64>,
     /// Per-shard limits, used under `--shard` instead of 1/N of the run's.
     pub shard: Option<ShardFileConfig>,
 }
@@ -356,6 +364,36 @@ pub struct Settings {
     pub(crate) shard_quota: Option<ShardQuota>,
     /// Most review comments (`--max-comments`).
     pub(crate) max_comments: usize,
+    /// `--batch`: every model call through the provider's batch API.
+    pub(crate) batch: Option<BatchSettings>,
+}
+
+/// How `--batch` runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct BatchSettings {
+    /// The longest wait between two polls of a batch (`--batch-poll`).
+    pub(crate) poll_max: Duration,
+}
+
+/// `--batch` and `--batch-poll`: only with a provider that has a batch API.
+fn resolve_batch(
+    scan: &ScanArgs,
+    file: &FileConfig,
+    provider: ProviderKind,
+) -> Result<Option<BatchSettings>, ConfigError> {
+    if !(scan.batch || file.batch.unwrap_or(false)) {
+        return Ok(None);
+    }
+    if provider == ProviderKind::Offline {
+        return Err(ConfigError::BatchOffline);
+    }
+    let secs = scan.batch_poll.or(file.batch_poll).unwrap_or(60.0);
+    if !secs.is_finite() || secs <= 0.0 || secs > 86_400.0 {
+        return Err(ConfigError::BatchPoll(secs.to_string()));
+    }
+    Ok(Some(BatchSettings {
+        poll_max: Duration::from_secs_f64(secs),
+    }))
 }
 
 impl Settings {
@@ -536,6 +574,14 @@ pub enum ConfigError {
     #[error("--max-cost must be a positive number of US dollars")]
     MaxCost,
     #[error(
+        "--batch sends the model calls through a provider's batch API: pass --provider openai or anthropic (the offline engine answers at once)"
+    )]
+    BatchOffline,
+    #[error(
+        "--batch-poll {0} is not a wait between polls; give seconds, more than 0 and at most 86400 (default 60)"
+    )]
+    BatchPoll(String),
+    #[error(
         "--shard-max-cost (or `[shard] max_cost`) must be a positive number of US dollars; leave it out to give each shard max-cost / N"
     )]
     ShardMaxCost,
@@ -639,6 +685,7 @@ impl Settings {
         let agents = resolve_agents(&args.scan, &file)?;
         let gate = resolve_gate(&args.gate);
         let store = resolve_store(root, &args.scan, &file);
+        let batch = resolve_batch(&args.scan, &file, provider.kind)?;
         let scan = &args.scan;
         let format = format.or(file.format).unwrap_or(Format::Md);
         review_needs_since(format, &outputs, source.diff.as_ref())?;
@@ -687,6 +734,7 @@ impl Settings {
             gate: gate.policy,
             challenge: gate.challenge,
             leads: resolve_leads(&scan.leads, provider.kind, scan.triage)?,
+            batch,
             triage: scan.triage,
             baseline: gate.baseline,
             write_baseline: gate.write_baseline,

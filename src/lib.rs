@@ -34,6 +34,7 @@ pub use eval::{Count, EvalArgs, EvalError, EvalFormat, MatchBy, Score, evaluate}
 pub use llm::control::RunControl;
 pub use llm::events::{Event, EventSink};
 pub use llm::providers::EngineKind;
+pub use llm::providers::batch::{BatchPhase, BatchStats, OpenBatch, RoundEvent};
 pub use model::challenge::Stance;
 pub use model::findings::Severity;
 pub use pipeline::ask::{Answer, AskError, CitationStatus, Totals, ask};
@@ -120,6 +121,11 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let run_info = ctx.run_info(&plan, &started);
     let (mut run, store_warnings) =
         store::ScanStore::open(s, ctx.store_keys(), &auditor, reducer, &run_info).await?;
+    // `--batch`: batch ids and answers are kept in the run store, so a
+    // run started again polls what this one sent instead of sending it.
+    if let (Some(rounds), Some(run)) = (ctx.harness.provider().rounds(), run.as_ref()) {
+        rounds.set_ledger(run.ledger());
+    }
     let briefed = brief_stage(ctx, ui, &inventory, &tools, &spend, run.as_mut()).await?;
     let (auditor, specialists) = briefed.apply(auditor, specialists);
     let store = store::prepare(ctx.tools.root(), run, store_warnings, &specialists, tasks).await?;
@@ -287,6 +293,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         report.notes.push(note);
     }
     report.stats.token_estimate = a.spend.token_estimate();
+    report.stats.batch = ctx.harness.provider().rounds().map(|r| r.stats());
     run.iter().for_each(|run| run.finish(&mut report));
     Ok(report)
 }

@@ -298,6 +298,10 @@ pub struct Stats {
     /// absent while they were bytes / 3 throughout (no server count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_estimate: Option<crate::llm::budget::TokenEstimate>,
+    /// `--batch`: the rounds and batches every model call went through
+    /// (the cost above is at the batch price); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<crate::llm::providers::batch::BatchStats>,
 }
 
 /// The report of one run.
@@ -705,6 +709,7 @@ fn stats(
         resumed_groups: reused.values().filter(|r| **r == Reused::Resumed).count(),
         // The scan sets it once the budget says how it estimated.
         token_estimate: None,
+        batch: None,
     }
 }
 

@@ -316,6 +316,7 @@ mod tests {
             output: 0.0,
             cached: Some(0.3),
             cache_write: Some(3.75),
+            batch: None,
         };
         let billed = sonnet.cost(&Usage {
             output_tokens: 0,
