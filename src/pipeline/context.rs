@@ -333,11 +333,18 @@ impl Context {
         } else {
             Content::walked(plan)
         };
+        // Under --batch the pricer gives the batch price: both are shown.
+        let priced = self.pricer()(model);
+        let (price, batch_price) = match self.settings.batch {
+            Some(_) => (self.prices.get(model), priced),
+            None => (priced, None),
+        };
         Ok(crate::stages::plan::estimate::estimate(
             plan,
             content,
             model,
-            self.pricer()(model),
+            price,
+            batch_price,
             self.settings.max_output_tokens,
             agent.preload,
         ))

@@ -430,3 +430,39 @@ async fn max_duration_reports_what_a_batch_did_not_answer_and_exits_3() {
     let text = serde_json::to_string(&report.groups).unwrap();
     assert!(text.contains("not answered"), "{text}");
 }
+
+#[test]
+fn plan_estimate_with_batch_shows_both_prices() {
+    let repo = tree();
+    let root = repo.path().to_str().unwrap();
+    let common = [
+        "plan",
+        root,
+        "--estimate",
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-4o-mini",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+    ];
+    let json = fanscan(&[&common[..], &["--batch", "--json"]].concat());
+    assert_eq!(
+        json.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
+    let value: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let estimate = &value["estimate"];
+    let (full, batch) = (
+        estimate["low_cost_usd"].as_f64().unwrap(),
+        estimate["batch_low_cost_usd"].as_f64().unwrap(),
+    );
+    assert!((full - 2.0 * batch).abs() < 1e-12, "{estimate}");
+    let text = fanscan(&[&common[..], &["--batch"]].concat());
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(out.contains("through batches (--batch)"), "{out}");
+    let plain = fanscan(&common);
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("through batches"));
+}
