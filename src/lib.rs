@@ -34,7 +34,7 @@ pub use eval::{Count, EvalArgs, EvalError, EvalFormat, MatchBy, Score, evaluate}
 pub use llm::control::RunControl;
 pub use llm::events::{Event, EventSink};
 pub use llm::providers::EngineKind;
-pub use llm::providers::batch::{BatchPhase, BatchStats, OpenBatch, RoundEvent};
+pub use llm::providers::batch::{BatchPhase, BatchStats, OnRound, OpenBatch, RoundEvent};
 pub use model::challenge::Stance;
 pub use model::findings::Severity;
 pub use pipeline::ask::{Answer, AskError, CitationStatus, Totals, ask};
@@ -98,6 +98,10 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let started = pipeline::context::Started::now();
     let s = &ctx.settings;
     let _time_limit = ui.control.time_limit(s.max_duration);
+    if let Some(rounds) = ctx.harness.provider().rounds() {
+        let reporter = Arc::clone(&ui.reporter);
+        rounds.set_observer(Arc::new(move |event| reporter.batch(event)));
+    }
     let auditor = Arc::new(ctx.agent(&s.agent)?.clone());
     let reducer = ctx.agent("reducer")?;
 

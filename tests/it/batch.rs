@@ -377,6 +377,13 @@ async fn a_run_killed_during_a_batch_is_picked_up_and_nothing_is_sent_twice() {
     );
     let stats = report.stats.batch.unwrap();
     assert_eq!(stats.picked_up, 1, "{stats:?}");
+    // --quiet: one line per round on stderr.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines = stderr
+        .lines()
+        .filter(|l| l.starts_with("fanscan: batch round "))
+        .count();
+    assert_eq!(lines as u32, stats.rounds, "{stderr}");
     assert!(server.batches().len() > before);
 }
 

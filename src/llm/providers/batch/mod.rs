@@ -204,7 +204,7 @@ pub struct OpenBatch {
     pub total: u64,
 }
 
-/// One step of a round, as the log shows it.
+/// One step of a round, for the progress display.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RoundEvent {
     /// Round `round` sent `requests` requests as batch `id` (`picked_up`:
@@ -223,14 +223,20 @@ pub enum RoundEvent {
         done: u64,
         total: u64,
     },
-    /// Round `round` is read: how many answered, will be sent again, failed.
+    /// Round `round` is read, `elapsed` after it was sent: how many of the
+    /// run's requests were answered and failed so far, and how many of
+    /// this round's go again.
     Done {
         round: u32,
         answered: u64,
         resent: u64,
         failed: u64,
+        elapsed: Duration,
     },
 }
+
+/// Gets the rounds' steps.
+pub type OnRound = Arc<dyn Fn(&RoundEvent) + Send + Sync>;
 
 /// How often a batch is polled: first after `first`, doubling up to `max`.
 #[derive(Clone, Copy, Debug)]
@@ -252,6 +258,8 @@ pub(crate) trait Rounds: Send + Sync {
     fn hold(self: Arc<Self>, agents: usize) -> Hold;
     /// Keeps batch ids and answers in `ledger` from now on.
     fn set_ledger(&self, ledger: Arc<dyn Ledger>);
+    /// Shows each round's steps through `on_round` (the progress display).
+    fn set_observer(&self, on_round: OnRound);
     /// What the report says of the batches so far.
     fn stats(&self) -> BatchStats;
     /// Notes for the report (a ledger that failed, lines for requests
@@ -411,6 +419,7 @@ struct Inner<A: BatchApi> {
     deadline: Option<Instant>,
     gather: Mutex<Gather>,
     ledger: Mutex<Option<Arc<dyn Ledger>>>,
+    observer: Mutex<Option<OnRound>>,
     stats: Mutex<BatchStats>,
     notes: Mutex<Vec<String>>,
     this: Weak<Inner<A>>,
@@ -428,6 +437,7 @@ impl<A: BatchApi> BatchProvider<A> {
                 deadline,
                 gather: Mutex::new(Gather::default()),
                 ledger: Mutex::new(None),
+                observer: Mutex::new(None),
                 stats: Mutex::new(BatchStats::default()),
                 notes: Mutex::new(Vec::new()),
                 this: this.clone(),
@@ -535,10 +545,13 @@ impl<A: BatchApi> Inner<A> {
         }
     }
 
-    /// Logs a step of a round (`-v` shows it; the progress display does
-    /// not draw rounds yet).
+    /// Logs a step of a round and shows it to the observer.
     fn observe(&self, event: RoundEvent) {
-        tracing::info!(?event, "batch round");
+        tracing::debug!(?event, "batch round");
+        let observer = relock(&self.observer).clone();
+        if let Some(observer) = observer {
+            observer(&event);
+        }
     }
 
     fn ledger(&self) -> Option<Arc<dyn Ledger>> {
@@ -576,6 +589,7 @@ impl<A: BatchApi> Inner<A> {
     /// answered or put back for the next round.
     async fn drive(self: Arc<Self>, round: u32, calls: Vec<Waiting>) {
         let provider = self.provider();
+        let started = Instant::now();
         let mut open: BTreeMap<String, Vec<Waiting>> = BTreeMap::new();
         for call in calls {
             open.entry(call.custom_id.clone()).or_default().push(call);
@@ -692,6 +706,7 @@ impl<A: BatchApi> Inner<A> {
             answered,
             resent: retry.len() as u64,
             failed,
+            elapsed: started.elapsed(),
         });
         self.enqueue(retry);
     }
@@ -933,6 +948,10 @@ impl<A: BatchApi> Rounds for Inner<A> {
 
     fn set_ledger(&self, ledger: Arc<dyn Ledger>) {
         *relock(&self.ledger) = Some(ledger);
+    }
+
+    fn set_observer(&self, on_round: OnRound) {
+        *relock(&self.observer) = Some(on_round);
     }
 
     fn stats(&self) -> BatchStats {
