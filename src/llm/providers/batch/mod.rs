@@ -404,6 +404,17 @@ struct Gather {
     live: usize,
     waiting: Vec<Waiting>,
     round: u32,
+    /// A gathering window for calls of no registered agent is open.
+    window: bool,
+}
+
+/// What the gatherer does next.
+enum Step {
+    Wait,
+    /// Open a gathering window (no agent is registered).
+    Window,
+    /// Send this round.
+    Send(u32, Vec<Waiting>),
 }
 
 /// A batch provider over `A`.
@@ -504,23 +515,62 @@ impl<A: BatchApi> Inner<A> {
         self.start(round);
     }
 
-    /// The round to send, when every live agent waits (calls whose agent
-    /// stopped waiting are dropped first).
-    fn ready(g: &mut Gather) -> Option<(u32, Vec<Waiting>)> {
+    /// What to do with the calls gathered (calls whose agent stopped
+    /// waiting are dropped first): send them when every live agent waits;
+    /// with no agent registered (a stage that runs its agents without
+    /// counting them: the brief, the skeptic, the reducer), gather for one
+    /// window first, so that the calls of its concurrent agents go as one
+    /// batch.
+    fn ready(g: &mut Gather) -> Step {
         g.waiting.retain(|w| !w.answer.is_closed());
-        if g.waiting.is_empty() || g.waiting.len() < g.live {
-            return None;
+        if g.waiting.is_empty() {
+            return Step::Wait;
         }
-        g.round += 1;
-        Some((g.round, std::mem::take(&mut g.waiting)))
+        if g.live == 0 {
+            if g.window {
+                return Step::Wait;
+            }
+            g.window = true;
+            return Step::Window;
+        }
+        if g.waiting.len() < g.live {
+            return Step::Wait;
+        }
+        Self::take(g)
     }
 
-    fn start(&self, round: Option<(u32, Vec<Waiting>)>) {
-        let Some((round, calls)) = round else {
-            return;
-        };
+    fn take(g: &mut Gather) -> Step {
+        g.round += 1;
+        Step::Send(g.round, std::mem::take(&mut g.waiting))
+    }
+
+    fn start(&self, step: Step) {
         let Some(this) = self.this.upgrade() else {
             return;
+        };
+        let (round, calls) = match step {
+            Step::Wait => return,
+            Step::Send(round, calls) => (round, calls),
+            Step::Window => {
+                let window = self.poll.first;
+                if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                    handle.spawn(async move {
+                        tokio::time::sleep(window).await;
+                        let step = {
+                            let mut g = relock(&this.gather);
+                            g.window = false;
+                            g.waiting.retain(|w| !w.answer.is_closed());
+                            match (g.live, g.waiting.is_empty()) {
+                                (_, true) => Step::Wait,
+                                (0, false) => Self::take(&mut g),
+                                _ => Self::ready(&mut g),
+                            }
+                        };
+                        this.start(step);
+                    });
+                }
+                return;
+            }
         };
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {

@@ -161,10 +161,15 @@ async fn a_failed_line_is_sent_once_more_alone_and_the_others_are_answered() {
 }
 
 #[tokio::test]
-async fn a_call_of_no_member_goes_at_once() {
+async fn calls_of_no_member_made_together_go_as_one_batch() {
     let p = provider(Fake::new(Vec::new()));
-    let answer = p.chat(&request("x")).await.unwrap();
-    assert!(answer.text.unwrap().starts_with("call-t1-"));
+    let (x, y) = (request("x"), request("y"));
+    let (a, b) = tokio::join!(p.chat(&x), p.chat(&y));
+    assert!(a.unwrap().text.unwrap().starts_with("call-t1-"));
+    assert!(b.is_ok());
+    let submitted = p.inner.api.submitted.lock().unwrap().clone();
+    assert_eq!(submitted.len(), 1, "{submitted:?}");
+    assert_eq!(submitted[0].len(), 2);
 }
 
 #[test]
