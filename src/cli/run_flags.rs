@@ -237,8 +237,8 @@ pub(crate) struct ScanFlags {
     #[arg(long)]
     batch: bool,
     /// With --batch: the longest wait between two polls of a batch, in
-    /// seconds (the first poll comes after a second, then the wait
-    /// doubles). Default 60.
+    /// seconds (a batch is polled when created, then after a second, the
+    /// wait doubling up to this). Default 60.
     #[arg(long, value_name = "SECONDS", requires = "batch")]
     batch_poll: Option<f64>,
 }
