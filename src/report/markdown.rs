@@ -500,7 +500,7 @@ fn cost(out: &mut String, report: &Report) -> std::fmt::Result {
 fn batch(out: &mut String, b: &crate::llm::providers::batch::BatchStats) -> std::fmt::Result {
     writeln!(
         out,
-        "- batches: {} requests in {} batches over {} rounds; {} answered, {} taken from the run store, {} sent again after their line failed, {} failed twice; {} batches of an earlier run polled instead of sent again; {} result lines unreadable or for no request sent",
+        "- batches: {} requests in {} batches over {} rounds; {} answered, {} taken from the run store, {} sent again after their line failed, {} without an answer; {} batches of an earlier run polled instead of sent again; {} result lines unreadable or for no request sent",
         b.requests,
         b.batches,
         b.rounds,

@@ -185,7 +185,8 @@ pub struct BatchStats {
     pub picked_up: u32,
     /// Requests sent again after their line failed.
     pub resent: u64,
-    /// Requests that failed twice (their agent failed).
+    /// Requests that got no answer: failed twice, or not sent once the
+    /// time budget ran out (their agent failed).
     pub failed: u64,
     /// Lines that could not be read, and lines for a request never sent.
     pub bad_lines: u64,
@@ -674,6 +675,21 @@ impl<A: BatchApi> Inner<A> {
             }
         }
         let mut batches: Vec<(String, bool)> = polled.into_iter().map(|b| (b, true)).collect();
+        if !fresh.is_empty() && self.deadline.is_some_and(|d| Instant::now() >= d) {
+            // Nothing new is sent once the night is over: it would be
+            // paid for and never read.
+            for id in std::mem::take(&mut fresh) {
+                for call in open.remove(&id).unwrap_or_default() {
+                    relock(&self.stats).failed += 1;
+                    let _ = call.answer.send(Err(ProviderError::Batch {
+                        provider: provider.to_string(),
+                        message: format!(
+                            "not sent: the time budget (--max-duration) ran out before round {round}"
+                        ),
+                    }));
+                }
+            }
+        }
         if !fresh.is_empty() {
             let lines: Vec<(String, Value)> = fresh
                 .iter()
@@ -779,6 +795,13 @@ impl<A: BatchApi> Inner<A> {
             for (id, picked_up) in batches.drain(..) {
                 let status = match self.api.status(&id).await {
                     Ok(status) => status,
+                    // An earlier process's batch the provider no longer
+                    // has (results are kept 29 days at Anthropic): its
+                    // requests are sent again.
+                    Err(error) if picked_up => {
+                        self.lost(&id, &format!("polling it failed: {error}")).await;
+                        continue;
+                    }
                     Err(error) => {
                         // The HTTP layer retried already: the calls of
                         // this round that are still open fail with it.
@@ -801,6 +824,11 @@ impl<A: BatchApi> Inner<A> {
                 }
                 let results = match self.api.results(&status).await {
                     Ok(results) => results,
+                    Err(error) if picked_up => {
+                        self.lost(&id, &format!("reading its results failed: {error}"))
+                            .await;
+                        continue;
+                    }
                     Err(error) => {
                         return Err(Unanswered::Failed(format!(
                             "reading batch {id}'s results failed: {error}"
@@ -861,6 +889,19 @@ impl<A: BatchApi> Inner<A> {
             tokio::time::sleep(sleep).await;
             delay = (delay * 2).min(self.poll.max).max(self.poll.first);
         }
+    }
+
+    /// Gives up batch `id` of an earlier process: its requests have no
+    /// line, so they are sent again in the next round.
+    async fn lost(&self, id: &str, why: &str) {
+        self.note(format!(
+            "batch {id} of an earlier run could not be picked up ({why}): its requests were sent again"
+        ));
+        let (batch, end, provider) = (id.to_string(), format!("lost: {why}"), self.provider());
+        self.with_ledger("record a batch's end", move |l| {
+            l.ended(provider, &batch, &end)
+        })
+        .await;
     }
 
     /// Matches a batch's lines to the open calls.

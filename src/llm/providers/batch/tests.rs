@@ -2,6 +2,7 @@
 //! agent, a failed line is sent once more alone, answers are matched by
 //! custom id.
 
+use std::collections::HashMap;
 use std::sync::Mutex as StdMutex;
 
 use serde_json::json;
@@ -50,6 +51,12 @@ impl BatchApi for Fake {
 
     fn status<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Status, ProviderError>> {
         Box::pin(async move {
+            if id == "gone" {
+                return Err(ProviderError::NotFound {
+                    provider: "openai".into(),
+                    url: "batches/gone".into(),
+                });
+            }
             Ok(Status {
                 phase: BatchPhase::Ended,
                 end: Some("completed".into()),
@@ -191,4 +198,85 @@ fn the_runs_fence_boundary_does_not_change_a_custom_id() {
     let b = custom_id("g", 1, "openai", &body("fedcba9876543210"));
     assert_eq!(a, b);
     assert_ne!(a, custom_id("g", 1, "openai", b"{}"));
+}
+
+/// A ledger in memory that says every request it does not know was sent
+/// in batch "gone" by an earlier process.
+#[derive(Default)]
+struct Memory(StdMutex<HashMap<String, Stored>>);
+
+impl Ledger for Memory {
+    fn lookup(&self, _: &str, id: &str) -> Result<Option<Stored>, LedgerError> {
+        let mut known = self.0.lock().unwrap();
+        Ok(Some(
+            known
+                .entry(id.to_string())
+                .or_insert(Stored {
+                    batch_id: "gone".into(),
+                    open: true,
+                    answer: None,
+                })
+                .clone(),
+        ))
+    }
+    fn submitted(&self, _: &str, batch: &str, _: u32, ids: &[String]) -> Result<(), LedgerError> {
+        let mut known = self.0.lock().unwrap();
+        for id in ids {
+            known.insert(
+                id.clone(),
+                Stored {
+                    batch_id: batch.into(),
+                    open: true,
+                    answer: None,
+                },
+            );
+        }
+        Ok(())
+    }
+    fn answered(&self, _: &str, id: &str, body: &[u8]) -> Result<(), LedgerError> {
+        if let Some(s) = self.0.lock().unwrap().get_mut(id) {
+            s.answer = Some(body.to_vec());
+        }
+        Ok(())
+    }
+    fn ended(&self, _: &str, batch: &str, _: &str) -> Result<(), LedgerError> {
+        for s in self
+            .0
+            .lock()
+            .unwrap()
+            .values_mut()
+            .filter(|s| s.batch_id == batch)
+        {
+            s.open = false;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_batch_of_an_earlier_run_that_is_gone_is_sent_again() {
+    let p = provider(Fake::new(Vec::new()));
+    let memory = Arc::new(Memory::default());
+    p.rounds()
+        .unwrap()
+        .set_ledger(Arc::clone(&memory) as Arc<dyn Ledger>);
+    let answer = p.chat(&request("x")).await.unwrap();
+    assert!(answer.text.is_some());
+    let stats = p.rounds().unwrap().stats();
+    assert_eq!(
+        (stats.picked_up, stats.resent, stats.batches, stats.failed),
+        (1, 1, 1, 0),
+        "{stats:?}"
+    );
+    assert!(
+        p.notes()
+            .iter()
+            .any(|n| n.contains("could not be picked up")),
+        "{:?}",
+        p.notes()
+    );
+    // Asked again, the answer comes from the store.
+    let again = p.chat(&request("x")).await.unwrap();
+    assert_eq!(again.text, answer.text);
+    assert_eq!(p.rounds().unwrap().stats().from_store, 1);
 }
