@@ -1728,10 +1728,66 @@ mod tests {
     }
 
     #[test]
+    fn batch_needs_a_remote_provider_and_a_sane_poll() {
+        let dir = tempfile::tempdir().unwrap();
+        let resolve = |kind: ProviderKind, poll: Option<f64>| {
+            let provider = ProviderArgs {
+                provider: Some(kind),
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                model: Some("m".into()),
+                ..ProviderArgs::default()
+            };
+            let scan = ScanArgs {
+                batch: true,
+                batch_poll: poll,
+                ..ScanArgs::default()
+            };
+            Settings::resolve(dir.path(), &provider, &scan, None, &|_| None)
+        };
+        let s = resolve(ProviderKind::Openai, None).unwrap();
+        assert_eq!(s.batch.map(|b| b.poll_max), Some(Duration::from_secs(60)));
+        let s = resolve(ProviderKind::Anthropic, Some(0.5)).unwrap();
+        assert_eq!(
+            s.batch.map(|b| b.poll_max),
+            Some(Duration::from_millis(500))
+        );
+        let e = resolve(ProviderKind::Offline, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--batch sends the model calls"), "{e}");
+        let e = resolve(ProviderKind::Openai, Some(0.0))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--batch-poll 0 is not"), "{e}");
+        // `batch = true` in the file turns it on too.
+        std::fs::write(
+            dir.path().join("fanscan.toml"),
+            "batch = true\nbatch_poll = 5\n",
+        )
+        .unwrap();
+        let provider = ProviderArgs {
+            provider: Some(ProviderKind::Openai),
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            ..ProviderArgs::default()
+        };
+        let s = Settings::resolve(dir.path(), &provider, &ScanArgs::default(), None, &|_| None)
+            .unwrap();
+        assert_eq!(s.batch.map(|b| b.poll_max), Some(Duration::from_secs(5)));
+    }
+
+    #[test]
     fn the_example_config_parses() {
         let text = include_str!("../configs/fanscan.example.toml");
         let file: FileConfig = toml::from_str(text).unwrap();
         assert_eq!(file.jobs, Some(8));
+        // Its commented `batch` keys parse too.
+        let batch: String = text
+            .lines()
+            .filter(|l| l.starts_with("# batch"))
+            .map(|l| format!("{}\n", l.trim_start_matches("# ")))
+            .collect();
+        let file: FileConfig = toml::from_str(&batch).unwrap();
+        assert_eq!((file.batch, file.batch_poll), (Some(true), Some(60.0)));
     }
 
     #[test]

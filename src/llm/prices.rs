@@ -202,4 +202,27 @@ mod tests {
         let expected = (100_000.0 * 3.0 + 500_000.0 * 0.30 + 400_000.0 * 3.75) / 1e6;
         assert!((sonnet.cost(&u) - expected).abs() < 1e-9);
     }
+
+    #[test]
+    fn a_batched_request_pays_the_models_batch_share_of_every_price() {
+        let table = Prices::parse(
+            "t",
+            "[models.a]\ninput = 2.0\noutput = 8.0\ncached = 0.5\n[models.b]\ninput = 1.0\noutput = 1.0\nbatch = 0.25\n",
+        )
+        .unwrap();
+        let a = table.get("a").unwrap().batched();
+        assert_eq!(
+            (a.input, a.output, a.cached, a.cache_write),
+            (1.0, 4.0, Some(0.25), None)
+        );
+        let usage = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 1_000_000,
+            ..Usage::default()
+        };
+        assert_eq!(table.get("b").unwrap().batched().cost(&usage), 0.5);
+        assert!(
+            Prices::parse("t", "[models.c]\ninput = 1.0\noutput = 1.0\nbatch = -1.0\n").is_err()
+        );
+    }
 }
