@@ -147,6 +147,9 @@ async fn a_scan_runs_in_rounds_through_openais_batch_api_at_half_the_price() {
         }
     }
     assert!(sent_twice(&server).is_empty());
+    // A line's body is the synchronous body: its prompt cache key included.
+    let auditor = batches.iter().find(|b| b.lines.len() == 3).unwrap();
+    assert!(auditor.lines[0].1["prompt_cache_key"].is_string());
     let stats = report.stats.batch.clone().unwrap();
     assert_eq!(stats.batches as usize, batches.len());
     assert_eq!(
@@ -208,6 +211,10 @@ async fn a_scan_runs_through_anthropics_message_batches() {
     let batches = server.batches();
     assert!(batches.iter().any(|b| b.lines.len() == 3));
     assert!(batches[0].lines[0].1["max_tokens"].is_number());
+    // Prompt caching works inside batches: the bodies keep their
+    // cache_control breakpoints.
+    let auditor = batches.iter().find(|b| b.lines.len() == 3).unwrap();
+    assert!(auditor.lines[0].1["system"][0]["cache_control"]["type"] == "ephemeral");
     assert!(sent_twice(&server).is_empty());
     assert_eq!(report.stats.batch.unwrap().failed, 0);
 }
@@ -266,33 +273,47 @@ async fn errored_lines_and_unreadable_ones_fail_only_their_own_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_batch_sends_again_only_what_it_did_not_answer() {
-    let repo = tree();
-    let server = BatchServer::openai(
-        openai_answer(),
-        Faults {
+    for anthropic in [false, true] {
+        let repo = tree();
+        let faults = Faults {
             expire_first: true,
             ..Faults::default()
-        },
-    )
-    .await;
-    let report = scan_with(
-        ProviderKind::Openai,
-        &server.base_url(false),
-        &repo,
-        &scan_args(true),
-        "gpt-4o-mini",
-    )
-    .await;
-    assert!(report.complete, "{:?}", report.incomplete_reasons);
-    assert_eq!(report.findings.len(), 6);
-    let stats = report.stats.batch.clone().unwrap();
-    assert_eq!(stats.resent, 2, "{stats:?}");
-    assert_eq!(sent_twice(&server).len(), 2);
-    assert!(
-        report.notes.iter().any(|n| n.contains("ended expired")),
-        "{:?}",
-        report.notes
-    );
+        };
+        let (server, kind, findings, model) = if anthropic {
+            let server = BatchServer::anthropic(anthropic_answer(), faults).await;
+            (server, ProviderKind::Anthropic, 3, "claude-sonnet-4-6")
+        } else {
+            let server = BatchServer::openai(openai_answer(), faults).await;
+            (server, ProviderKind::Openai, 6, "gpt-4o-mini")
+        };
+        let report = scan_with(
+            kind,
+            &server.base_url(anthropic),
+            &repo,
+            &scan_args(true),
+            model,
+        )
+        .await;
+        assert!(
+            report.complete,
+            "{anthropic}: {:?}",
+            report.incomplete_reasons
+        );
+        assert_eq!(report.findings.len(), findings, "{anthropic}");
+        let stats = report.stats.batch.clone().unwrap();
+        assert_eq!(stats.resent, 2, "{anthropic}: {stats:?}");
+        assert_eq!(sent_twice(&server).len(), 2, "{anthropic}");
+        let ended = if anthropic {
+            "ended with 0 errored, 2 expired"
+        } else {
+            "ended expired"
+        };
+        assert!(
+            report.notes.iter().any(|n| n.contains(ended)),
+            "{anthropic}: {:?}",
+            report.notes
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
