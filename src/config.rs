@@ -165,6 +165,10 @@ pub struct ScanArgs {
     pub triage: bool,
     /// `--samples`.
     pub samples: Option<u32>,
+    /// `--batch`.
+    pub batch: bool,
+    /// `--batch-poll`, in seconds.
+    pub batch_poll: Option<f64>,
 }
 
 /// The gate's options (`scan` only).
@@ -265,6 +269,10 @@ pub(crate) struct FileConfig {
     /// Globs to agent names for the planner: `"src/auth/**" = "security"`.
     pub agents: Option<std::collections::BTreeMap<String, String>>,
     pub store_max_mb: Option<u64>,
+    /// Every model call through the provider's batch API (`--batch`).
+    pub batch: Option<bool>,
+    /// The longest wait between two polls of a batch, in seconds.
+    pub batch_poll: Option<f64>,
     /// Per-shard limits, used under `--shard` instead of 1/N of the run's.
     pub shard: Option<ShardFileConfig>,
 }
@@ -364,6 +372,36 @@ pub struct Settings {
     pub(crate) shard_quota: Option<ShardQuota>,
     /// Most review comments (`--max-comments`).
     pub(crate) max_comments: usize,
+    /// `--batch`: every model call through the provider's batch API.
+    pub(crate) batch: Option<BatchSettings>,
+}
+
+/// How `--batch` runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct BatchSettings {
+    /// The longest wait between two polls of a batch (`--batch-poll`).
+    pub(crate) poll_max: Duration,
+}
+
+/// `--batch` and `--batch-poll`: only with a provider that has a batch API.
+fn resolve_batch(
+    scan: &ScanArgs,
+    file: &FileConfig,
+    provider: ProviderKind,
+) -> Result<Option<BatchSettings>, ConfigError> {
+    if !(scan.batch || file.batch.unwrap_or(false)) {
+        return Ok(None);
+    }
+    if provider == ProviderKind::Offline {
+        return Err(ConfigError::BatchOffline);
+    }
+    let secs = scan.batch_poll.or(file.batch_poll).unwrap_or(60.0);
+    if !secs.is_finite() || secs <= 0.0 || secs > 86_400.0 {
+        return Err(ConfigError::BatchPoll(secs.to_string()));
+    }
+    Ok(Some(BatchSettings {
+        poll_max: Duration::from_secs_f64(secs),
+    }))
 }
 
 impl Settings {
@@ -548,6 +586,14 @@ pub enum ConfigError {
     #[error("--max-cost must be a positive number of US dollars")]
     MaxCost,
     #[error(
+        "--batch sends the model calls through a provider's batch API: pass --provider openai or anthropic (the offline engine answers at once)"
+    )]
+    BatchOffline,
+    #[error(
+        "--batch-poll {0} is not a wait between polls; give seconds, more than 0 and at most 86400 (default 60)"
+    )]
+    BatchPoll(String),
+    #[error(
         "--shard-max-cost (or `[shard] max_cost`) must be a positive number of US dollars; leave it out to give each shard max-cost / N"
     )]
     ShardMaxCost,
@@ -652,6 +698,7 @@ impl Settings {
         let gate = resolve_gate(&args.gate);
         let samples = resolve_samples(args.scan.samples, args.gate.quorum)?;
         let store = resolve_store(root, &args.scan, &file);
+        let batch = resolve_batch(&args.scan, &file, provider.kind)?;
         let scan = &args.scan;
         let format = format.or(file.format).unwrap_or(Format::Md);
         review_needs_since(format, &outputs, source.diff.as_ref())?;
@@ -700,6 +747,7 @@ impl Settings {
             gate: gate.policy,
             challenge: gate.challenge,
             leads: resolve_leads(&scan.leads, provider.kind, scan.triage)?,
+            batch,
             triage: scan.triage,
             samples: samples.0,
             quorum: samples.1,
@@ -1710,10 +1758,66 @@ mod tests {
     }
 
     #[test]
+    fn batch_needs_a_remote_provider_and_a_sane_poll() {
+        let dir = tempfile::tempdir().unwrap();
+        let resolve = |kind: ProviderKind, poll: Option<f64>| {
+            let provider = ProviderArgs {
+                provider: Some(kind),
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                model: Some("m".into()),
+                ..ProviderArgs::default()
+            };
+            let scan = ScanArgs {
+                batch: true,
+                batch_poll: poll,
+                ..ScanArgs::default()
+            };
+            Settings::resolve(dir.path(), &provider, &scan, None, &|_| None)
+        };
+        let s = resolve(ProviderKind::Openai, None).unwrap();
+        assert_eq!(s.batch.map(|b| b.poll_max), Some(Duration::from_secs(60)));
+        let s = resolve(ProviderKind::Anthropic, Some(0.5)).unwrap();
+        assert_eq!(
+            s.batch.map(|b| b.poll_max),
+            Some(Duration::from_millis(500))
+        );
+        let e = resolve(ProviderKind::Offline, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--batch sends the model calls"), "{e}");
+        let e = resolve(ProviderKind::Openai, Some(0.0))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--batch-poll 0 is not"), "{e}");
+        // `batch = true` in the file turns it on too.
+        std::fs::write(
+            dir.path().join("fanscan.toml"),
+            "batch = true\nbatch_poll = 5\n",
+        )
+        .unwrap();
+        let provider = ProviderArgs {
+            provider: Some(ProviderKind::Openai),
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            ..ProviderArgs::default()
+        };
+        let s = Settings::resolve(dir.path(), &provider, &ScanArgs::default(), None, &|_| None)
+            .unwrap();
+        assert_eq!(s.batch.map(|b| b.poll_max), Some(Duration::from_secs(5)));
+    }
+
+    #[test]
     fn the_example_config_parses() {
         let text = include_str!("../configs/fanscan.example.toml");
         let file: FileConfig = toml::from_str(text).unwrap();
         assert_eq!(file.jobs, Some(8));
+        // Its commented `batch` keys parse too.
+        let batch: String = text
+            .lines()
+            .filter(|l| l.starts_with("# batch"))
+            .map(|l| format!("{}\n", l.trim_start_matches("# ")))
+            .collect();
+        let file: FileConfig = toml::from_str(&batch).unwrap();
+        assert_eq!((file.batch, file.batch_poll), (Some(true), Some(60.0)));
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub use eval::{Count, EvalArgs, EvalError, EvalFormat, MatchBy, Score, evaluate}
 pub use llm::control::RunControl;
 pub use llm::events::{Event, EventSink};
 pub use llm::providers::EngineKind;
+pub use llm::providers::batch::{BatchPhase, BatchStats, OnRound, OpenBatch, RoundEvent};
 pub use model::challenge::Stance;
 pub use model::findings::Severity;
 pub use pipeline::ask::{Answer, AskError, CitationStatus, Totals, ask};
@@ -98,6 +99,10 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let started = pipeline::context::Started::now();
     let s = &ctx.settings;
     let _time_limit = ui.control.time_limit(s.max_duration);
+    if let Some(rounds) = ctx.harness.provider().rounds() {
+        let reporter = Arc::clone(&ui.reporter);
+        rounds.set_observer(Arc::new(move |event| reporter.batch(event)));
+    }
     let auditor = Arc::new(ctx.agent(&s.agent)?.clone());
     let reducer = ctx.agent("reducer")?;
 
@@ -114,6 +119,11 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let run_info = ctx.run_info(&plan, &started);
     let (mut run, store_warnings) =
         store::ScanStore::open(s, ctx.store_keys(), &auditor, reducer, &run_info).await?;
+    // `--batch`: batch ids and answers are kept in the run store, so a
+    // run started again polls what this one sent instead of sending it.
+    if let (Some(rounds), Some(run)) = (ctx.harness.provider().rounds(), run.as_ref()) {
+        rounds.set_ledger(run.ledger());
+    }
     let briefed = steps::brief_stage(ctx, ui, &inventory, &tools, &spend, run.as_mut()).await?;
     let (auditor, specialists) = briefed.apply(auditor, specialists);
     let store = store::prepare(ctx.tools.root(), run, store_warnings, &specialists, tasks).await?;
@@ -278,6 +288,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
             .writes(report::Format::Sarif, s.format)
             .then(|| outputs.sarif_suppressed()),
         token_estimate: a.spend.token_estimate(),
+        batch: ctx.harness.provider().rounds().map(|r| r.stats()),
     });
     // The run store records the run: its id, and what changed since the
     // last one (which needs the finished report).

@@ -35,6 +35,10 @@ pub trait Reporter: Send + Sync {
     /// stdout (logs, notices, an answer's streamed text), so that a line
     /// never tears a bar.
     fn suspend(&self, f: &mut dyn FnMut());
+
+    /// A step of a `--batch` round: sent, polled (the batch's state and
+    /// counts), read. Shows nothing unless implemented.
+    fn batch(&self, _event: &crate::llm::providers::batch::RoundEvent) {}
 }
 
 /// One stage's progress: every event of its agents, in order.

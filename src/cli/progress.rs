@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Duration;
 
-use fanscan::{AgentLine, Event, Reporter, StageReport, human_count};
+use fanscan::{AgentLine, Event, Reporter, RoundEvent, StageReport, human_count};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Most agent lines drawn at once; the rest are counted on the main bar.
@@ -27,6 +27,11 @@ fn agent_style() -> ProgressStyle {
 #[derive(Clone)]
 pub(crate) struct Bars {
     multi: MultiProgress,
+    /// Whether bars are drawn: without them, `--batch` prints one line
+    /// per round instead.
+    draw: bool,
+    /// The line of `--batch`'s rounds, once the first is sent.
+    batch: std::sync::Arc<std::sync::Mutex<Option<ProgressBar>>>,
 }
 
 impl Bars {
@@ -40,6 +45,8 @@ impl Bars {
         };
         Self {
             multi: MultiProgress::with_draw_target(target),
+            draw,
+            batch: std::sync::Arc::default(),
         }
     }
 
@@ -85,6 +92,63 @@ impl Reporter for Bars {
 
     fn suspend(&self, f: &mut dyn FnMut()) {
         self.multi.suspend(f);
+    }
+
+    fn batch(&self, event: &RoundEvent) {
+        if !self.draw {
+            // One line per round, for logs and --quiet.
+            if let RoundEvent::Done {
+                round,
+                answered,
+                resent,
+                failed,
+                elapsed,
+            } = event
+            {
+                eprintln!(
+                    "fanscan: batch round {round} read after {:.0} s: {answered} requests answered so far, {resent} to send again, {failed} failed",
+                    elapsed.as_secs_f64()
+                );
+            }
+            return;
+        }
+        let mut slot = self.batch.lock().unwrap_or_else(|p| p.into_inner());
+        let bar = slot.get_or_insert_with(|| {
+            let bar = self.multi.insert(0, ProgressBar::new_spinner());
+            bar.set_style(
+                ProgressStyle::with_template("{elapsed_precise} {spinner} {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(250));
+            bar
+        });
+        bar.set_message(match event {
+            RoundEvent::Submitted {
+                round,
+                id,
+                requests,
+                picked_up: false,
+            } => format!("round {round}: batch {id} sent ({requests} requests)"),
+            RoundEvent::Submitted { round, id, .. } => {
+                format!("round {round}: batch {id} of an earlier run picked up")
+            }
+            RoundEvent::Polled {
+                round,
+                id,
+                phase,
+                done,
+                total,
+            } => format!("round {round}: batch {id} {phase} · {done}/{total} requests done"),
+            RoundEvent::Done {
+                round,
+                answered,
+                resent,
+                failed,
+                ..
+            } => format!(
+                "round {round} read: {answered} answered so far, {resent} to send again, {failed} failed"
+            ),
+        });
     }
 }
 

@@ -233,6 +233,20 @@ pub(crate) struct ScanFlags {
     /// listed in the review's body). Default 25.
     #[arg(long, value_name = "N")]
     max_comments: Option<usize>,
+    /// Send every model call through the provider's batch API (OpenAI
+    /// Batch, Anthropic Message Batches) at half the price: the agents
+    /// advance in rounds, each round one batch, answered within 24 hours.
+    /// Every group runs at once (--jobs does not apply). Batch ids are
+    /// kept in the run store, so a run started again after a kill polls
+    /// the batches already sent instead of sending them twice. For
+    /// nightly runs; bound the night with --max-duration.
+    #[arg(long)]
+    batch: bool,
+    /// With --batch: the longest wait between two polls of a batch, in
+    /// seconds (a batch is polled when created, then after a second, the
+    /// wait doubling up to this). Default 60.
+    #[arg(long, value_name = "SECONDS", requires = "batch")]
+    batch_poll: Option<f64>,
 }
 
 impl From<ScanFlags> for ScanArgs {
@@ -262,6 +276,8 @@ impl From<ScanFlags> for ScanArgs {
             leads: f.leads,
             triage: false,
             samples: f.samples,
+            batch: f.batch,
+            batch_poll: f.batch_poll,
         }
     }
 }

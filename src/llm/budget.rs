@@ -847,6 +847,7 @@ mod tests {
             output: 1.0,
             cached: None,
             cache_write: None,
+            batch: None,
         };
         let spend = Spend::new(None, Some(0.5), Some(price), control.clone());
         assert!(spend.allows(None, 400_000));
@@ -863,12 +864,14 @@ mod tests {
             output: 0.1,
             cached: None,
             cache_write: None,
+            batch: None,
         };
         let dear = Price {
             input: 10.0,
             output: 10.0,
             cached: None,
             cache_write: None,
+            batch: None,
         };
         let spend = Spend::new(None, Some(1.0), Some(cheap), control.clone()).with_pricer(
             Box::new(move |m| Some(if m == "dear" { dear } else { cheap })),
@@ -1015,6 +1018,7 @@ mod tests {
             output: 1.0,
             cached: None,
             cache_write: None,
+            batch: None,
         };
         let spend =
             Spend::unlimited().with_pricer(Box::new(move |m| (m == "priced").then_some(price)));
@@ -1156,6 +1160,7 @@ mod tests {
             output: 1.0,
             cached: None,
             cache_write: None,
+            batch: None,
         };
         let spend = Spend::new(None, Some(0.5), Some(price), RunControl::default());
         spend.add("auditor", usage(400_000), "m");

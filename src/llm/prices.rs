@@ -25,9 +25,32 @@ pub(crate) struct Price {
     /// Input tokens written to the prompt cache (absent: the input price).
     #[serde(default)]
     pub cache_write: Option<f64>,
+    /// The share of every price above that a request sent through the
+    /// provider's batch API pays (`--batch`); absent: 0.5, what OpenAI's
+    /// Batch API and Anthropic's Message Batches charge.
+    #[serde(default)]
+    pub batch: Option<f64>,
 }
 
+/// The share of the price a batched request pays when the table says
+/// nothing: half, at both OpenAI and Anthropic.
+pub(crate) const BATCH_SHARE: f64 = 0.5;
+
 impl Price {
+    /// The prices of a request sent through a batch: each price times
+    /// the model's batch share (cache reads and writes included: both
+    /// providers apply the batch discount on top of caching's).
+    pub(crate) fn batched(&self) -> Price {
+        let share = self.batch.unwrap_or(BATCH_SHARE);
+        Price {
+            input: self.input * share,
+            output: self.output * share,
+            cached: self.cached.map(|p| p * share),
+            cache_write: self.cache_write.map(|p| p * share),
+            batch: Some(1.0),
+        }
+    }
+
     /// The cost of `usage` in US dollars: fresh input, cache reads and
     /// cache writes each at their own price.
     pub(crate) fn cost(&self, usage: &Usage) -> f64 {
@@ -81,6 +104,7 @@ impl Prices {
                 p.output,
                 p.cached.unwrap_or(0.0),
                 p.cache_write.unwrap_or(0.0),
+                p.batch.unwrap_or(0.0),
             ]
             .iter()
             .any(|v| !v.is_finite() || *v < 0.0)
@@ -151,6 +175,7 @@ mod tests {
             output: 0.0,
             cached: Some(0.1),
             cache_write: None,
+            batch: None,
         };
         let u = Usage {
             input_tokens: 1_000_000,
@@ -176,5 +201,28 @@ mod tests {
         };
         let expected = (100_000.0 * 3.0 + 500_000.0 * 0.30 + 400_000.0 * 3.75) / 1e6;
         assert!((sonnet.cost(&u) - expected).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_batched_request_pays_the_models_batch_share_of_every_price() {
+        let table = Prices::parse(
+            "t",
+            "[models.a]\ninput = 2.0\noutput = 8.0\ncached = 0.5\n[models.b]\ninput = 1.0\noutput = 1.0\nbatch = 0.25\n",
+        )
+        .unwrap();
+        let a = table.get("a").unwrap().batched();
+        assert_eq!(
+            (a.input, a.output, a.cached, a.cache_write),
+            (1.0, 4.0, Some(0.25), None)
+        );
+        let usage = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 1_000_000,
+            ..Usage::default()
+        };
+        assert_eq!(table.get("b").unwrap().batched().cost(&usage), 0.5);
+        assert!(
+            Prices::parse("t", "[models.c]\ninput = 1.0\noutput = 1.0\nbatch = -1.0\n").is_err()
+        );
     }
 }

@@ -322,14 +322,22 @@ impl Context {
         } else {
             Content::walked(plan)
         };
+        // Under --batch the pricer gives the batch price: both are shown.
+        let priced = self.pricer()(model);
+        let (price, batch_price) = match self.settings.batch {
+            Some(_) => (self.prices.get(model), priced),
+            None => (priced, None),
+        };
         Ok(crate::stages::plan::estimate::estimate(
             plan,
             content,
             model,
-            self.pricer()(model),
-            self.settings.max_output_tokens,
-            agent.preload,
-            self.settings.samples,
+            (price, batch_price),
+            crate::stages::plan::estimate::Asked {
+                max_output_tokens: self.settings.max_output_tokens,
+                preload: agent.preload,
+                samples: self.settings.samples,
+            },
         ))
     }
 
@@ -703,6 +711,9 @@ fn build_provider(
     };
     let key = settings.api_key.as_ref().map(|k| k.expose());
     let key_env = settings.api_key_env.clone();
+    if let Some(batch) = settings.batch {
+        return build_batch(settings, batch, http, key, key_env);
+    }
     Ok(match settings.provider {
         ProviderKind::Offline => Arc::new(crate::engine::offline::Offline::new(Arc::clone(rules))),
         ProviderKind::Openai => Arc::new(Remote::new(
@@ -722,6 +733,62 @@ fn build_provider(
             &settings.model,
             key,
         )?),
+    })
+}
+
+/// The `--batch` provider of the settings' wire format: its batch API
+/// over the same HTTP layer, waiting at most `--max-duration`.
+fn build_batch(
+    settings: &Settings,
+    batch: crate::config::BatchSettings,
+    http: impl Fn(&str) -> Result<HttpLayer, ProviderError>,
+    key: Option<&str>,
+    key_env: String,
+) -> Result<SharedProvider, ProviderError> {
+    use crate::llm::providers::batch::{
+        BatchProvider, Poll, anthropic::AnthropicBatch, openai::OpenAiBatch,
+    };
+    let poll = Poll {
+        first: batch.poll_max.min(std::time::Duration::from_secs(1)),
+        max: batch.poll_max,
+    };
+    let deadline = settings
+        .max_duration
+        .map(|limit| std::time::Instant::now() + limit);
+    let model = &settings.model;
+    Ok(match settings.provider {
+        // Refused by the settings; built as the synchronous engine it is.
+        ProviderKind::Offline => {
+            return Err(ProviderError::Batch {
+                provider: "offline".into(),
+                message: "the offline engine has no batch API".into(),
+            });
+        }
+        ProviderKind::Openai => Arc::new(BatchProvider::new(
+            OpenAiBatch::new(
+                crate::llm::providers::openai::OpenAi { key_env },
+                http("openai")?,
+                &settings.base_url,
+                key,
+            )?,
+            model,
+            poll,
+            deadline,
+        )),
+        ProviderKind::Anthropic => Arc::new(BatchProvider::new(
+            AnthropicBatch::new(
+                crate::llm::providers::anthropic::Anthropic {
+                    key_env,
+                    version: settings.anthropic_version.clone(),
+                },
+                http("anthropic")?,
+                &settings.base_url,
+                key,
+            )?,
+            model,
+            poll,
+            deadline,
+        )),
     })
 }
 

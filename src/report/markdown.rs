@@ -479,7 +479,16 @@ fn cost(out: &mut String, report: &Report) -> std::fmt::Result {
             e.counted_with, e.calls, e.ratio
         )?;
     }
+    if let Some(b) = &s.batch {
+        batch(out, b)?;
+    }
     match s.cost_usd {
+        Some(cost) if s.batch.is_some() => {
+            writeln!(
+                out,
+                "- cost: ${cost:.4} at the batch price (every request went through a batch)"
+            )?;
+        }
         Some(cost) => {
             writeln!(out, "- cost: ${cost:.4}")?;
         }
@@ -505,6 +514,31 @@ fn cost(out: &mut String, report: &Report) -> std::fmt::Result {
         "- duration: {:.1} s",
         report.duration_ms as f64 / 1000.0
     )?;
+    Ok(())
+}
+
+/// `--batch`: the rounds, batches and what became of their requests.
+fn batch(out: &mut String, b: &crate::llm::providers::batch::BatchStats) -> std::fmt::Result {
+    writeln!(
+        out,
+        "- batches: {} requests in {} batches over {} rounds; {} answered, {} taken from the run store, {} sent again after their line failed, {} without an answer; {} batches of an earlier run polled instead of sent again; {} result lines unreadable or for no request sent",
+        b.requests,
+        b.batches,
+        b.rounds,
+        b.answered,
+        b.from_store,
+        b.resent,
+        b.failed,
+        b.picked_up,
+        b.bad_lines
+    )?;
+    for o in &b.open {
+        writeln!(
+            out,
+            "  - not ended when the run stopped waiting: batch `{}` (round {}): {}, {} of {} requests done; its id is in the run store for the next run",
+            o.id, o.round, o.phase, o.done, o.total
+        )?;
+    }
     Ok(())
 }
 

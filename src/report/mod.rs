@@ -298,6 +298,10 @@ pub struct Stats {
     /// absent while they were bytes / 3 throughout (no server count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_estimate: Option<crate::llm::budget::TokenEstimate>,
+    /// `--batch`: the rounds and batches every model call went through
+    /// (the cost above is at the batch price); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<crate::llm::providers::batch::BatchStats>,
 }
 
 /// The report of one run.
@@ -508,6 +512,8 @@ pub(crate) struct Parts {
     pub(crate) sarif: Option<SarifSuppressed>,
     /// How the budgets weighed token estimates.
     pub(crate) token_estimate: Option<crate::llm::budget::TokenEstimate>,
+    /// What `--batch` sent and got.
+    pub(crate) batch: Option<crate::llm::providers::batch::BatchStats>,
 }
 
 /// Assembles the report: coverage accounts for every planned file, the
@@ -535,6 +541,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         closing_notes,
         sarif,
         token_estimate,
+        batch,
     } = parts;
     let lead_results: Vec<&LeadResult> = reports.iter().flat_map(|r| &r.leads).collect();
     let leads = LeadsReport::of(&lead_results, outside_leads);
@@ -603,6 +610,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         report.notes.push(note);
     }
     report.stats.token_estimate = token_estimate;
+    report.stats.batch = batch;
     report
 }
 
@@ -734,6 +742,7 @@ fn stats(
         resumed_groups: reused.values().filter(|r| **r == Reused::Resumed).count(),
         // The scan sets it once the budget says how it estimated.
         token_estimate: None,
+        batch: None,
     }
 }
 

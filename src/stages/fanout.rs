@@ -22,6 +22,7 @@ use crate::agents::{AgentDefinition, AgentRun, AgentStatus, AgentTask, GroupRepo
 use crate::llm::budget::{Admission, Spend};
 use crate::llm::control::RunControl;
 use crate::llm::events::{Event, EventSink};
+use crate::llm::providers::batch::{Hold, Member};
 use crate::tools::ToolContext;
 
 /// What the fan-out runs with.
@@ -78,8 +79,19 @@ impl FanOut {
     /// one is set aside only when none runs: the choice of skipping ahead
     /// is deliberate, to spend what the user allowed rather than stop at
     /// the first group too large for what is left.
+    ///
+    /// Under `--batch` every group runs at once (a round of the batch is
+    /// the unit, not `--jobs`), and every group is counted live with the
+    /// batch provider before the first starts, so a round leaves only
+    /// when each running group waits on its call.
     pub(crate) async fn run(&self, tasks: Vec<AgentTask>) -> FanOutResult {
-        let semaphore = Arc::new(Semaphore::new(self.harness.jobs().max(1)));
+        let rounds = self.harness.provider().rounds();
+        let jobs = match rounds {
+            Some(_) => tasks.len().max(1),
+            None => self.harness.jobs().max(1),
+        };
+        let mut hold = rounds.map(|r| r.hold(tasks.len()));
+        let semaphore = Arc::new(Semaphore::new(jobs));
         let mut flight = InFlight::default();
         let mut not_started: Vec<(usize, AgentTask)> = Vec::new();
         // Groups that did not fit with nothing running, and what each needs.
@@ -104,9 +116,15 @@ impl FanOut {
                 break;
             };
             let prepared = group.prepare(&task).await;
-            match self.admit(&task, &prepared, &mut flight).await {
+            match self
+                .admit(&task, &prepared, &mut flight, hold.as_mut())
+                .await
+            {
                 Admit::Admitted => {}
                 Admit::Never(reserve) => {
+                    if let Some(hold) = hold.as_mut() {
+                        hold.release_one();
+                    }
                     set_aside.push((index, task, reserve));
                     continue;
                 }
@@ -116,11 +134,16 @@ impl FanOut {
                     break;
                 }
             }
+            let member = hold
+                .as_mut()
+                .and_then(|h| h.member(&format!("{}-{}", task.group, group.definition.name)));
             let handle = flight
                 .set
-                .spawn(group.run(index, task.clone(), prepared, permit));
+                .spawn(group.run(index, task.clone(), prepared, permit, member));
             flight.started.insert(handle.id(), (index, task));
         }
+        // Groups that will not start no longer hold a round back.
+        drop(hold);
         self.finish(flight, not_started, set_aside).await
     }
 
@@ -147,6 +170,7 @@ impl FanOut {
         task: &AgentTask,
         prepared: &Result<(Ready, u64), GroupReport>,
         flight: &mut InFlight,
+        mut hold: Option<&mut Hold>,
     ) -> Admit {
         let first = match prepared {
             Err(_) if self.control.stop.is_cancelled() => return Admit::Stopped,
@@ -169,11 +193,19 @@ impl FanOut {
                 Admission::Admitted => return Admit::Admitted,
                 Admission::Never(weighed) => return Admit::Never(weighed),
                 Admission::Wait => {
+                    // Waiting for running groups to end: the groups not
+                    // started must not hold their rounds back meanwhile.
+                    if let Some(hold) = hold.as_deref_mut() {
+                        hold.suspend();
+                    }
                     let joined = tokio::select! {
                         biased;
                         _ = self.control.stop.cancelled() => None,
                         j = flight.set.join_next_with_id() => j,
                     };
+                    if let Some(hold) = hold.as_deref_mut() {
+                        hold.resume();
+                    }
                     match joined {
                         Some(joined) => {
                             let settled = self.settle(joined, &mut flight.started);
@@ -349,11 +381,16 @@ impl GroupRun {
         task: AgentTask,
         prepared: Result<(Ready, u64), GroupReport>,
         permit: OwnedSemaphorePermit,
+        member: Option<Member>,
     ) -> (usize, GroupReport) {
         let _permit = permit;
         let report = match prepared {
             Ok((prepared, _)) => {
-                let report = run_ready(self.agent_run(), &task, Some(prepared)).await;
+                let agent = run_ready(self.agent_run(), &task, Some(prepared));
+                let report = match member {
+                    Some(member) => member.scope(agent).await,
+                    None => agent.await,
+                };
                 self.spend.release(&task.group);
                 report
             }

@@ -18,6 +18,7 @@
 //!
 //! [`GroupReport`]: crate::agents::GroupReport
 
+pub(crate) mod batches;
 pub(crate) mod cache;
 pub(crate) mod files;
 pub(crate) mod runs;
@@ -91,6 +92,24 @@ const MIGRATIONS: &[&str] = &[
     // how many reviewed files a run carried over instead of auditing.
     "CREATE INDEX group_results_slot ON group_results(kind, group_id);
      ALTER TABLE runs ADD COLUMN carried_files INTEGER NOT NULL DEFAULT 0;",
+    // 3: `--batch`: each batch created (state 'open' until its results
+    // are read) and the requests sent in it, with their answers.
+    "CREATE TABLE batches (
+         provider TEXT NOT NULL,
+         batch_id TEXT NOT NULL,
+         round INTEGER NOT NULL,
+         state TEXT NOT NULL,
+         created_at INTEGER NOT NULL,
+         PRIMARY KEY (provider, batch_id)
+     );
+     CREATE TABLE batch_requests (
+         provider TEXT NOT NULL,
+         custom_id TEXT NOT NULL,
+         batch_id TEXT NOT NULL,
+         answer BLOB,
+         updated_at INTEGER NOT NULL,
+         PRIMARY KEY (provider, custom_id)
+     );",
 ];
 
 /// A store that cannot be used. `Unavailable` is a warning (the run goes
@@ -574,6 +593,11 @@ impl ScanStore {
     }
 
     /// The journal the fan-out commits each finished group to.
+    /// Where a `--batch` run keeps its batch ids and answers.
+    pub(crate) fn ledger(&self) -> Arc<dyn crate::llm::providers::batch::Ledger> {
+        Arc::clone(&self.session.store) as Arc<dyn crate::llm::providers::batch::Ledger>
+    }
+
     pub(crate) fn journal(&self) -> Arc<dyn Journal> {
         Arc::clone(&self.session) as Arc<dyn Journal>
     }

@@ -3,6 +3,7 @@
 //! 127.0.0.1 (with a front that can hold requests), and running fanscan.
 //! Each includes this directory with `#[path]`; a bench uses only part.
 
+pub mod batch;
 pub mod hold;
 pub mod model;
 pub mod repo;

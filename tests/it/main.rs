@@ -7,6 +7,7 @@
 
 mod agent_loop;
 mod ask;
+mod batch;
 mod brief;
 mod budget;
 mod checkout;

@@ -137,6 +137,13 @@ pub(crate) fn head(body: &[u8]) -> String {
     text.trim().to_string()
 }
 
+/// One request as it is sent, each attempt alike.
+struct Outgoing {
+    method: reqwest::Method,
+    /// The body and its content type; none for a GET.
+    body: Option<(bytes::Bytes, String)>,
+}
+
 /// The one HTTP client of a provider.
 pub(crate) struct HttpLayer {
     client: reqwest::Client,
@@ -198,6 +205,25 @@ impl HttpLayer {
         self.post(url, headers, body, tokens, parse, None).await
     }
 
+    /// Sends `method` to `url` with `body` of `content_type` (none for a
+    /// GET), and parses the answer with `parse`, under the same retries
+    /// and rate limits as every model call: the batch APIs' uploads,
+    /// creations, polls and downloads.
+    pub(crate) async fn send<T, F>(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        headers: &HeaderMap,
+        body: Option<(bytes::Bytes, String)>,
+        parse: F,
+    ) -> Result<T, ProviderError>
+    where
+        F: Fn(&[u8]) -> Result<T, DecodeError>,
+    {
+        let request = Outgoing { method, body };
+        self.attempts(url, headers, &request, 0, parse, None).await
+    }
+
     /// [`Self::post_json`] for a streamed answer: each successful
     /// attempt's body goes to `on_chunk` as it arrives, and `parse` reads
     /// the whole body at the end (a cut stream is retried like a 5xx).
@@ -229,13 +255,35 @@ impl HttpLayer {
     where
         F: Fn(&[u8]) -> Result<T, DecodeError>,
     {
+        let request = Outgoing {
+            method: reqwest::Method::POST,
+            body: Some((body, "application/json".to_string())),
+        };
+        self.attempts(url, headers, &request, tokens, parse, on_chunk)
+            .await
+    }
+
+    async fn attempts<T, F>(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        request: &Outgoing,
+        tokens: u64,
+        parse: F,
+        on_chunk: Option<OnChunk<'_>>,
+    ) -> Result<T, ProviderError>
+    where
+        F: Fn(&[u8]) -> Result<T, DecodeError>,
+    {
         let mut attempt: u32 = 0;
         let mut rate_waits: u32 = 0;
         loop {
             let slot = self.concurrency.acquire().await;
             self.limits.acquire(tokens).await;
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
-            let outcome = self.send_once(url, headers, &body, &parse, on_chunk).await;
+            let outcome = self
+                .send_once(url, headers, request, &parse, on_chunk)
+                .await;
             drop(slot);
             let (error, server_wait, should_retry) = match outcome {
                 Ok(answer) => {
@@ -286,21 +334,23 @@ impl HttpLayer {
         &self,
         url: &str,
         headers: &HeaderMap,
-        body: &bytes::Bytes,
+        request: &Outgoing,
         parse: &F,
         on_chunk: Option<OnChunk<'_>>,
     ) -> Result<T, (ProviderError, Option<Duration>, bool)>
     where
         F: Fn(&[u8]) -> Result<T, DecodeError>,
     {
-        let response = self
+        let mut builder = self
             .client
-            .post(url)
-            .headers(headers.clone())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.clone())
-            .send()
-            .await;
+            .request(request.method.clone(), url)
+            .headers(headers.clone());
+        if let Some((body, content_type)) = &request.body {
+            builder = builder
+                .header(reqwest::header::CONTENT_TYPE, content_type.as_str())
+                .body(body.clone());
+        }
+        let response = builder.send().await;
         let response = match response {
             Ok(r) => r,
             Err(e) => return Err((self.transport_error(url, &e), None, true)),

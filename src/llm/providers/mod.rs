@@ -10,6 +10,7 @@
 //! sub-agent's model.
 
 pub(crate) mod anthropic;
+pub(crate) mod batch;
 pub(crate) mod http;
 pub(crate) mod limits;
 pub(crate) mod openai;
@@ -86,6 +87,15 @@ pub enum ProviderError {
     BadHeader { name: &'static str, value: String },
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+    /// A request of `--batch` that got no answer: its line failed twice,
+    /// or the batch could not be created, polled or read.
+    #[error("{provider} batch: {message}")]
+    Batch { provider: String, message: String },
+    /// `--max-duration` ended the run's waits before the batch ended.
+    #[error(
+        "not answered: the time budget (--max-duration) ran out while {state}; the batch ids are kept in the run store, and the next run with the same store polls them instead of sending their requests again"
+    )]
+    BatchOpen { provider: String, state: String },
     #[error("cannot encode the request: {0}")]
     Encode(#[source] serde_json::Error),
     #[error(
@@ -165,6 +175,11 @@ pub(crate) trait Provider: Send + Sync {
     /// request field the server rejected and that was dropped).
     fn notes(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// The rounds of a batch provider (`--batch`), for the stages to
+    /// register their agents with; none for the others.
+    fn rounds(&self) -> Option<Arc<dyn batch::Rounds>> {
+        None
     }
 }
 

@@ -120,6 +120,12 @@ pub struct Estimate {
     pub low_cached_tokens: u64,
     pub low_cost_usd: Option<f64>,
     pub high_cost_usd: Option<f64>,
+    /// `--batch`: the same range at the batch price (the costs above are
+    /// the synchronous price); absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_low_cost_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_high_cost_usd: Option<f64>,
     pub model: String,
     /// Whether the agent's files are preloaded (two turns a group).
     pub preload: bool,
@@ -142,10 +148,13 @@ fn is_one(n: &u32) -> bool {
 impl Estimate {
     /// One line for people.
     pub fn describe(&self) -> String {
-        let cost = match (self.low_cost_usd, self.high_cost_usd) {
+        let mut cost = match (self.low_cost_usd, self.high_cost_usd) {
             (Some(l), Some(h)) => format!("${l:.2} to ${h:.2}"),
             _ => "unknown cost (model not in the price table)".to_string(),
         };
+        if let (Some(l), Some(h)) = (self.batch_low_cost_usd, self.batch_high_cost_usd) {
+            cost = format!("{cost} synchronously, ${l:.2} to ${h:.2} through batches (--batch)");
+        }
         let counted = if self.counted_with == TokenCounter::Bytes.name() {
             "tokens counted as bytes / 3 (a scan calibrates its budgets on the server's own counts)"
                 .to_string()
@@ -271,17 +280,30 @@ impl Content {
     }
 }
 
+/// How a scan's groups are asked: the output cap of a call, whether the
+/// files are preloaded, and how many samples of each group.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Asked {
+    pub(crate) max_output_tokens: u32,
+    pub(crate) preload: bool,
+    pub(crate) samples: u32,
+}
+
 /// Estimates a scan of `plan` whose groups hold `content` tokens, with
-/// `model` at `price` (unknown: `None`).
+/// `model` at `price` (unknown: `None`) and, under `--batch`, at
+/// `batch_price` too.
 pub(crate) fn estimate(
     plan: &Plan,
     content: Content,
     model: &str,
-    price: Option<Price>,
-    max_output_tokens: u32,
-    preload: bool,
-    samples: u32,
+    (price, batch_price): (Option<Price>, Option<Price>),
+    asked: Asked,
 ) -> Estimate {
+    let Asked {
+        max_output_tokens,
+        preload,
+        samples,
+    } = asked;
     let mut low = Usage::default();
     let mut high = Usage::default();
     let mut content_tokens = 0;
@@ -302,6 +324,8 @@ pub(crate) fn estimate(
         low_cached_tokens: low.cached_tokens,
         low_cost_usd: price.map(|p| p.cost(&low)),
         high_cost_usd: price.map(|p| p.cost(&high)),
+        batch_low_cost_usd: batch_price.map(|p| p.cost(&low)),
+        batch_high_cost_usd: batch_price.map(|p| p.cost(&high)),
         model: model.to_string(),
         preload,
         counted_with: content.counted_with.name().to_string(),
@@ -330,6 +354,7 @@ mod tests {
             output: 0.0,
             cached: Some(0.3),
             cache_write: Some(3.75),
+            batch: None,
         };
         let billed = sonnet.cost(&Usage {
             output_tokens: 0,
