@@ -641,6 +641,10 @@ fn add_leads(
     text: &str,
     rules: Option<&Arc<RuleSet>>,
 ) -> Result<(), PrepareError> {
+    // Most files have no lead to read: split none of them into lines.
+    if rules.is_none() && !leads.iter().any(|l| l.path == path && l.code.is_none()) {
+        return Ok(());
+    }
     let lines: Vec<(u32, String)> = (1u32..).zip(text.lines().map(str::to_string)).collect();
     if let Some(rules) = rules {
         let hits = rules

@@ -109,19 +109,12 @@ impl Offline {
         // Asked for a structured answer, it answers the schema a model's
         // structured output would; else a JSON block in text.
         Ok(if request.output_schema.is_some() {
-            with_answers(render_structured(&summary, &findings), answers)
+            render_structured(&summary, &findings, &answers)
         } else {
-            let block = render_block(&findings);
-            let block = if answers.is_empty() {
-                block
-            } else {
-                // The block's object, with the answers beside the findings.
-                let json = block
-                    .trim_start_matches("```json\n")
-                    .trim_end_matches("\n```");
-                format!("```json\n{}\n```", with_answers(json.to_string(), answers))
-            };
-            format!("{summary}\n\n{block}\n\n{TASK_COMPLETE}")
+            format!(
+                "{summary}\n\n{}\n\n{TASK_COMPLETE}",
+                render_block(&findings, &answers)
+            )
         })
     }
 }
@@ -144,7 +137,7 @@ impl Offline {
             .iter()
             .filter_map(|l| {
                 let lines = seen.contents.get(&l.path).unwrap_or(&empty);
-                let rule = self.rule_like(l);
+                let rule = self.rule_like(l, table);
                 let judged = source_check::judge(table, &l.path, lines, l.line, rule.as_deref());
                 let verdict = match judged.verdict {
                     "confirmed" => "confirmed",
@@ -158,33 +151,17 @@ impl Offline {
 
     /// The rule the source check judges `lead` as: its own when the engine
     /// has it, else the engine's first rule of the lead's CWE.
-    fn rule_like(&self, lead: &LeadFact) -> Option<String> {
+    fn rule_like(&self, lead: &LeadFact, table: &SourceTable) -> Option<String> {
         let rules = self.rules.rules().ok()?;
         if rules.iter().any(|r| r.id == lead.rule) {
             return Some(lead.rule.clone());
         }
         let cwe = lead.cwe?;
-        let table = SourceTable::bundled().ok()?;
         rules
             .iter()
             .filter(|r| r.cwe().first() == Some(&cwe))
             .map(|r| r.id.clone())
             .find(|id| table.is_sink_rule(Some(id)))
-    }
-}
-
-/// `report` (a report object's JSON) with a `leads` list of `answers`;
-/// as it is without answers.
-fn with_answers(report: String, answers: Vec<Value>) -> String {
-    if answers.is_empty() {
-        return report;
-    }
-    match serde_json::from_str::<Value>(&report) {
-        Ok(mut value) => {
-            value["leads"] = Value::Array(answers);
-            value.to_string()
-        }
-        Err(_) => report,
     }
 }
 

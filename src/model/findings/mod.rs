@@ -142,9 +142,19 @@ fn with_leads(schema: &mut Value, ids: Option<&[String]>) {
 }
 
 /// A structured final report (the offline engine answers the same schema
-/// as a model asked through structured output).
-pub(crate) fn render_structured(summary: &str, findings: &[Finding]) -> String {
-    serde_json::json!({"summary": summary, "findings": items(findings, true)}).to_string()
+/// as a model asked through structured output), with `leads`, the answers
+/// to its task's leads, when there are any.
+pub(crate) fn render_structured(summary: &str, findings: &[Finding], leads: &[Value]) -> String {
+    let mut report = serde_json::json!({"summary": summary, "findings": items(findings, true)});
+    with_leads_answered(&mut report, leads);
+    report.to_string()
+}
+
+/// `report` with a `leads` list of `answers` (as it is without any).
+fn with_leads_answered(report: &mut Value, answers: &[Value]) {
+    if !answers.is_empty() {
+        report["leads"] = Value::from(answers.to_vec());
+    }
 }
 
 /// The name of a structured report's output schema (the forced tool that
@@ -152,11 +162,13 @@ pub(crate) fn render_structured(summary: &str, findings: &[Finding]) -> String {
 /// has it.
 pub(crate) const REPORT_TOOL: &str = "report_findings";
 
-/// Renders findings in the report format (the offline engine answers so).
-pub(crate) fn render_block(findings: &[Finding]) -> String {
+/// Renders findings in the report format (the offline engine answers so),
+/// with `leads`, the answers to its task's leads, when there are any.
+pub(crate) fn render_block(findings: &[Finding], leads: &[Value]) -> String {
+    let mut report = serde_json::json!({ "findings": items(findings, false) });
+    with_leads_answered(&mut report, leads);
     let body =
-        serde_json::to_string_pretty(&serde_json::json!({ "findings": items(findings, false) }))
-            .unwrap_or_else(|_| "{\"findings\": []}".to_string());
+        serde_json::to_string_pretty(&report).unwrap_or_else(|_| "{\"findings\": []}".to_string());
     format!("```json\n{body}\n```")
 }
 
@@ -218,9 +230,9 @@ mod tests {
             origin: Origin::Agent,
             seen: None,
         };
-        let r = parse_report(&render_block(std::slice::from_ref(&f)));
+        let r = parse_report(&render_block(std::slice::from_ref(&f), &[]));
         assert_eq!(r.findings, vec![f.clone()]);
-        let structured = parse_report(&render_structured("s", std::slice::from_ref(&f)));
+        let structured = parse_report(&render_structured("s", std::slice::from_ref(&f), &[]));
         assert_eq!(structured.findings, vec![f]);
     }
 }
