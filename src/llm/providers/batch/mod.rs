@@ -398,6 +398,17 @@ struct Waiting {
     answer: oneshot::Sender<Result<ChatResponse, ProviderError>>,
 }
 
+impl Waiting {
+    /// Gives the call its `outcome`, consuming it.
+    fn reply(self, outcome: Result<ChatResponse, ProviderError>) {
+        // Sending fails only when the receiver is gone: the agent's call
+        // (`BatchProvider::call`) no longer waits, as when its agent was
+        // cancelled or stopped by a limit. Nobody is left to give the
+        // outcome to, so dropping it is right.
+        let _ = self.answer.send(outcome);
+    }
+}
+
 /// The calls gathered for the next round.
 #[derive(Default)]
 struct Gather {
@@ -579,7 +590,7 @@ impl<A: BatchApi> Inner<A> {
             }
             Err(_) => {
                 for call in calls {
-                    let _ = call.answer.send(Err(ProviderError::Batch {
+                    call.reply(Err(ProviderError::Batch {
                         provider: self.provider().to_string(),
                         message: "no async runtime to send the round on (a fanscan bug, please report it)".into(),
                     }));
@@ -639,15 +650,60 @@ impl<A: BatchApi> Inner<A> {
     /// polled until each ends (or the deadline), read, and every call
     /// answered or put back for the next round.
     async fn drive(self: Arc<Self>, round: u32, calls: Vec<Waiting>) {
-        let provider = self.provider();
         let started = Instant::now();
         let mut open: BTreeMap<String, Vec<Waiting>> = BTreeMap::new();
         for call in calls {
             open.entry(call.custom_id.clone()).or_default().push(call);
         }
+        let mut retry = Vec::new();
+        let (polled, mut fresh) = self.look_up(&mut open, &mut retry).await;
+        let mut batches: Vec<(String, bool)> = polled.into_iter().map(|b| (b, true)).collect();
+        if !fresh.is_empty() && self.deadline.is_some_and(|d| Instant::now() >= d) {
+            // Nothing new is sent once the night is over: it would be
+            // paid for and never read.
+            let late = std::mem::take(&mut fresh);
+            self.fail_unsent(
+                &mut open,
+                &late,
+                &format!("not sent: the time budget (--max-duration) ran out before round {round}"),
+            );
+        }
+        if !fresh.is_empty()
+            && let Some(batch_id) = self.submit_fresh(round, &mut open, &fresh).await
+        {
+            batches.push((batch_id, false));
+        }
+        relock(&self.stats).rounds += 1;
+        self.observe_picked_up(round, &batches);
+        let waited = self.wait(round, &mut batches, &mut open, &mut retry).await;
+        self.settle_missing(&mut open, waited, &mut retry).await;
+        let (answered, failed) = {
+            let s = relock(&self.stats);
+            (s.answered, s.failed)
+        };
+        self.observe(RoundEvent::Done {
+            round,
+            answered,
+            resent: retry.len() as u64,
+            failed,
+            elapsed: started.elapsed(),
+        });
+        self.enqueue(retry);
+    }
+
+    /// Takes a round's `open` calls (by custom id) to the run store: the
+    /// calls whose answer is stored are answered and leave `open`. Gives
+    /// the batches an earlier process created and has not seen end (each
+    /// once, to be polled) and the ids the store knows nothing of (to be
+    /// submitted), both in `open`'s order.
+    async fn look_up(
+        &self,
+        open: &mut BTreeMap<String, Vec<Waiting>>,
+        retry: &mut Vec<Waiting>,
+    ) -> (Vec<String>, Vec<String>) {
+        let provider = self.provider();
         let mut polled: Vec<String> = Vec::new();
         let mut fresh: Vec<String> = Vec::new();
-        let mut retry = Vec::new();
         for id in open.keys().cloned().collect::<Vec<_>>() {
             let key = id.clone();
             let stored = self
@@ -659,7 +715,7 @@ impl<A: BatchApi> Inner<A> {
                     answer: Some(body), ..
                 }) => {
                     relock(&self.stats).from_store += 1;
-                    self.answer(&mut open, &id, Outcome::Answer(body), &mut retry, false)
+                    self.answer(open, &id, Outcome::Answer(body), retry, false)
                         .await;
                 }
                 Some(Stored {
@@ -674,68 +730,81 @@ impl<A: BatchApi> Inner<A> {
                 _ => fresh.push(id),
             }
         }
-        let mut batches: Vec<(String, bool)> = polled.into_iter().map(|b| (b, true)).collect();
-        if !fresh.is_empty() && self.deadline.is_some_and(|d| Instant::now() >= d) {
-            // Nothing new is sent once the night is over: it would be
-            // paid for and never read.
-            for id in std::mem::take(&mut fresh) {
-                for call in open.remove(&id).unwrap_or_default() {
-                    relock(&self.stats).failed += 1;
-                    let _ = call.answer.send(Err(ProviderError::Batch {
-                        provider: provider.to_string(),
-                        message: format!(
-                            "not sent: the time budget (--max-duration) ran out before round {round}"
-                        ),
-                    }));
-                }
+        (polled, fresh)
+    }
+
+    /// Fails every call of `open` waiting on one of `ids` with `message`,
+    /// each counted as failed: requests that were never sent and will not
+    /// be.
+    fn fail_unsent(
+        &self,
+        open: &mut BTreeMap<String, Vec<Waiting>>,
+        ids: &[String],
+        message: &str,
+    ) {
+        for id in ids {
+            for call in open.remove(id).unwrap_or_default() {
+                relock(&self.stats).failed += 1;
+                call.reply(Err(ProviderError::Batch {
+                    provider: self.provider().to_string(),
+                    message: message.to_string(),
+                }));
             }
         }
-        if !fresh.is_empty() {
-            let lines: Vec<(String, Value)> = fresh
-                .iter()
-                .filter_map(|id| {
-                    let body = open.get(id)?.first()?.body.as_ref().clone();
-                    Some((id.clone(), body))
+    }
+
+    /// Submits the requests `fresh` (ids of `open`) as one batch of round
+    /// `round`, counts it and records it in the ledger; gives its id. When
+    /// creating it fails, their calls fail (the HTTP layer retried
+    /// already) and leave `open`, and there is no id.
+    async fn submit_fresh(
+        &self,
+        round: u32,
+        open: &mut BTreeMap<String, Vec<Waiting>>,
+        fresh: &[String],
+    ) -> Option<String> {
+        let provider = self.provider();
+        let lines: Vec<(String, Value)> = fresh
+            .iter()
+            .filter_map(|id| {
+                let body = open.get(id)?.first()?.body.as_ref().clone();
+                Some((id.clone(), body))
+            })
+            .collect();
+        match self.api.submit(&lines).await {
+            Ok(batch_id) => {
+                {
+                    let mut stats = relock(&self.stats);
+                    stats.batches += 1;
+                    stats.requests += lines.len() as u64;
+                }
+                let ids = fresh.to_vec();
+                let recorded = batch_id.clone();
+                self.with_ledger("record a batch", move |l| {
+                    l.submitted(provider, &recorded, round, &ids)
                 })
-                .collect();
-            match self.api.submit(&lines).await {
-                Ok(batch_id) => {
-                    {
-                        let mut stats = relock(&self.stats);
-                        stats.batches += 1;
-                        stats.requests += lines.len() as u64;
-                    }
-                    let ids = fresh.clone();
-                    let recorded = batch_id.clone();
-                    self.with_ledger("record a batch", move |l| {
-                        l.submitted(provider, &recorded, round, &ids)
-                    })
-                    .await;
-                    self.observe(RoundEvent::Submitted {
-                        round,
-                        id: batch_id.clone(),
-                        requests: lines.len() as u64,
-                        picked_up: false,
-                    });
-                    batches.push((batch_id, false));
-                }
-                Err(error) => {
-                    // The HTTP layer retried already: these calls fail.
-                    let message = error.to_string();
-                    for id in &fresh {
-                        for call in open.remove(id).unwrap_or_default() {
-                            relock(&self.stats).failed += 1;
-                            let _ = call.answer.send(Err(ProviderError::Batch {
-                                provider: provider.to_string(),
-                                message: format!("creating the batch failed: {message}"),
-                            }));
-                        }
-                    }
-                }
+                .await;
+                self.observe(RoundEvent::Submitted {
+                    round,
+                    id: batch_id.clone(),
+                    requests: lines.len() as u64,
+                    picked_up: false,
+                });
+                Some(batch_id)
+            }
+            Err(error) => {
+                // The HTTP layer retried already: these calls fail.
+                self.fail_unsent(open, fresh, &format!("creating the batch failed: {error}"));
+                None
             }
         }
-        relock(&self.stats).rounds += 1;
-        for (id, picked_up) in &batches {
+    }
+
+    /// Counts the batches of `batches` an earlier process created
+    /// (`picked_up`) and shows each to the observer as submitted in round
+    /// `round` with no request of its own.
+    fn observe_picked_up(&self, round: u32, batches: &[(String, bool)]) {
+        for (id, picked_up) in batches {
             if *picked_up {
                 relock(&self.stats).picked_up += 1;
                 self.observe(RoundEvent::Submitted {
@@ -746,35 +815,33 @@ impl<A: BatchApi> Inner<A> {
                 });
             }
         }
-        let waited = self.wait(round, &mut batches, &mut open, &mut retry).await;
-        // Requests with no line in their batch's results.
+    }
+
+    /// Settles the calls still in `open` once the round's batches were
+    /// waited for (`waited`): their requests have no line in their
+    /// batch's results, so they go to the next round if they may be sent
+    /// once more (into `retry`); when the waiting stopped first
+    /// (`Unanswered`), they fail with the batches' state.
+    async fn settle_missing(
+        &self,
+        open: &mut BTreeMap<String, Vec<Waiting>>,
+        waited: Result<(), Unanswered>,
+        retry: &mut Vec<Waiting>,
+    ) {
+        let provider = self.provider();
         let missing: Vec<String> = open.keys().cloned().collect();
         for id in missing {
             let why = match &waited {
                 Ok(()) => Outcome::Unfinished("its batch's results have no line for it".into()),
                 Err(unanswered) => {
                     for call in open.remove(&id).unwrap_or_default() {
-                        let _ = call
-                            .answer
-                            .send(Err(unanswered.clone().into_error(provider)));
+                        call.reply(Err(unanswered.clone().into_error(provider)));
                     }
                     continue;
                 }
             };
-            self.answer(&mut open, &id, why, &mut retry, true).await;
+            self.answer(open, &id, why, retry, true).await;
         }
-        let (answered, failed) = {
-            let s = relock(&self.stats);
-            (s.answered, s.failed)
-        };
-        self.observe(RoundEvent::Done {
-            round,
-            answered,
-            resent: retry.len() as u64,
-            failed,
-            elapsed: started.elapsed(),
-        });
-        self.enqueue(retry);
     }
 
     /// Polls `batches` until each ended, reading each one's results as it
@@ -967,7 +1034,7 @@ impl<A: BatchApi> Inner<A> {
                         relock(&self.stats).answered += calls.len() as u64;
                     }
                     for call in calls {
-                        let _ = call.answer.send(Ok(response.clone()));
+                        call.reply(Ok(response.clone()));
                     }
                     return;
                 }
@@ -983,7 +1050,7 @@ impl<A: BatchApi> Inner<A> {
                 retry.push(call);
             } else {
                 relock(&self.stats).failed += 1;
-                let _ = call.answer.send(Err(ProviderError::Batch {
+                call.reply(Err(ProviderError::Batch {
                     provider: provider.to_string(),
                     message: format!(
                         "request {id} failed in two batches, the last time: {failure}"
