@@ -658,7 +658,12 @@ fn value_of(code: &str) -> String {
         let rhs = code[cut..].trim().trim_end_matches(';').trim();
         // `p = rt.exec(cmd)`: the sink is the call, its value the
         // arguments; `el.innerHTML = x`: the sink is the assignment.
-        let lhs = &head[..cut.saturating_sub(1)];
+        // (`java.io.File f = …` declares `f`: only the name assigned
+        // counts.)
+        let lhs = head[..cut.saturating_sub(1)]
+            .split_whitespace()
+            .next_back()
+            .unwrap_or("");
         if !lhs.contains('.')
             && !lhs.contains("->")
             && let Some(args) = chain_args(rhs)
@@ -958,8 +963,9 @@ struct HelperValue {
 enum CallKind {
     /// A method or function defined once in the file (its header's line).
     Helper(u32),
-    /// `new C()` of a class declared in the file, without arguments.
-    LocalObject,
+    /// `new C()` without arguments: an object made from nothing the
+    /// caller gives.
+    NewOfNothing,
     /// A static method of a class called with literals only
     /// (`Utils.command("echo")`): like a class's constant member, a
     /// value the program chose.
@@ -1035,7 +1041,7 @@ impl Trace<'_> {
                             }
                             self.unknown(format!("a call to `{name}`"));
                         }
-                        CallKind::LocalObject | CallKind::StaticOfLiterals => continue,
+                        CallKind::NewOfNothing | CallKind::StaticOfLiterals => continue,
                         CallKind::Unknown => self.unknown(format!("a call to `{name}`")),
                     }
                 }
@@ -1146,8 +1152,8 @@ impl Trace<'_> {
             .strip_suffix("new")
             .is_some_and(|b| !b.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$'));
         if after_new {
-            return if segments.len() == 1 && args.is_empty() && self.declares_class(last) {
-                CallKind::LocalObject
+            return if args.is_empty() {
+                CallKind::NewOfNothing
             } else {
                 CallKind::Unknown
             };
@@ -1387,9 +1393,10 @@ impl Trace<'_> {
     }
 
     /// Whether the function assigns `name` somewhere.
+    /// (A Java `for (T name : items)` sets it too.)
     fn sets(&self, name: &str) -> bool {
         let Ok(re) = Regex::new(&format!(
-            r"(?:^|[^\w$.]){}\s*(?:\[[^\]]*\])?\s*(?:=|\+=|:=)(?:[^=]|$)",
+            r"(?:^|[^\w$.]){0}\s*(?:\[[^\]]*\])?\s*(?:=|\+=|:=)(?:[^=]|$)|\bfor\s*\([^;]*[^\w$.]{0}\s*:[^:]",
             regex::escape(name)
         )) else {
             return false;
@@ -1550,8 +1557,14 @@ impl Trace<'_> {
             let assigned = ["=", "+=", ":=", ".="]
                 .iter()
                 .any(|op| after.starts_with(op) && !after[op.len()..].starts_with('='));
-            let looped = code.trim_start().starts_with("for ")
-                && (code.contains(" in ") || code.contains("range"));
+            // Java's `for (Cookie c : cookies)` takes each of `cookies`.
+            let each = self.family == Family::Braces
+                && code.trim_start().starts_with("for")
+                && after.starts_with(':')
+                && !after.starts_with("::");
+            let looped = each
+                || (code.trim_start().starts_with("for ")
+                    && (code.contains(" in ") || code.contains("range")));
             if assigned || looped {
                 set = true;
                 self.flow.insert(n);
@@ -1559,7 +1572,14 @@ impl Trace<'_> {
                     self.source.get_or_insert((n, kind.to_string()));
                     return;
                 }
-                let rhs = if looped {
+                let rhs = if each {
+                    after[1..]
+                        .trim_end()
+                        .trim_end_matches('{')
+                        .trim_end()
+                        .trim_end_matches(')')
+                        .to_string()
+                } else if looped {
                     code.split_once(" in ")
                         .map(|(_, r)| r)
                         .or_else(|| code.split_once("range").map(|(_, r)| r))
@@ -2310,6 +2330,32 @@ mod tests {
             judge_text("A.java", java, "sql/concat").verdict,
             "uncertain"
         );
+    }
+
+    #[test]
+    fn java_loops_fresh_objects_and_file_constructors_are_read() {
+        // Each cookie of the request's cookies is input.
+        let body = "    javax.servlet.http.Cookie[] cookies = request.getCookies();\n    for (javax.servlet.http.Cookie c : cookies) {\n      if (c.getName().equals(\"v\")) {\n        bar = java.net.URLDecoder.decode(c.getValue(), \"UTF-8\");\n      }\n    }";
+        let j = judge_text("A.java", &servlet(body), "sql/concat");
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        // An object made with no arguments carries no input; a file made
+        // of a constant path is constant.
+        let body = "    bar = new String(new org.apache.commons.codec.binary.Base64().encode(\"x\".getBytes()));";
+        assert_eq!(
+            judge_text("A.java", &servlet(body), "sql/concat").verdict,
+            "refuted"
+        );
+        let text = "class A {\n  void f() throws Exception {\n    String fileName = org.example.Utils.DIR + \"a.txt\";\n    java.io.FileInputStream fis = new java.io.FileInputStream(new java.io.File(fileName)); // SINK\n  }\n}\n";
+        let j = judge_text("A.java", text, "path/jvm-file-from-input");
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+        let j = judge_text(
+            "A.java",
+            &text
+                .replace("void f()", "void f(HttpServletRequest request)")
+                .replace("+ \"a.txt\"", "+ request.getHeader(\"f\")"),
+            "path/jvm-file-from-input",
+        );
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
     }
 
     #[test]
