@@ -990,6 +990,8 @@ impl Trace<'_> {
         // returns is safe.
         let code = KWARG.replace_all(code, "$1 $2").into_owned();
         let code = self.table.unsanitized(&code);
+        // `new ArrayList<String>()` is a call of `ArrayList`.
+        let code = TYPE_ARGS.replace_all(&code, "(").into_owned();
         let mut text = code;
         for part in interps {
             text.push(' ');
@@ -1606,7 +1608,12 @@ impl Trace<'_> {
                 }
                 let args = args.as_str().to_string();
                 self.expr_at(n, &args, &interps, depth + 1);
-            } else if code.contains('(') && self.table.source_in(&raw).is_some() {
+            } else if code.contains('(')
+                && !after.starts_with('.')
+                && self.table.source_in(&raw).is_some()
+            {
+                // (Not `java` of `java.util.List<String> v = source()`:
+                // a package's name is not what the call fills.)
                 // Filled by a source call: `fgets(buf, n, stdin)`.
                 self.flow.insert(n);
                 let kind = self.table.source_in(&raw).unwrap_or_default().to_string();
@@ -1824,6 +1831,10 @@ fn contained_below(family: Family, lines: &BTreeMap<u32, String>, line: u32) -> 
     None
 }
 
+/// Type arguments right before a call's `(` (one level of nesting).
+static TYPE_ARGS: LazyLock<Regex> =
+    LazyLock::new(|| builtin_regex(r"\s*<[\w\s,.?\[\]]*(?:<[\w\s,.?\[\]]*>[\w\s,.?\[\]]*)*>\s*\("));
+
 static ANNOTATION: LazyLock<Regex> = LazyLock::new(|| builtin_regex(r#"@[\w.]+(?:\([^)]*\))?"#));
 
 /// Whether the code before a name reads as its type in a declaration
@@ -1863,7 +1874,7 @@ mod tests {
     /// on first use: force every one here, so none can ship.
     #[test]
     fn every_builtin_pattern_compiles() {
-        for re in [&NAME, &ASSIGN, &TOKEN, &KWARG, &ANNOTATION] {
+        for re in [&NAME, &ASSIGN, &TOKEN, &KWARG, &ANNOTATION, &TYPE_ARGS] {
             std::sync::LazyLock::force(re);
         }
     }
@@ -2356,6 +2367,15 @@ mod tests {
             "path/jvm-file-from-input",
         );
         assert_eq!(j.verdict, "confirmed", "{j:?}");
+        // A generic constructor is a call; a line that reads input and
+        // starts with a package's name does not fill a name `java`.
+        let body = "    java.util.Enumeration<String> names = request.getHeaderNames();\n    java.util.List<String> args = new java.util.ArrayList<String>();\n    args.add(\"echo\");\n    bar = String.join(\" \", args);";
+        let j = judge_text("A.java", &servlet(body), "sql/concat");
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+        // A length is a number, whatever it measures.
+        let body = "    bar = \"n=\" + param.length();";
+        let j = judge_text("A.java", &servlet(body), "sql/concat");
+        assert_eq!(j.verdict, "refuted", "{j:?}");
     }
 
     #[test]
