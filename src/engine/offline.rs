@@ -14,8 +14,10 @@
 //! (`agents::Harness::answer`), whose counted answers are the engine's.
 //! Reports name it a rule engine, not a language model. Asked as the
 //! skeptic (the findings come as data,
-//! [`crate::llm::conversation::Facts::challenges`]), it answers each with
-//! the source check of [`super::source_check`].
+//! [`crate::llm::conversation::Facts::challenges`]), it first reads the
+//! rest of each file beyond the window it was shown (a helper the value
+//! comes from may be defined there), then answers each with the source
+//! check of [`super::source_check`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -55,6 +57,12 @@ impl Offline {
     fn answer(&self, request: &ChatRequest, facts: &Facts) -> Result<ChatResponse, ProviderError> {
         let seen = Conversation::read(&request.messages, &facts.reads);
         if !facts.challenges.is_empty() {
+            // The rest of each file first: a helper the value comes from
+            // is often defined below the window shown.
+            let calls = skeptic_reads(request, facts, &seen);
+            if !calls.is_empty() {
+                return Ok(reply(None, calls));
+            }
             return Ok(reply(Some(skeptic_answer(facts, &seen)), Vec::new()));
         }
         let calls = wanted_calls(request, facts, &seen);
@@ -249,6 +257,43 @@ fn wanted_calls(request: &ChatRequest, facts: &Facts, seen: &Conversation) -> Ve
             wanted.push(json!({"tool": "read_file", "path": path, "offset": offset}));
         }
     }
+    tool_calls(request, wanted)
+}
+
+/// The reads the skeptic's source check wants before it answers: each
+/// challenged file from its top (the window shown starts below it) and
+/// every later page not seen yet, so that helpers defined elsewhere in the
+/// file can be followed; none when tools are off or all is read.
+fn skeptic_reads(request: &ChatRequest, facts: &Facts, seen: &Conversation) -> Vec<ToolCall> {
+    let can_read = request.tool_choice == ToolChoice::Auto
+        && request.tools.iter().any(|t| t.name == "read_file");
+    if !can_read {
+        return Vec::new();
+    }
+    let paths: BTreeSet<&str> = facts.challenges.iter().map(|c| c.path.as_str()).collect();
+    let mut wanted: Vec<Value> = Vec::new();
+    for path in paths {
+        let shown = seen.contents.get(path);
+        let read = |offset: u64| {
+            seen.calls
+                .contains(&("read_file".into(), path.to_string(), offset))
+        };
+        if !shown.is_some_and(|s| s.contains_key(&1)) && !read(0) && !read(1) {
+            wanted.push(json!({"tool": "read_file", "path": path}));
+        }
+        for (p, offset) in &seen.continuations {
+            let line = u32::try_from(*offset).unwrap_or(u32::MAX);
+            if p == path && !shown.is_some_and(|s| s.contains_key(&line)) && !read(*offset) {
+                wanted.push(json!({"tool": "read_file", "path": path, "offset": offset}));
+            }
+        }
+    }
+    tool_calls(request, wanted)
+}
+
+/// The calls of `wanted` (each `{"tool": name, ...arguments}`), at most
+/// a turn's worth, with ids unique in the conversation.
+fn tool_calls(request: &ChatRequest, wanted: Vec<Value>) -> Vec<ToolCall> {
     let round = request
         .messages
         .iter()
@@ -647,6 +692,66 @@ mod tests {
             matches!(&error, ProviderError::Engine(m) if m.contains("builtin:broken.toml: rule \"x\"")),
             "{error}"
         );
+    }
+
+    #[test]
+    fn the_skeptic_reads_the_rest_of_each_file_before_it_answers() {
+        let engine = Offline::new(Arc::new(RuleSet::builtin()));
+        let fence = Fence::fixed("5a5a5a5a");
+        // The window shown: lines 3-4 of 9; the value comes from a helper
+        // defined below it.
+        let window = "A.java (9 lines)\n3\t  void f() {\n4\t    run(pick(\"x\")); // finding\n";
+        let task = format!("TASK: challenge\n\n{}", fence.wrap("A.java", window));
+        let challenge = crate::llm::conversation::ChallengeFact {
+            id: "f1".into(),
+            path: "A.java".into(),
+            line: 4,
+            rule: Some("sql/concat".into()),
+        };
+        let mut facts = Facts {
+            reads: vec![read("A.java", 3, 4, 9)],
+            challenges: vec![challenge],
+            ..Facts::default()
+        };
+        let mut messages = vec![Message::User { text: task }];
+        let r = engine
+            .answer(&request(messages.clone(), ToolChoice::Auto), &facts.clone())
+            .unwrap();
+        assert_eq!(
+            arguments(&r),
+            vec![
+                r#"{"path":"A.java"}"#,
+                r#"{"offset":5,"path":"A.java"}"#,
+                r#"{"offset":7,"path":"A.java"}"#,
+                r#"{"offset":9,"path":"A.java"}"#
+            ]
+        );
+        assert!(r.text.is_none());
+        // Once the whole file is seen, it answers.
+        messages.push(Message::Assistant {
+            text: None,
+            tool_calls: r.tool_calls.clone(),
+        });
+        let whole = "A.java (9 lines)\n1\tclass A {\n2\t  // f\n3\t  void f() {\n4\t    run(pick(\"x\")); // finding\n5\t  }\n6\t  String pick(String v) {\n7\t    return \"fixed\";\n8\t  }\n9\t}\n";
+        messages.push(Message::ToolResult {
+            call_id: r.tool_calls[0].id.clone(),
+            name: "read_file".into(),
+            content: fence.wrap("A.java", whole),
+            is_error: false,
+        });
+        facts.reads.push(read("A.java", 1, 9, 9));
+        let r = engine
+            .answer(&request(messages.clone(), ToolChoice::Auto), &facts.clone())
+            .unwrap();
+        assert!(r.tool_calls.is_empty(), "{:?}", arguments(&r));
+        let text = r.text.unwrap_or_default();
+        assert!(text.contains("\"verdict\":\"refuted\""), "{text}");
+        // Without tools it answers from what it was shown.
+        let r = engine
+            .answer(&request(messages[..1].to_vec(), ToolChoice::None), &facts)
+            .unwrap();
+        assert!(r.tool_calls.is_empty());
+        assert!(r.text.is_some());
     }
 
     #[test]

@@ -28,7 +28,19 @@
 //!   `configs/sources.toml` (a request, argv, the environment, stdin, a
 //!   file) confirms; a parameter, a call the table does not know as pure,
 //!   or a variable set outside the function leaves it uncertain; only
-//!   literals and constants (`UPPER_CASE`, `Class.MEMBER`) refute.
+//!   literals and constants (`UPPER_CASE`, `Class.MEMBER`, also
+//!   package-qualified: `org.example.Utils.DIR`) refute. A static call of
+//!   a class given only literals (`Utils.command("echo")`) counts as a
+//!   constant too: like a class's member, the program chose it.
+//! - a call of a function or method that the file defines once (called
+//!   without a receiver, on `this`/`self`, on a class of the file or on
+//!   `new C()` of one) is followed into it, up to three calls deep: each
+//!   `return` that runs is traced within the helper, a source there
+//!   confirms, and the parameters its value depends on are followed into
+//!   the call's arguments (the others are not the value).
+//! - a path finding whose path is checked, further down its block, to
+//!   stay under a base directory (`target.getCanonicalPath().startsWith(`,
+//!   `realpath(p).startswith(`) is refuted.
 //!
 //! String literals are blanked before names are read (an f-string's or a
 //! template literal's `{…}` parts are kept as code); line comments are cut.
@@ -48,8 +60,11 @@ use crate::util::language::language_of;
 const TABLE: &str = include_str!("../../configs/sources.toml");
 
 /// Bumped whenever the check would judge the same lines differently
-/// (2: it reads the function as it runs, see [`super::live`]).
-const CHECK_VERSION: u32 = 2;
+/// (2: it reads the function as it runs, see [`super::live`]; 3: it
+/// follows helpers of the same file, reads package-qualified class
+/// members and static calls of literals as constants, and honours a
+/// path's containment check).
+const CHECK_VERSION: u32 = 3;
 
 /// What stored verdicts of the check depend on: its version and its
 /// table's text.
@@ -292,6 +307,7 @@ pub(crate) fn judge(
         return Judged::uncertain(format!("line {line} was not shown"));
     }
     let (start, params) = enclosing(family, lines, line);
+    let shown = lines;
     // The function as it runs: dead arms blanked, collection reads
     // replaced by what was put there.
     let live = super::live::live(family, lines, start, line);
@@ -307,10 +323,24 @@ pub(crate) fn judge(
             flow: Vec::new(),
         };
     }
+    if rule.is_some_and(|r| r.starts_with("path/"))
+        && let Some(checked) = contained_below(family, lines, line)
+    {
+        return Judged {
+            verdict: "refuted",
+            confidence: 6,
+            why: format!(
+                "the path made at line {line} is checked to stay under its base directory (its canonical form's prefix) at line {checked}, before it is used"
+            ),
+            flow: vec![line, checked],
+        };
+    }
     let mut trace = Trace {
         table,
         family,
         lines,
+        shown,
+        go: language_of(path) == Some("go"),
         start,
         end: line,
         at: line,
@@ -319,6 +349,7 @@ pub(crate) fn judge(
         source: None,
         unknown: None,
         flow: BTreeSet::new(),
+        helper: None,
     };
     let (mut code, mut interps) = code_of(flagged, family);
     if family == Family::Indent {
@@ -627,7 +658,12 @@ fn value_of(code: &str) -> String {
         let rhs = code[cut..].trim().trim_end_matches(';').trim();
         // `p = rt.exec(cmd)`: the sink is the call, its value the
         // arguments; `el.innerHTML = x`: the sink is the assignment.
-        let lhs = &head[..cut.saturating_sub(1)];
+        // (`java.io.File f = …` declares `f`: only the name assigned
+        // counts.)
+        let lhs = head[..cut.saturating_sub(1)]
+            .split_whitespace()
+            .next_back()
+            .unwrap_or("");
         if !lhs.contains('.')
             && !lhs.contains("->")
             && let Some(args) = chain_args(rhs)
@@ -886,7 +922,12 @@ const WORDS: &[&str] = &[
 struct Trace<'a> {
     table: &'a SourceTable,
     family: Family,
+    /// The function's lines as they run (see [`super::live`]).
     lines: &'a BTreeMap<u32, String>,
+    /// Every line shown, as written: where a helper's definition is read.
+    shown: &'a BTreeMap<u32, String>,
+    /// Go names a parameter before its type.
+    go: bool,
     start: u32,
     end: u32,
     /// The line whose value is being followed: a variable's assignments
@@ -898,6 +939,39 @@ struct Trace<'a> {
     source: Option<(u32, String)>,
     unknown: Option<String>,
     flow: BTreeSet<u32>,
+    /// Set when this traces a helper's return value (see
+    /// [`Trace::helper_value`]): how many helpers deep, and the
+    /// parameters the value depends on, which the caller follows into
+    /// its arguments instead of leaving them uncertain.
+    helper: Option<(u32, BTreeSet<String>)>,
+}
+
+/// How deep the check follows calls into helpers of the same file.
+const HELPER_DEPTH: u32 = 3;
+
+/// What a helper defined in the file returns, as the check read it.
+#[derive(Default)]
+struct HelperValue {
+    source: Option<(u32, String)>,
+    unknown: Option<String>,
+    /// The positions of the parameters the value depends on.
+    uses: BTreeSet<usize>,
+    flow: BTreeSet<u32>,
+}
+
+/// What a call in a value is to the check.
+enum CallKind {
+    /// A method or function defined once in the file (its header's line).
+    Helper(u32),
+    /// `new C()` without arguments: an object made from nothing the
+    /// caller gives.
+    NewOfNothing,
+    /// A static method of a class called with literals only
+    /// (`Utils.command("echo")`): like a class's constant member, a
+    /// value the program chose.
+    StaticOfLiterals,
+    /// Anything else.
+    Unknown,
 }
 
 static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
@@ -916,16 +990,35 @@ impl Trace<'_> {
         // returns is safe.
         let code = KWARG.replace_all(code, "$1 $2").into_owned();
         let code = self.table.unsanitized(&code);
+        // `new ArrayList<String>()` is a call of `ArrayList`.
+        let code = TYPE_ARGS.replace_all(&code, "(").into_owned();
         let mut text = code;
         for part in interps {
             text.push(' ');
             text.push_str(part);
         }
-        let tokens: Vec<(String, bool)> = TOKEN
+        // Each name with whether it is called, where it starts and where
+        // its call's arguments start.
+        let tokens: Vec<(String, bool, usize, usize)> = TOKEN
             .captures_iter(&text)
-            .map(|c| (c[1].to_string(), c.get(2).is_some()))
+            .filter_map(|c| {
+                let name = c.get(1)?;
+                let end = c.get(0)?.end();
+                Some((
+                    name.as_str().to_string(),
+                    c.get(2).is_some(),
+                    name.start(),
+                    end,
+                ))
+            })
             .collect();
-        for (name, call) in tokens {
+        // The arguments of a helper the check followed are followed only
+        // where its value depends on them: their names are skipped here.
+        let mut skip_to = 0;
+        for (name, call, at, end) in tokens {
+            if at < skip_to {
+                continue;
+            }
             let segments: Vec<&str> = name
                 .split(['.', ':', '-', '>'])
                 .map(str::trim)
@@ -939,7 +1032,20 @@ impl Trace<'_> {
             }
             if call {
                 if !self.table.pure_calls.contains(last.trim_end_matches('!')) {
-                    self.unknown(format!("a call to `{name}`"));
+                    let args = call_args_at(&text, end.saturating_sub(1));
+                    let listed = args.as_ref().map(|(a, _)| a.as_slice()).unwrap_or(&[]);
+                    match self.call_kind(&text, at, &segments, listed) {
+                        CallKind::Helper(def) => {
+                            if let Some((args, close)) = args {
+                                skip_to = close;
+                                self.helper_call(def, &name, &args, depth);
+                                continue;
+                            }
+                            self.unknown(format!("a call to `{name}`"));
+                        }
+                        CallKind::NewOfNothing | CallKind::StaticOfLiterals => continue,
+                        CallKind::Unknown => self.unknown(format!("a call to `{name}`")),
+                    }
                 }
                 // A method's result depends on its receiver: a source there
                 // still confirms. A name the function never sets is a
@@ -951,8 +1057,11 @@ impl Trace<'_> {
                 {
                     self.variable(head, depth);
                 }
-            } else if is_constant(head) || (segments.len() > 1 && starts_upper(head)) {
-                // A constant, or a class's member.
+            } else if is_constant(head)
+                || (segments.len() > 1 && starts_upper(head))
+                || self.qualified_class(&segments)
+            {
+                // A constant, or a class's member (`java.io.File.separator`).
             } else if matches!(head, "self" | "this") {
                 self.unknown(format!("the field `{name}`"));
             } else {
@@ -1012,10 +1121,284 @@ impl Trace<'_> {
         false
     }
 
+    /// Whether `segments` name a member of a package-qualified class
+    /// (`org.example.Utils.DIR`, `java.io.File.separator`): lower-case
+    /// package names, then a class, then more, where the first name is
+    /// none the function has (a parameter or a local it sets).
+    fn qualified_class(&self, segments: &[&str]) -> bool {
+        let Some(class) = segments.iter().position(|s| starts_upper(s)) else {
+            return false;
+        };
+        let Some(&head) = segments.first() else {
+            return false;
+        };
+        class > 0
+            && class + 1 < segments.len()
+            && segments[..class].iter().all(|s| {
+                s.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            })
+            && !self.params.contains(head)
+            && !self.sets(head)
+    }
+
+    /// What the call to `segments` whose name starts at byte `at` of
+    /// `text` is: a helper of the file the check can follow, a local
+    /// object, a static call of literals, or unknown.
+    fn call_kind(&self, text: &str, at: usize, segments: &[&str], args: &[String]) -> CallKind {
+        let Some(&last) = segments.last() else {
+            return CallKind::Unknown;
+        };
+        let before = text.get(..at).unwrap_or("").trim_end();
+        let after_new = before
+            .strip_suffix("new")
+            .is_some_and(|b| !b.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$'));
+        if after_new {
+            return if args.is_empty() {
+                CallKind::NewOfNothing
+            } else {
+                CallKind::Unknown
+            };
+        }
+        // The receiver: none, `this`/`self`, a class of the file, or
+        // `new C()` of one.
+        let receiver_ok = match segments {
+            [_] => match before.strip_suffix('.') {
+                None => !before.ends_with("->") && !before.ends_with("::"),
+                Some(recv) => local_object_before(recv.trim_end())
+                    .is_some_and(|class| self.declares_class(class)),
+            },
+            [recv, _] => {
+                matches!(*recv, "this" | "self")
+                    || (starts_upper(recv) && self.declares_class(recv))
+            }
+            _ => false,
+        };
+        if receiver_ok {
+            let defs = self.definitions(last);
+            if let [def] = defs.as_slice() {
+                return CallKind::Helper(*def);
+            }
+        }
+        let literal = |a: &String| {
+            names(a).all(|n| {
+                matches!(
+                    n,
+                    "true" | "false" | "null" | "None" | "True" | "False" | "nil"
+                )
+            })
+        };
+        let class = segments.iter().position(|s| starts_upper(s));
+        let static_call = class.is_some_and(|c| {
+            c + 1 < segments.len()
+                && (c == 0 || self.qualified_class(segments))
+                && !is_constant(segments[c])
+        });
+        if static_call && !args.is_empty() && args.iter().all(literal) {
+            return CallKind::StaticOfLiterals;
+        }
+        CallKind::Unknown
+    }
+
+    /// Whether the lines shown declare a class (or interface, enum,
+    /// record, struct) named `name`.
+    fn declares_class(&self, name: &str) -> bool {
+        let Ok(re) = Regex::new(&format!(
+            r"\b(?:class|interface|enum|record|struct)\s+{}\b",
+            regex::escape(name)
+        )) else {
+            return false;
+        };
+        self.shown
+            .values()
+            .any(|t| re.is_match(&code_of(t, self.family).0))
+    }
+
+    /// The lines of the shown text that define a function or method
+    /// named `name` (its header, with a body).
+    fn definitions(&self, name: &str) -> Vec<u32> {
+        let Ok(re) = Regex::new(&format!(r"(?:^|[^\w$.]){}\s*\(", regex::escape(name))) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (&n, raw) in self.shown {
+            let (code, _) = code_of(raw, self.family);
+            let Some(m) = re.find(&code) else { continue };
+            let Some(offset) = m.as_str().find(name) else {
+                continue;
+            };
+            let before = code[..m.start() + offset].trim_end();
+            let is_def = match self.family {
+                Family::Indent => before.ends_with("def"),
+                Family::Braces => {
+                    let word = before
+                        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+                        .next()
+                        .unwrap_or("");
+                    let typed = before.is_empty()
+                        || before.ends_with(['>', ']', '*', '&'])
+                        || (before.ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                            && !matches!(
+                                word,
+                                "new"
+                                    | "return"
+                                    | "throw"
+                                    | "await"
+                                    | "yield"
+                                    | "else"
+                                    | "case"
+                                    | "in"
+                                    | "of"
+                                    | "typeof"
+                                    | "delete"
+                            ))
+                        || (before.starts_with("func") && before.ends_with(')'));
+                    typed && is_function_header(&code) && self.has_body(n)
+                }
+            };
+            if is_def {
+                out.push(n);
+            }
+        }
+        out
+    }
+
+    /// Whether the header at line `n` opens a body (`{` before any `;`,
+    /// on its line or the next few).
+    fn has_body(&self, n: u32) -> bool {
+        for (_, t) in self.shown.range(n..).take(6) {
+            let code = code_of(t, self.family).0;
+            match (code.find('{'), code.find(';')) {
+                (Some(_), None) => return true,
+                (Some(b), Some(s)) => return b < s,
+                (None, Some(_)) => return false,
+                (None, None) => {}
+            }
+        }
+        false
+    }
+
+    /// Follows a call of the helper defined at line `def` with `args`:
+    /// what it returns decides, and the arguments it depends on are
+    /// followed here, in the caller.
+    fn helper_call(&mut self, def: u32, name: &str, args: &[String], depth: u32) {
+        let level = self.helper.as_ref().map_or(0, |(l, _)| *l) + 1;
+        if level > HELPER_DEPTH {
+            self.unknown(format!("a call to `{name}` (followed too far)"));
+            return;
+        }
+        let value = Trace::helper_value(self.table, self.family, self.shown, self.go, def, level);
+        self.flow.extend(value.flow.iter().copied());
+        if let Some((line, kind)) = value.source {
+            self.source.get_or_insert((line, kind));
+            return;
+        }
+        if let Some(unknown) = value.unknown {
+            self.unknown(format!("{unknown} in `{name}` (line {def})"));
+            return;
+        }
+        for i in value.uses {
+            match args.get(i) {
+                Some(arg) => self.expr(arg, &[], depth + 1),
+                None => self.unknown(format!(
+                    "a call to `{name}` with fewer arguments than it reads"
+                )),
+            }
+        }
+    }
+
+    /// What the helper defined at line `def` returns: each `return` that
+    /// runs, followed within the helper, with its parameters recorded
+    /// rather than left uncertain.
+    fn helper_value(
+        table: &SourceTable,
+        family: Family,
+        shown: &BTreeMap<u32, String>,
+        go: bool,
+        def: u32,
+        level: u32,
+    ) -> HelperValue {
+        let mut out = HelperValue::default();
+        let order = ordered_params(shown, def, go);
+        let end = body_end(family, shown, def);
+        let returns: Vec<u32> = shown
+            .range(def.saturating_add(1)..=end)
+            .filter(|(_, t)| {
+                let code = code_of(t, family).0;
+                let t = code.trim_start();
+                t.strip_prefix("return")
+                    .is_some_and(|r| r.starts_with([' ', '(', '"', '\'']))
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        let mut read = 0;
+        for r in returns {
+            let live = super::live::live(family, shown, def, r);
+            let Some(text) = live.lines.get(&r) else {
+                continue;
+            };
+            // A return in an arm that never runs.
+            if text.trim().is_empty() {
+                continue;
+            }
+            let (code, interps) = code_of(text, family);
+            let value = code
+                .trim_start()
+                .trim_start_matches("return")
+                .trim()
+                .trim_end_matches(';')
+                .to_string();
+            read += 1;
+            out.flow.insert(r);
+            if let Some(kind) = table.source_in(&table.unsanitized(text)) {
+                out.source.get_or_insert((r, kind.to_string()));
+                return out;
+            }
+            let mut sub = Trace {
+                table,
+                family,
+                lines: &live.lines,
+                shown,
+                go,
+                start: def,
+                end: r,
+                at: r,
+                params: order.iter().cloned().collect(),
+                visited: BTreeSet::new(),
+                source: None,
+                unknown: None,
+                flow: BTreeSet::new(),
+                helper: Some((level, BTreeSet::new())),
+            };
+            sub.expr(&value, &interps, 0);
+            out.flow.extend(sub.flow.iter().copied());
+            if let Some(source) = sub.source {
+                out.source = Some(source);
+                return out;
+            }
+            if out.unknown.is_none() {
+                out.unknown = sub.unknown;
+            }
+            if let Some((_, uses)) = sub.helper {
+                for name in uses {
+                    if let Some(i) = order.iter().position(|p| *p == name) {
+                        out.uses.insert(i);
+                    }
+                }
+            }
+        }
+        if read == 0 {
+            out.unknown
+                .get_or_insert_with(|| "a value the rule engine cannot read".to_string());
+        }
+        out
+    }
+
     /// Whether the function assigns `name` somewhere.
+    /// (A Java `for (T name : items)` sets it too.)
     fn sets(&self, name: &str) -> bool {
         let Ok(re) = Regex::new(&format!(
-            r"(?:^|[^\w$.]){}\s*(?:\[[^\]]*\])?\s*(?:=|\+=|:=)(?:[^=]|$)",
+            r"(?:^|[^\w$.]){0}\s*(?:\[[^\]]*\])?\s*(?:=|\+=|:=)(?:[^=]|$)|\bfor\s*\([^;]*[^\w$.]{0}\s*:[^:]",
             regex::escape(name)
         )) else {
             return false;
@@ -1176,8 +1559,14 @@ impl Trace<'_> {
             let assigned = ["=", "+=", ":=", ".="]
                 .iter()
                 .any(|op| after.starts_with(op) && !after[op.len()..].starts_with('='));
-            let looped = code.trim_start().starts_with("for ")
-                && (code.contains(" in ") || code.contains("range"));
+            // Java's `for (Cookie c : cookies)` takes each of `cookies`.
+            let each = self.family == Family::Braces
+                && code.trim_start().starts_with("for")
+                && after.starts_with(':')
+                && !after.starts_with("::");
+            let looped = each
+                || (code.trim_start().starts_with("for ")
+                    && (code.contains(" in ") || code.contains("range")));
             if assigned || looped {
                 set = true;
                 self.flow.insert(n);
@@ -1185,7 +1574,14 @@ impl Trace<'_> {
                     self.source.get_or_insert((n, kind.to_string()));
                     return;
                 }
-                let rhs = if looped {
+                let rhs = if each {
+                    after[1..]
+                        .trim_end()
+                        .trim_end_matches('{')
+                        .trim_end()
+                        .trim_end_matches(')')
+                        .to_string()
+                } else if looped {
                     code.split_once(" in ")
                         .map(|(_, r)| r)
                         .or_else(|| code.split_once("range").map(|(_, r)| r))
@@ -1212,7 +1608,12 @@ impl Trace<'_> {
                 }
                 let args = args.as_str().to_string();
                 self.expr_at(n, &args, &interps, depth + 1);
-            } else if code.contains('(') && self.table.source_in(&raw).is_some() {
+            } else if code.contains('(')
+                && !after.starts_with('.')
+                && self.table.source_in(&raw).is_some()
+            {
+                // (Not `java` of `java.util.List<String> v = source()`:
+                // a package's name is not what the call fills.)
                 // Filled by a source call: `fgets(buf, n, stdin)`.
                 self.flow.insert(n);
                 let kind = self.table.source_in(&raw).unwrap_or_default().to_string();
@@ -1229,12 +1630,212 @@ impl Trace<'_> {
             return;
         }
         if self.params.contains(name) {
-            self.unknown(format!("the parameter `{name}`"));
+            match &mut self.helper {
+                Some((_, uses)) => {
+                    uses.insert(name.to_string());
+                }
+                None => self.unknown(format!("the parameter `{name}`")),
+            }
         } else {
             self.unknown(format!("`{name}`, which the function does not set"));
         }
     }
 }
+
+/// The arguments of the call whose `(` is at byte `open` of `text`, split
+/// at its top-level commas (none for `()`), and the byte after its `)`.
+fn call_args_at(text: &str, open: usize) -> Option<(Vec<String>, usize)> {
+    if text.get(open..open + 1) != Some("(") {
+        return None;
+    }
+    let mut depth = 0i32;
+    let mut args = vec![String::new()];
+    for (i, ch) in text.get(open..)?.char_indices() {
+        match ch {
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth == 1 {
+                    continue;
+                }
+            }
+            ')' | ']' | '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    let args = if args.len() == 1 && args[0].trim().is_empty() {
+                        Vec::new()
+                    } else {
+                        args
+                    };
+                    return Some((args, open + i + 1));
+                }
+            }
+            ',' if depth == 1 => {
+                args.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(last) = args.last_mut() {
+            last.push(ch);
+        }
+    }
+    None
+}
+
+/// The class `C` when `recv` (the text before a `.`) ends with `new C()`.
+fn local_object_before(recv: &str) -> Option<&str> {
+    let inner = recv.strip_suffix(')')?.trim_end().strip_suffix('(')?;
+    let inner = inner.trim_end();
+    let class_at = inner
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_alphanumeric() || *c == '_' || *c == '$')
+        .last()
+        .map(|(i, _)| i)?;
+    let class = &inner[class_at..];
+    let before = inner[..class_at].trim_end();
+    let is_new = before
+        .strip_suffix("new")
+        .is_some_and(|b| !b.ends_with(|c: char| c.is_alphanumeric() || c == '_'));
+    is_new.then_some(class)
+}
+
+/// The names of the parameters of the function whose header is at line
+/// `def`, in order: `Type name` (C, Java, C#) gives the last name of each,
+/// `name: Type`, `name = default`, an untyped name and Go's `name Type`
+/// the first; a leading `self`, `cls` or `this` is not an argument.
+fn ordered_params(lines: &BTreeMap<u32, String>, def: u32, go: bool) -> Vec<String> {
+    let mut header = String::new();
+    for (_, text) in lines.range(def..).take(6) {
+        header.push_str(text);
+        header.push(' ');
+        if text.contains('{') || text.trim_end().ends_with(':') {
+            break;
+        }
+    }
+    // Go's receiver comes before the name: its list is the second.
+    let from = if go && header.trim_start().starts_with("func (") {
+        header
+            .find(')')
+            .and_then(|r| header[r..].find('(').map(|o| r + o))
+    } else {
+        header.find('(')
+    };
+    let Some((params, _)) = from.and_then(|o| call_args_at(&header, o)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = params
+        .iter()
+        .filter_map(|p| {
+            let p = ANNOTATION.replace_all(p, " ");
+            let p = p.split('=').next().unwrap_or("");
+            let typed = p.contains(':') && !p.contains("::");
+            let part = if typed {
+                p.split(':').next().unwrap_or("")
+            } else {
+                p
+            };
+            let found: Vec<&str> = names(part)
+                .filter(|n| !matches!(*n, "final" | "mut" | "const" | "var" | "val"))
+                .collect();
+            if typed || go || found.len() == 1 {
+                found.first().map(|n| n.to_string())
+            } else {
+                found.last().map(|n| n.to_string())
+            }
+        })
+        .collect();
+    if out
+        .first()
+        .is_some_and(|p| matches!(p.as_str(), "self" | "cls" | "this"))
+    {
+        out.remove(0);
+    }
+    out
+}
+
+/// The last line of the body of the function whose header is at `def`.
+fn body_end(family: Family, lines: &BTreeMap<u32, String>, def: u32) -> u32 {
+    match family {
+        Family::Indent => {
+            let indent = |t: &str| t.len() - t.trim_start().len();
+            let own = lines.get(&def).map_or(0, |t| indent(t));
+            let mut end = def;
+            for (&n, t) in lines.range(def.saturating_add(1)..) {
+                if t.trim().is_empty() {
+                    continue;
+                }
+                if indent(t) <= own {
+                    break;
+                }
+                end = n;
+            }
+            end
+        }
+        Family::Braces => {
+            let mut depth = 0i64;
+            let mut opened = false;
+            for (&n, t) in lines.range(def..) {
+                for c in code_of(t, family).0.chars() {
+                    match c {
+                        '{' => {
+                            depth += 1;
+                            opened = true;
+                        }
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    if opened && depth <= 0 {
+                        return n;
+                    }
+                }
+            }
+            lines.keys().next_back().copied().unwrap_or(def)
+        }
+    }
+}
+
+/// The line below `line`, in the same block, that checks the path
+/// assigned at `line` stays under a base directory (its canonical or
+/// real form's `startsWith`), if there is one.
+fn contained_below(family: Family, lines: &BTreeMap<u32, String>, line: u32) -> Option<u32> {
+    let (code, _) = code_of(lines.get(&line)?, family);
+    let head = code.split('(').next().unwrap_or(&code);
+    let cut = assignment_end(head)?;
+    let lhs = head[..cut.saturating_sub(1)].trim_end_matches([':', '+', '.']);
+    let var = names(lhs).last()?;
+    let check = Regex::new(&format!(
+        r"(?:\b{0}\s*\.\s*(?:getCanonicalPath|getCanonicalFile|toRealPath|normalize|toAbsolutePath)\s*\([^)]*\)(?:\s*\.\s*\w+\s*\([^)]*\))*\s*\.\s*startsWith|\b(?:realpath|abspath|normpath)\s*\(\s*{0}\s*\)\s*\)?\s*\.\s*startswith)\s*\(",
+        regex::escape(var)
+    ))
+    .ok()?;
+    let mut depth = 0i64;
+    for (&n, t) in lines.range(line.saturating_add(1)..) {
+        let (code, _) = code_of(t, family);
+        if check.is_match(&code) {
+            return Some(n);
+        }
+        if family == Family::Braces {
+            for c in code.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            if depth < 0 {
+                return None;
+            }
+        }
+    }
+    None
+}
+
+/// Type arguments right before a call's `(` (one level of nesting).
+static TYPE_ARGS: LazyLock<Regex> =
+    LazyLock::new(|| builtin_regex(r"\s*<[\w\s,.?\[\]]*(?:<[\w\s,.?\[\]]*>[\w\s,.?\[\]]*)*>\s*\("));
+
+static ANNOTATION: LazyLock<Regex> = LazyLock::new(|| builtin_regex(r#"@[\w.]+(?:\([^)]*\))?"#));
 
 /// Whether the code before a name reads as its type in a declaration
 /// without a value (`char buf[64];`, `int n;`), not a use (`return n;`,
@@ -1273,7 +1874,7 @@ mod tests {
     /// on first use: force every one here, so none can ship.
     #[test]
     fn every_builtin_pattern_compiles() {
-        for re in [&NAME, &ASSIGN, &TOKEN, &KWARG] {
+        for re in [&NAME, &ASSIGN, &TOKEN, &KWARG, &ANNOTATION, &TYPE_ARGS] {
             std::sync::LazyLock::force(re);
         }
     }
@@ -1589,6 +2190,194 @@ mod tests {
         );
     }
 
+    /// A servlet whose `bar` comes from a helper of the same file.
+    fn with_helper(call: &str, helper: &str) -> String {
+        format!(
+            "class A {{\n  void doPost(HttpServletRequest request) throws Exception {{\n    String param = request.getParameter(\"v\");\n    String bar = {call};\n    String sql = \"SELECT * FROM t WHERE n = '\" + bar + \"'\"; // SINK\n  }}\n\n{helper}\n}}\n"
+        )
+    }
+
+    #[test]
+    fn a_helper_of_the_same_file_is_followed_into_its_return_value() {
+        let inner = "  private class Test {\n    public String doSomething(HttpServletRequest request, String param) throws Exception {\n      String bar = \"safe!\";\n      java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n      map.put(\"keyA-1\", \"a_Value\");\n      map.put(\"keyB-2\", param);\n      bar = (String) map.get(\"keyA-1\");\n      return bar;\n    }\n  }";
+        twins(
+            "A.java",
+            "sql/concat",
+            &with_helper("new Test().doSomething(request, param)", inner),
+            &with_helper(
+                "new Test().doSomething(request, param)",
+                &inner.replace("get(\"keyA-1\")", "get(\"keyB-2\")"),
+            ),
+        );
+        // A static helper, called without a receiver.
+        let helper = "  private static String clean(String value, int n) {\n    if (n > 100) {\n      return \"none\";\n    }\n    return value.trim();\n  }";
+        let j = judge_text(
+            "A.java",
+            &with_helper("clean(param, 3)", helper),
+            "sql/concat",
+        );
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        assert_eq!(
+            judge_text(
+                "A.java",
+                &with_helper("clean(\"fixed\", 3)", helper),
+                "sql/concat"
+            )
+            .verdict,
+            "refuted"
+        );
+        // A helper that reads the request itself confirms whatever it is
+        // given; one that returns a field stays uncertain.
+        let reads = "  private String fetch(HttpServletRequest r) {\n    return r.getHeader(\"X-Name\");\n  }";
+        assert_eq!(
+            judge_text(
+                "A.java",
+                &with_helper("fetch(request)", reads),
+                "sql/concat"
+            )
+            .verdict,
+            "confirmed"
+        );
+        let field = "  private String name;\n  private String current(String ignored) {\n    return this.name;\n  }";
+        let j = judge_text(
+            "A.java",
+            &with_helper("current(param)", field),
+            "sql/concat",
+        );
+        assert_eq!(j.verdict, "uncertain", "{j:?}");
+        assert!(j.why.contains("in `current`"), "{j:?}");
+        // A method the file does not define, or defines twice, is not
+        // followed.
+        let j = judge_text(
+            "A.java",
+            &with_helper("thing.doSomething(\"fixed\")", ""),
+            "sql/concat",
+        );
+        assert_eq!(j.verdict, "uncertain", "{j:?}");
+        let twice = "  String pick(String a) {\n    return \"x\";\n  }\n  String pick(int a) {\n    return \"y\";\n  }";
+        assert_eq!(
+            judge_text("A.java", &with_helper("pick(\"k\")", twice), "sql/concat").verdict,
+            "uncertain"
+        );
+        // A helper that calls itself is followed only so far.
+        let recursive = "  String loop(String a) {\n    return loop(a);\n  }";
+        let j = judge_text(
+            "A.java",
+            &with_helper("loop(\"k\")", recursive),
+            "sql/concat",
+        );
+        assert_eq!(j.verdict, "uncertain", "{j:?}");
+        assert!(j.why.contains("followed too far"), "{j:?}");
+    }
+
+    #[test]
+    fn python_and_go_helpers_map_their_parameters_to_the_arguments() {
+        let py = "import os\n\ndef pick(self_value, other):\n    return other\n\ndef run(request):\n    name = request.args['n']\n    os.system('ls ' + pick(name, 'x'))  # SINK\n";
+        assert_eq!(
+            judge_text("a.py", py, "exec/python-os-system").verdict,
+            "refuted"
+        );
+        assert_eq!(
+            judge_text(
+                "a.py",
+                &py.replace("pick(name, 'x')", "pick('x', name)"),
+                "exec/python-os-system"
+            )
+            .verdict,
+            "confirmed"
+        );
+        let go = "func (s *Server) clean(ctx context.Context, v string) string {\n\treturn v\n}\n\nfunc h(w http.ResponseWriter, r *http.Request) {\n\tbar := r.FormValue(\"v\")\n\tdb.Query(\"SELECT * FROM t WHERE n = '\" + s.clean(nil, bar) + \"'\") // SINK\n}\n";
+        // `s` is no class of the file: the call is not followed.
+        assert_eq!(judge_text("a.go", go, "sql/concat").verdict, "confirmed");
+        let go = "func clean(ctx context.Context, v string) string {\n\treturn \"fixed\"\n}\n\nfunc h(w http.ResponseWriter, r *http.Request) {\n\tbar := r.FormValue(\"v\")\n\tdb.Query(\"SELECT * FROM t WHERE n = '\" + clean(nil, bar) + \"'\") // SINK\n}\n";
+        assert_eq!(judge_text("a.go", go, "sql/concat").verdict, "refuted");
+    }
+
+    #[test]
+    fn qualified_class_members_and_static_calls_of_literals_are_constants() {
+        let body = "    bar = \"fixed\";\n    String cmd = org.example.helpers.Utils.osCommand(\"echo\");\n    String dir = org.example.helpers.Utils.TEST_DIR + java.io.File.separator;";
+        let sink = "    Runtime.getRuntime().exec(cmd + dir + bar); // SINK";
+        let text = servlet(body).replace(
+            "    String sql = \"SELECT * FROM t WHERE n = '\" + bar + \"'\"; // SINK",
+            sink,
+        );
+        let j = judge_text("A.java", &text, "java/runtime-exec");
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+        let j = judge_text(
+            "A.java",
+            &text.replace("bar = \"fixed\";", "bar = param;"),
+            "java/runtime-exec",
+        );
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        // A static call given a variable, or none, is still unknown.
+        let j = judge_text(
+            "A.java",
+            &text.replace("osCommand(\"echo\")", "osCommand(bar)"),
+            "java/runtime-exec",
+        );
+        assert_eq!(j.verdict, "uncertain", "{j:?}");
+        let j = judge_text(
+            "A.java",
+            &text.replace("osCommand(\"echo\")", "osCommand()"),
+            "java/runtime-exec",
+        );
+        assert_eq!(j.verdict, "uncertain", "{j:?}");
+    }
+
+    #[test]
+    fn a_path_checked_against_its_base_directory_is_refuted() {
+        let java = "class A {\n  byte[] read(File base, String name) throws IOException {\n    File target = new File(base, name); // SINK\n    String root = base.getCanonicalPath() + File.separator;\n    if (!target.getCanonicalPath().startsWith(root)) {\n      throw new SecurityException(\"outside\");\n    }\n    return Files.readAllBytes(target.toPath());\n  }\n}\n";
+        let j = judge_text("A.java", java, "path/jvm-file-from-input");
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+        assert_eq!(j.flow, vec![3, 5]);
+        // Without the check, or checking another path, it is not.
+        let unchecked = java.replace("target.getCanonicalPath()", "base.getCanonicalPath()");
+        assert_eq!(
+            judge_text("A.java", &unchecked, "path/jvm-file-from-input").verdict,
+            "uncertain"
+        );
+        // Only for path findings.
+        assert_eq!(
+            judge_text("A.java", java, "sql/concat").verdict,
+            "uncertain"
+        );
+    }
+
+    #[test]
+    fn java_loops_fresh_objects_and_file_constructors_are_read() {
+        // Each cookie of the request's cookies is input.
+        let body = "    javax.servlet.http.Cookie[] cookies = request.getCookies();\n    for (javax.servlet.http.Cookie c : cookies) {\n      if (c.getName().equals(\"v\")) {\n        bar = java.net.URLDecoder.decode(c.getValue(), \"UTF-8\");\n      }\n    }";
+        let j = judge_text("A.java", &servlet(body), "sql/concat");
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        // An object made with no arguments carries no input; a file made
+        // of a constant path is constant.
+        let body = "    bar = new String(new org.apache.commons.codec.binary.Base64().encode(\"x\".getBytes()));";
+        assert_eq!(
+            judge_text("A.java", &servlet(body), "sql/concat").verdict,
+            "refuted"
+        );
+        let text = "class A {\n  void f() throws Exception {\n    String fileName = org.example.Utils.DIR + \"a.txt\";\n    java.io.FileInputStream fis = new java.io.FileInputStream(new java.io.File(fileName)); // SINK\n  }\n}\n";
+        let j = judge_text("A.java", text, "path/jvm-file-from-input");
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+        let j = judge_text(
+            "A.java",
+            &text
+                .replace("void f()", "void f(HttpServletRequest request)")
+                .replace("+ \"a.txt\"", "+ request.getHeader(\"f\")"),
+            "path/jvm-file-from-input",
+        );
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        // A generic constructor is a call; a line that reads input and
+        // starts with a package's name does not fill a name `java`.
+        let body = "    java.util.Enumeration<String> names = request.getHeaderNames();\n    java.util.List<String> args = new java.util.ArrayList<String>();\n    args.add(\"echo\");\n    bar = String.join(\" \", args);";
+        let j = judge_text("A.java", &servlet(body), "sql/concat");
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+        // A length is a number, whatever it measures.
+        let body = "    bar = \"n=\" + param.length();";
+        let j = judge_text("A.java", &servlet(body), "sql/concat");
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+    }
+
     #[test]
     fn odd_input_is_judged_without_panicking() {
         let table = SourceTable::bundled().unwrap();
@@ -1613,6 +2402,16 @@ mod tests {
             "else bar = param;",
             "map.put(\"k\", request.getParameter(\"v\"));",
             "SELECT * FROM t WHERE n = '\" + x",
+            "String f(String a) {",
+            "return a;",
+            "return",
+            "bar = new T().f(\"k\", x);",
+            "bar = f(g(h(x)));",
+            "func (s *T) f(",
+            "def f(self, a):",
+            "File t = new File(b, n);",
+            "t.getCanonicalPath().startsWith(r)",
+            "x = a.b.C.d(\"k\");",
         ];
         for path in ["a.java", "a.py", "a.go", "a.php", "a.c", "a.js"] {
             for a in odd {

@@ -502,11 +502,11 @@ fn offline_ask_delegates_one_task_per_directory_and_says_what_it_is() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("3 verified findings (2 medium, 1 low)."),
+        stdout.contains("3 verified findings (1 high, 1 medium, 1 low)."),
         "{stdout}"
     );
     assert!(
-        stdout.contains("- web/ (1 file): 1 finding (1 medium)"),
+        stdout.contains("- web/ (1 file): 1 finding (1 high)"),
         "{stdout}"
     );
     assert!(stdout.contains("3 citations checked against the files: 3 verified"));

@@ -432,6 +432,11 @@ async fn the_report_schema_names_only_the_groups_files_and_its_reads_over_chat_c
             continue;
         };
         assert_eq!(format["json_schema"]["strict"], true);
+        // The skeptic's verdicts (the rule engine's lead in `b/three.py`,
+        // `os.system`, is high and so challenged) are not a report.
+        if format["json_schema"]["name"] != "report_findings" {
+            continue;
+        }
         let (path, line) = path_and_line(&format["json_schema"]["schema"]);
         assert_eq!(line["type"], "integer");
         assert_eq!(line["minimum"], 1);
