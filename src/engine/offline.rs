@@ -41,6 +41,10 @@ use crate::util::language::language_of;
 /// Most files it reads when it has to explore (no file list given).
 const EXPLORE_FILES: usize = 200;
 
+/// Most files the skeptic reads beyond the challenged ones: those its
+/// searches for the classes a value is returned by name.
+const FOUND_FILES: usize = 16;
+
 /// The offline rule engine.
 pub(crate) struct Offline {
     rules: Arc<RuleSet>,
@@ -63,7 +67,14 @@ impl Offline {
             if !calls.is_empty() {
                 return Ok(reply(None, calls));
             }
-            return Ok(reply(Some(skeptic_answer(facts, &seen)), Vec::new()));
+            let judged = skeptic_judge(facts, &seen);
+            // A class the value is returned by that no file read declares:
+            // searched for once, then its files are read (above).
+            let calls = skeptic_searches(request, facts, &judged, &seen);
+            if !calls.is_empty() {
+                return Ok(reply(None, calls));
+            }
+            return Ok(reply(Some(skeptic_answer(facts, &judged)), Vec::new()));
         }
         let calls = wanted_calls(request, facts, &seen);
         if !calls.is_empty() {
@@ -140,13 +151,12 @@ impl Offline {
         let Ok(table) = SourceTable::bundled() else {
             return Vec::new();
         };
-        let empty = BTreeMap::new();
         leads
             .iter()
             .filter_map(|l| {
-                let lines = seen.contents.get(&l.path).unwrap_or(&empty);
                 let rule = self.rule_like(l, table);
-                let judged = source_check::judge(table, &l.path, lines, l.line, rule.as_deref());
+                let judged =
+                    source_check::judge(table, &l.path, &seen.contents, l.line, rule.as_deref());
                 let verdict = match judged.verdict {
                     "confirmed" => "confirmed",
                     "refuted" => "dismissed",
@@ -173,36 +183,96 @@ impl Offline {
     }
 }
 
-/// The skeptic's answer: each finding put through the source check on
-/// the lines shown (see [`super::source_check`]), as the verdicts schema.
-fn skeptic_answer(facts: &Facts, seen: &Conversation) -> String {
-    let empty = BTreeMap::new();
+/// The source check's verdict on each challenged finding, from the lines
+/// shown of its file and the other files read (see [`super::source_check`]).
+fn skeptic_judge(facts: &Facts, seen: &Conversation) -> Vec<source_check::Judged> {
+    facts
+        .challenges
+        .iter()
+        .map(|c| match SourceTable::bundled() {
+            Ok(table) => {
+                source_check::judge(table, &c.path, &seen.contents, c.line, c.rule.as_deref())
+            }
+            Err(e) => source_check::Judged {
+                verdict: "uncertain",
+                confidence: 1,
+                why: e.to_string(),
+                flow: Vec::new(),
+                elsewhere: Vec::new(),
+                wants: BTreeSet::new(),
+            },
+        })
+        .collect()
+}
+
+/// The skeptic's answer: the verdicts of `judged` (one per challenge, in
+/// order) as the verdicts schema; the flow's steps in other files first.
+fn skeptic_answer(facts: &Facts, judged: &[source_check::Judged]) -> String {
     let verdicts: Vec<Value> = facts
         .challenges
         .iter()
-        .map(|c| {
-            let judged = match SourceTable::bundled() {
-                Ok(table) => {
-                    let lines = seen.contents.get(&c.path).unwrap_or(&empty);
-                    source_check::judge(table, &c.path, lines, c.line, c.rule.as_deref())
+        .zip(judged)
+        .map(|(c, judged)| {
+            let mut flow: Vec<String> = Vec::new();
+            let steps = judged
+                .elsewhere
+                .iter()
+                .map(|(p, l)| format!("{p}:{l}"))
+                .chain(judged.flow.iter().map(|l| format!("{}:{l}", c.path)));
+            for step in steps {
+                if !flow.contains(&step) {
+                    flow.push(step);
                 }
-                Err(e) => source_check::Judged {
-                    verdict: "uncertain",
-                    confidence: 1,
-                    why: e.to_string(),
-                    flow: Vec::new(),
-                },
-            };
+            }
             json!({
                 "id": c.id,
                 "verdict": judged.verdict,
                 "confidence": judged.confidence,
                 "why": judged.why,
-                "flow": judged.flow.iter().map(|l| format!("{}:{l}", c.path)).collect::<Vec<_>>(),
+                "flow": flow,
             })
         })
         .collect();
     json!({ "verdicts": verdicts }).to_string()
+}
+
+/// The searches the skeptic makes before it answers: for each class a
+/// challenged value is returned by that no file read declares (see
+/// [`source_check::Judged::wants`]), its declaration and the classes that
+/// implement or extend it, in files of the challenged file's language;
+/// each searched for once, none when tools are off.
+fn skeptic_searches(
+    request: &ChatRequest,
+    facts: &Facts,
+    judged: &[source_check::Judged],
+    seen: &Conversation,
+) -> Vec<ToolCall> {
+    let can_search =
+        request.tool_choice == ToolChoice::Auto && request.tools.iter().any(|t| t.name == "grep");
+    if !can_search {
+        return Vec::new();
+    }
+    let mut wanted: Vec<Value> = Vec::new();
+    for (c, judged) in facts.challenges.iter().zip(judged) {
+        let glob = c.path.rsplit_once('.').map(|(_, ext)| format!("*.{ext}"));
+        for class in &judged.wants {
+            let class = regex::escape(class);
+            let pattern = format!(
+                r"\b(class|interface|enum|record|struct)\s+{class}\b|\b(implements|extends)\b[^{{;]*\b{class}\b"
+            );
+            if seen.calls.contains(&("grep".into(), pattern.clone(), 0))
+                || wanted.iter().any(|w| w["pattern"] == pattern)
+            {
+                continue;
+            }
+            let mut call = json!({"tool": "grep", "pattern": pattern});
+            if let Some(glob) = &glob {
+                call["glob"] = json!(glob);
+            }
+            wanted.push(call);
+        }
+    }
+    tool_calls(request, wanted)
 }
 
 /// The reads a careful model would ask for next: the task's files not
@@ -263,14 +333,16 @@ fn wanted_calls(request: &ChatRequest, facts: &Facts, seen: &Conversation) -> Ve
 /// The reads the skeptic's source check wants before it answers: each
 /// challenged file from its top (the window shown starts below it) and
 /// every later page not seen yet, so that helpers defined elsewhere in the
-/// file can be followed; none when tools are off or all is read.
+/// file can be followed, and the same of the files its searches found;
+/// none when tools are off or all is read.
 fn skeptic_reads(request: &ChatRequest, facts: &Facts, seen: &Conversation) -> Vec<ToolCall> {
     let can_read = request.tool_choice == ToolChoice::Auto
         && request.tools.iter().any(|t| t.name == "read_file");
     if !can_read {
         return Vec::new();
     }
-    let paths: BTreeSet<&str> = facts.challenges.iter().map(|c| c.path.as_str()).collect();
+    let mut paths: BTreeSet<&str> = facts.challenges.iter().map(|c| c.path.as_str()).collect();
+    paths.extend(seen.found.iter().take(FOUND_FILES).map(String::as_str));
     let mut wanted: Vec<Value> = Vec::new();
     for path in paths {
         let shown = seen.contents.get(path);
@@ -384,6 +456,8 @@ struct Conversation {
     /// Directories and files seen in `list_dir` results.
     dirs: BTreeSet<String>,
     listed_files: BTreeSet<String>,
+    /// Files named by `grep` hits.
+    found: BTreeSet<String>,
 }
 
 impl Conversation {
@@ -399,7 +473,13 @@ impl Conversation {
                     for call in tool_calls {
                         let args: Value =
                             serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-                        let path = args["path"].as_str().unwrap_or_default().to_string();
+                        // A search is known by its pattern.
+                        let key = if call.name == "grep" {
+                            "pattern"
+                        } else {
+                            "path"
+                        };
+                        let path = args[key].as_str().unwrap_or_default().to_string();
                         let offset = args["offset"].as_u64().unwrap_or(0);
                         c.calls.insert((call.name.clone(), path, offset));
                     }
@@ -416,6 +496,12 @@ impl Conversation {
                     is_error: false,
                     ..
                 } if name == "list_dir" => c.list_result(content),
+                Message::ToolResult {
+                    name,
+                    content,
+                    is_error: false,
+                    ..
+                } if name == "grep" => c.grep_result(content),
                 _ => {}
             }
         }
@@ -460,6 +546,21 @@ impl Conversation {
         while offset <= read.total {
             self.continuations.insert((read.path.clone(), offset));
             offset += step;
+        }
+    }
+
+    /// The files of a `grep` result's `path:line:text` hits.
+    fn grep_result(&mut self, content: &str) {
+        for line in content.lines() {
+            let Some((path, rest)) = line.split_once(':') else {
+                continue;
+            };
+            let is_hit = rest
+                .split_once(':')
+                .is_some_and(|(n, _)| n.parse::<u32>().is_ok());
+            if is_hit && !path.is_empty() {
+                self.found.insert(path.to_string());
+            }
         }
     }
 

@@ -38,6 +38,12 @@
 //!   `return` that runs is traced within the helper, a source there
 //!   confirms, and the parameters its value depends on are followed into
 //!   the call's arguments (the others are not the value).
+//! - a call into a class of another file the engine has read (a
+//!   variable's declared type, `new C(…)`, or a static `pkg.C.m(…)`) is
+//!   followed the same way into that class's method, or into every class
+//!   that implements or extends it, up to the same depth (see
+//!   [`foreign`]); a class of the repository not read yet is named in
+//!   [`Judged::wants`], for the skeptic to find and read before it answers.
 //! - a path finding whose path is checked, further down its block, to
 //!   stay under a base directory (`target.getCanonicalPath().startsWith(`,
 //!   `realpath(p).startswith(`) is refuted.
@@ -56,6 +62,11 @@ use serde::Deserialize;
 use super::live::Family;
 use crate::util::language::language_of;
 
+mod foreign;
+
+/// The files the engine was shown: path → numbered lines.
+pub(crate) type Files = BTreeMap<String, BTreeMap<u32, String>>;
+
 /// The bundled table.
 const TABLE: &str = include_str!("../../configs/sources.toml");
 
@@ -64,7 +75,7 @@ const TABLE: &str = include_str!("../../configs/sources.toml");
 /// follows helpers of the same file, reads package-qualified class
 /// members and static calls of literals as constants, and honours a
 /// path's containment check).
-const CHECK_VERSION: u32 = 3;
+const CHECK_VERSION: u32 = 4;
 
 /// What stored verdicts of the check depend on: its version and its
 /// table's text.
@@ -264,15 +275,27 @@ pub(crate) struct Judged {
     pub(crate) why: String,
     /// Lines of the data flow, in order, ending at the flagged line.
     pub(crate) flow: Vec<u32>,
+    /// Steps of the flow in other files (a method followed there): path
+    /// and line, in the order followed.
+    pub(crate) elsewhere: Vec<(String, u32)>,
+    /// Classes a call goes into that no file read declares: the check
+    /// could tell more with their files read.
+    pub(crate) wants: BTreeSet<String>,
 }
 
 impl Judged {
     fn uncertain(why: String) -> Self {
+        Self::new("uncertain", 3, why, Vec::new())
+    }
+
+    fn new(verdict: &'static str, confidence: u8, why: String, flow: Vec<u32>) -> Self {
         Self {
-            verdict: "uncertain",
-            confidence: 3,
+            verdict,
+            confidence,
             why,
-            flow: Vec::new(),
+            flow,
+            elsewhere: Vec::new(),
+            wants: BTreeSet::new(),
         }
     }
 }
@@ -287,14 +310,17 @@ fn family(path: &str) -> Option<Family> {
 }
 
 /// Judges the finding at `line` of `path` (of rule `rule`) from the lines
-/// shown.
+/// shown of its file; the other files shown are where calls into their
+/// classes are followed.
 pub(crate) fn judge(
     table: &SourceTable,
     path: &str,
-    lines: &BTreeMap<u32, String>,
+    files: &Files,
     line: u32,
     rule: Option<&str>,
 ) -> Judged {
+    let empty = BTreeMap::new();
+    let lines = files.get(path).unwrap_or(&empty);
     if !table.is_sink_rule(rule) {
         return Judged::uncertain(
             "the rule engine judges only findings that need untrusted input to reach a sink".into(),
@@ -314,32 +340,34 @@ pub(crate) fn judge(
     let lines = &live.lines;
     let flagged = lines.get(&line).map_or("", String::as_str);
     if flagged.trim().is_empty() {
-        return Judged {
-            verdict: "refuted",
-            confidence: 6,
-            why: format!(
+        return Judged::new(
+            "refuted",
+            6,
+            format!(
                 "line {line} is in a branch that a constant condition rules out: it never runs"
             ),
-            flow: Vec::new(),
-        };
+            Vec::new(),
+        );
     }
     if rule.is_some_and(|r| r.starts_with("path/"))
         && let Some(checked) = contained_below(family, lines, line)
     {
-        return Judged {
-            verdict: "refuted",
-            confidence: 6,
-            why: format!(
+        return Judged::new(
+            "refuted",
+            6,
+            format!(
                 "the path made at line {line} is checked to stay under its base directory (its canonical form's prefix) at line {checked}, before it is used"
             ),
-            flow: vec![line, checked],
-        };
+            vec![line, checked],
+        );
     }
     let mut trace = Trace {
         table,
         family,
         lines,
         shown,
+        path,
+        files,
         go: language_of(path) == Some("go"),
         start,
         end: line,
@@ -350,8 +378,11 @@ pub(crate) fn judge(
         unknown: None,
         flow: BTreeSet::new(),
         helper: None,
+        elsewhere: Vec::new(),
+        wants: BTreeSet::new(),
     };
-    let (mut code, mut interps) = code_of(flagged, family);
+    let (flagged, mut code, mut interps) = joined(family, lines, line, flagged);
+    let flagged = flagged.as_str();
     if family == Family::Indent {
         match in_multiline_string(lines, start, line) {
             // A line of an f-string: only its `{…}` parts are values.
@@ -388,31 +419,40 @@ pub(crate) fn judge(
         .collect();
     trace.flow.extend(puts);
     let region = format!("lines {start}-{line}");
-    match (&trace.source, &trace.unknown) {
+    let mut judged = match (&trace.source, &trace.unknown) {
         (Some((at, kind)), _) => {
             let mut flow: Vec<u32> = trace.flow.iter().copied().filter(|l| *l >= *at).collect();
             flow.insert(0, *at);
             flow.push(line);
             flow.dedup();
-            Judged {
-                verdict: "confirmed",
-                confidence: 7,
-                why: format!("input from {kind} at line {at} reaches line {line}"),
+            Judged::new(
+                "confirmed",
+                7,
+                format!("input from {kind} at line {at} reaches line {line}"),
                 flow,
-            }
+            )
         }
         (None, Some(unknown)) => Judged::uncertain(format!(
-            "the value at line {line} depends on {unknown}; the rule engine does not follow values into other functions"
+            "the value at line {line} depends on {unknown}; the rule engine could not follow it further"
         )),
-        (None, None) => Judged {
-            verdict: "refuted",
-            confidence: 6,
-            why: format!(
-                "within the enclosing function ({region}), the value at line {line} is built only from literals, constants and sanitized values"
+        (None, None) => Judged::new(
+            "refuted",
+            6,
+            format!(
+                "within the enclosing function ({region}), the value at line {line} is built only from literals, constants and sanitized values{}",
+                foreign::followed(&trace.elsewhere)
             ),
-            flow: Vec::new(),
-        },
+            Vec::new(),
+        ),
+    };
+    // Where an uncertain answer could change with more files read.
+    if judged.verdict == "uncertain" {
+        judged.wants = trace.wants;
     }
+    if judged.verdict != "uncertain" {
+        judged.elsewhere = trace.elsewhere;
+    }
+    judged
 }
 
 /// Whether `line` is inside a Python triple-quoted string opened above it
@@ -562,6 +602,46 @@ static NAME: LazyLock<Regex> = LazyLock::new(|| builtin_regex(r"[A-Za-z_$][\w$]*
 
 fn names(text: &str) -> impl Iterator<Item = &str> {
     NAME.find_iter(text).map(|m| m.as_str())
+}
+
+/// How many more brackets (`(`, `[`) `code` opens than it closes.
+fn open_brackets(code: &str) -> i32 {
+    code.chars()
+        .map(|c| match c {
+            '(' | '[' => 1,
+            ')' | ']' => -1,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The statement that starts at line `n` (written `raw`): the line, and
+/// while its brackets stay open the lines that close them (at most eight
+/// more), joined; as written, as code, and the interpolations in it.
+fn joined(
+    family: Family,
+    lines: &BTreeMap<u32, String>,
+    n: u32,
+    raw: &str,
+) -> (String, String, Vec<String>) {
+    let (mut code, mut interps) = code_of(raw, family);
+    let mut text = raw.to_string();
+    let mut open = open_brackets(&code);
+    if open > 0 {
+        for (_, next) in lines.range(n.saturating_add(1)..).take(8) {
+            let (more, more_interps) = code_of(next, family);
+            open += open_brackets(&more);
+            code.push(' ');
+            code.push_str(more.trim());
+            interps.extend(more_interps);
+            text.push(' ');
+            text.push_str(next.trim());
+            if open <= 0 {
+                break;
+            }
+        }
+    }
+    (text, code, interps)
 }
 
 /// A line's code with string literals blanked (`""`) and its line comment
@@ -926,6 +1006,10 @@ struct Trace<'a> {
     lines: &'a BTreeMap<u32, String>,
     /// Every line shown, as written: where a helper's definition is read.
     shown: &'a BTreeMap<u32, String>,
+    /// The file traced, and every file shown (where calls into other
+    /// files' classes are followed).
+    path: &'a str,
+    files: &'a Files,
     /// Go names a parameter before its type.
     go: bool,
     start: u32,
@@ -944,6 +1028,10 @@ struct Trace<'a> {
     /// parameters the value depends on, which the caller follows into
     /// its arguments instead of leaving them uncertain.
     helper: Option<(u32, BTreeSet<String>)>,
+    /// Steps followed in other files, in order.
+    elsewhere: Vec<(String, u32)>,
+    /// Classes called into that no file shown declares.
+    wants: BTreeSet<String>,
 }
 
 /// How deep the check follows calls into helpers of the same file.
@@ -956,7 +1044,11 @@ struct HelperValue {
     unknown: Option<String>,
     /// The positions of the parameters the value depends on.
     uses: BTreeSet<usize>,
+    /// Lines of the helper's file.
     flow: BTreeSet<u32>,
+    /// Steps in files other than the helper's, and classes not found.
+    elsewhere: Vec<(String, u32)>,
+    wants: BTreeSet<String>,
 }
 
 /// What a call in a value is to the check.
@@ -970,6 +1062,9 @@ enum CallKind {
     /// (`Utils.command("echo")`): like a class's constant member, a
     /// value the program chose.
     StaticOfLiterals,
+    /// A method of a class that this file does not declare (see
+    /// [`foreign`]).
+    Foreign(String),
     /// Anything else.
     Unknown,
 }
@@ -1044,13 +1139,24 @@ impl Trace<'_> {
                             self.unknown(format!("a call to `{name}`"));
                         }
                         CallKind::NewOfNothing | CallKind::StaticOfLiterals => continue,
+                        CallKind::Foreign(class) => {
+                            if let Some((args, close)) = args
+                                && self.foreign_call(&class, last, &name, &args, depth)
+                            {
+                                skip_to = close;
+                                continue;
+                            }
+                        }
                         CallKind::Unknown => self.unknown(format!("a call to `{name}`")),
                     }
                 }
                 // A method's result depends on its receiver: a source there
                 // still confirms. A name the function never sets is a
-                // module or package (`fmt.Sprintf`, `strings.Join`).
-                if segments.len() > 1
+                // module or package (`fmt.Sprintf`, `strings.Join`); a
+                // field's (`this.name.trim()`) is kept in the object.
+                if segments.len() > 2 && matches!(head, "self" | "this") {
+                    self.unknown(format!("the field `{}.{}`", head, segments[1]));
+                } else if segments.len() > 1
                     && !starts_upper(head)
                     && !WORDS.contains(&head)
                     && (self.params.contains(head) || self.sets(head))
@@ -1197,7 +1303,10 @@ impl Trace<'_> {
         if static_call && !args.is_empty() && args.iter().all(literal) {
             return CallKind::StaticOfLiterals;
         }
-        CallKind::Unknown
+        match self.foreign_class(before, segments) {
+            Some(class) => CallKind::Foreign(class),
+            None => CallKind::Unknown,
+        }
     }
 
     /// Whether the lines shown declare a class (or interface, enum,
@@ -1217,67 +1326,93 @@ impl Trace<'_> {
     /// The lines of the shown text that define a function or method
     /// named `name` (its header, with a body).
     fn definitions(&self, name: &str) -> Vec<u32> {
-        let Ok(re) = Regex::new(&format!(r"(?:^|[^\w$.]){}\s*\(", regex::escape(name))) else {
-            return Vec::new();
+        definitions_in(self.family, self.shown, name)
+    }
+
+    /// Where a helper of this trace's file is read.
+    fn helper_in(&self) -> HelperFile<'_> {
+        HelperFile {
+            path: self.path,
+            files: self.files,
+            shown: self.shown,
+            go: self.go,
+        }
+    }
+}
+
+/// The file a helper is defined in, as [`Trace::helper_value`] reads it.
+struct HelperFile<'a> {
+    path: &'a str,
+    files: &'a Files,
+    shown: &'a BTreeMap<u32, String>,
+    go: bool,
+}
+
+/// The lines of `shown` that define a function or method named `name`
+/// (its header, with a body).
+fn definitions_in(family: Family, shown: &BTreeMap<u32, String>, name: &str) -> Vec<u32> {
+    let Ok(re) = Regex::new(&format!(r"(?:^|[^\w$.]){}\s*\(", regex::escape(name))) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (&n, raw) in shown {
+        let (code, _) = code_of(raw, family);
+        let Some(m) = re.find(&code) else { continue };
+        let Some(offset) = m.as_str().find(name) else {
+            continue;
         };
-        let mut out = Vec::new();
-        for (&n, raw) in self.shown {
-            let (code, _) = code_of(raw, self.family);
-            let Some(m) = re.find(&code) else { continue };
-            let Some(offset) = m.as_str().find(name) else {
-                continue;
-            };
-            let before = code[..m.start() + offset].trim_end();
-            let is_def = match self.family {
-                Family::Indent => before.ends_with("def"),
-                Family::Braces => {
-                    let word = before
-                        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
-                        .next()
-                        .unwrap_or("");
-                    let typed = before.is_empty()
-                        || before.ends_with(['>', ']', '*', '&'])
-                        || (before.ends_with(|c: char| c.is_alphanumeric() || c == '_')
-                            && !matches!(
-                                word,
-                                "new"
-                                    | "return"
-                                    | "throw"
-                                    | "await"
-                                    | "yield"
-                                    | "else"
-                                    | "case"
-                                    | "in"
-                                    | "of"
-                                    | "typeof"
-                                    | "delete"
-                            ))
-                        || (before.starts_with("func") && before.ends_with(')'));
-                    typed && is_function_header(&code) && self.has_body(n)
-                }
-            };
-            if is_def {
-                out.push(n);
+        let before = code[..m.start() + offset].trim_end();
+        let is_def = match family {
+            Family::Indent => before.ends_with("def"),
+            Family::Braces => {
+                let word = before
+                    .rsplit(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+                    .next()
+                    .unwrap_or("");
+                let typed = before.is_empty()
+                    || before.ends_with(['>', ']', '*', '&'])
+                    || (before.ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                        && !matches!(
+                            word,
+                            "new"
+                                | "return"
+                                | "throw"
+                                | "await"
+                                | "yield"
+                                | "else"
+                                | "case"
+                                | "in"
+                                | "of"
+                                | "typeof"
+                                | "delete"
+                        ))
+                    || (before.starts_with("func") && before.ends_with(')'));
+                typed && is_function_header(&code) && has_body(family, shown, n)
             }
+        };
+        if is_def {
+            out.push(n);
         }
-        out
     }
+    out
+}
 
-    /// Whether the header at line `n` opens a body (`{` before any `;`,
-    /// on its line or the next few).
-    fn has_body(&self, n: u32) -> bool {
-        for (_, t) in self.shown.range(n..).take(6) {
-            let code = code_of(t, self.family).0;
-            match (code.find('{'), code.find(';')) {
-                (Some(_), None) => return true,
-                (Some(b), Some(s)) => return b < s,
-                (None, Some(_)) => return false,
-                (None, None) => {}
-            }
+/// Whether the header at line `n` opens a body (`{` before any `;`,
+/// on its line or the next few).
+fn has_body(family: Family, shown: &BTreeMap<u32, String>, n: u32) -> bool {
+    for (_, t) in shown.range(n..).take(6) {
+        let code = code_of(t, family).0;
+        match (code.find('{'), code.find(';')) {
+            (Some(_), None) => return true,
+            (Some(b), Some(s)) => return b < s,
+            (None, Some(_)) => return false,
+            (None, None) => {}
         }
-        false
     }
+    false
+}
 
+impl Trace<'_> {
     /// Follows a call of the helper defined at line `def` with `args`:
     /// what it returns decides, and the arguments it depends on are
     /// followed here, in the caller.
@@ -1287,8 +1422,10 @@ impl Trace<'_> {
             self.unknown(format!("a call to `{name}` (followed too far)"));
             return;
         }
-        let value = Trace::helper_value(self.table, self.family, self.shown, self.go, def, level);
+        let value = Trace::helper_value(self.table, self.family, self.helper_in(), def, level);
         self.flow.extend(value.flow.iter().copied());
+        self.elsewhere.extend(value.elsewhere);
+        self.wants.extend(value.wants);
         if let Some((line, kind)) = value.source {
             self.source.get_or_insert((line, kind));
             return;
@@ -1313,11 +1450,16 @@ impl Trace<'_> {
     fn helper_value(
         table: &SourceTable,
         family: Family,
-        shown: &BTreeMap<u32, String>,
-        go: bool,
+        file: HelperFile<'_>,
         def: u32,
         level: u32,
     ) -> HelperValue {
+        let HelperFile {
+            path,
+            files,
+            shown,
+            go,
+        } = file;
         let mut out = HelperValue::default();
         let order = ordered_params(shown, def, go);
         let end = body_end(family, shown, def);
@@ -1341,7 +1483,8 @@ impl Trace<'_> {
             if text.trim().is_empty() {
                 continue;
             }
-            let (code, interps) = code_of(text, family);
+            let (text, code, interps) = joined(family, &live.lines, r, text);
+            let text = text.as_str();
             let value = code
                 .trim_start()
                 .trim_start_matches("return")
@@ -1359,6 +1502,8 @@ impl Trace<'_> {
                 family,
                 lines: &live.lines,
                 shown,
+                path,
+                files,
                 go,
                 start: def,
                 end: r,
@@ -1369,9 +1514,13 @@ impl Trace<'_> {
                 unknown: None,
                 flow: BTreeSet::new(),
                 helper: Some((level, BTreeSet::new())),
+                elsewhere: Vec::new(),
+                wants: BTreeSet::new(),
             };
             sub.expr(&value, &interps, 0);
             out.flow.extend(sub.flow.iter().copied());
+            out.elsewhere.extend(std::mem::take(&mut sub.elsewhere));
+            out.wants.extend(std::mem::take(&mut sub.wants));
             if let Some(source) = sub.source {
                 out.source = Some(source);
                 return out;
@@ -1549,7 +1698,7 @@ impl Trace<'_> {
             .unwrap_or(self.start.saturating_add(1));
         let lines = self.body(from, before);
         for (n, raw) in lines {
-            let (code, interps) = code_of(&raw, self.family);
+            let (raw, code, interps) = joined(self.family, self.lines, n, &raw);
             let Some(at) = word.find(&code) else { continue };
             let after = code[at.end()..].trim_start();
             let after = after
@@ -1891,7 +2040,8 @@ mod tests {
             .position(|l| l.contains("SINK"))
             .map(|i| (i + 1) as u32)
             .unwrap();
-        judge(table, path, &lines, line, Some(rule))
+        let files = Files::from([(path.to_string(), lines)]);
+        judge(table, path, &files, line, Some(rule))
     }
 
     #[test]
@@ -2422,12 +2572,29 @@ mod tests {
                         .enumerate()
                         .map(|(i, l)| ((i + 1) as u32, l.to_string()))
                         .collect();
+                    let files = Files::from([(path.to_string(), lines)]);
                     for line in 0..=5 {
-                        let _ = judge(table, path, &lines, line, Some("sql/concat"));
+                        let _ = judge(table, path, &files, line, Some("sql/concat"));
                     }
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_statement_over_several_lines_is_read_whole() {
+        let text = "class A {\n  void f(HttpServletRequest request) {\n    String p = request.getParameter(\"v\");\n    String bar = new String(java.util.Base64.getDecoder().decode(\n        java.util.Base64.getEncoder().encode(p.getBytes())));\n    String sql = \"SELECT * FROM t WHERE a = '\" + bar + \"'\";\n    st.executeQuery(sql); // SINK\n  }\n}\n";
+        let j = judge_text("A.java", text, "sql/concat");
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        assert!(j.flow.contains(&4), "{j:?}");
+        // The same, returned by a helper over two lines.
+        let text = "class A {\n  void f(HttpServletRequest request) {\n    String bar = wrap(request.getParameter(\"v\"));\n    st.executeQuery(\"SELECT * FROM t WHERE a = '\" + bar + \"'\"); // SINK\n  }\n  private static String wrap(String p) {\n    return new String(java.util.Base64.getDecoder().decode(\n        p.getBytes()));\n  }\n}\n";
+        let j = judge_text("A.java", text, "sql/concat");
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        // A query whose value closes on the next line.
+        let text = "def f(cur, argv):\n    name = argv[1]\n    cur.execute(\"SELECT * FROM t WHERE a = '%s'\" % (  # SINK\n        name,))\n";
+        let j = judge_text("a.py", text, "sql/python-format");
+        assert_ne!(j.verdict, "refuted", "{j:?}");
     }
 
     #[test]

@@ -534,6 +534,73 @@ fn the_offline_skeptic_follows_the_value_not_the_shape() {
     assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
 }
 
+/// A helper class in another file of the repository, which a servlet's
+/// value is returned by.
+const HOLDER: &str = "package shop.util;\n\npublic class Holder {\n    private final HttpServletRequest request;\n\n    public Holder(HttpServletRequest request) {\n        this.request = request;\n    }\n\n    public String fromRequest(String name) {\n        return request.getParameter(name);\n    }\n\n    public String fixed(String name) {\n        return \"bar\";\n    }\n}\n";
+
+/// The offline engine, through the binary: the skeptic searches the
+/// repository for a class the value is returned by, reads its file and
+/// follows the method; a class it cannot find leaves the finding standing.
+#[test]
+fn the_offline_skeptic_follows_a_call_into_another_files_class() {
+    let uses = |method: &str| {
+        format!(
+            "class Orders extends HttpServlet {{\n  void doPost(HttpServletRequest request, HttpServletResponse response) throws IOException {{\n    shop.util.Holder holder = new shop.util.Holder(request);\n    String bar = holder.{method}(\"v\");\n    String sql = \"SELECT * FROM users WHERE name = '\" + bar + \"'\";\n    statement.executeQuery(sql);\n  }}\n}}\n"
+        )
+    };
+    let repo = Repo::new(&[
+        ("web/Fixed.java", uses("fixed").as_str()),
+        ("web/Input.java", uses("fromRequest").as_str()),
+        ("lib/shop/util/Holder.java", HOLDER),
+    ]);
+    let root = repo.path().to_str().unwrap();
+    let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    let refuted = report
+        .refuted
+        .iter()
+        .find(|m| m.finding.path == "web/Fixed.java")
+        .and_then(|m| m.challenge.as_ref())
+        .unwrap_or_else(|| panic!("{:?}", report.findings));
+    assert!(
+        refuted.reason.contains("lib/shop/util/Holder.java"),
+        "{}",
+        refuted.reason
+    );
+    let confirmed = report
+        .findings
+        .iter()
+        .find(|m| m.finding.path == "web/Input.java")
+        .and_then(|m| m.challenge.as_ref())
+        .unwrap();
+    assert_eq!(confirmed.stance, Stance::Confirmed);
+    assert!(
+        confirmed
+            .flow
+            .contains(&"lib/shop/util/Holder.java:11".to_string()),
+        "{:?}",
+        confirmed.flow
+    );
+    assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
+    // Without the class's file the call cannot be followed: the finding
+    // stands, and says why.
+    std::fs::remove_file(repo.path().join("lib/shop/util/Holder.java")).unwrap();
+    let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    let stands = report
+        .findings
+        .iter()
+        .find(|m| m.finding.path == "web/Fixed.java")
+        .and_then(|m| m.challenge.as_ref())
+        .unwrap();
+    assert_eq!(stands.stance, Stance::Uncertain);
+    assert!(
+        stands.reason.contains("class `Holder` is in no file read"),
+        "{}",
+        stands.reason
+    );
+}
+
 #[tokio::test]
 async fn a_budget_stop_leaves_unchallenged_findings_as_they_are_and_says_so() {
     let repo = repo();
