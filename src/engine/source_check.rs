@@ -418,41 +418,49 @@ pub(crate) fn judge(
         .filter_map(|n| live.via.get(n).copied())
         .collect();
     trace.flow.extend(puts);
-    let region = format!("lines {start}-{line}");
-    let mut judged = match (&trace.source, &trace.unknown) {
-        (Some((at, kind)), _) => {
-            let mut flow: Vec<u32> = trace.flow.iter().copied().filter(|l| *l >= *at).collect();
-            flow.insert(0, *at);
-            flow.push(line);
-            flow.dedup();
-            Judged::new(
-                "confirmed",
-                7,
-                format!("input from {kind} at line {at} reaches line {line}"),
-                flow,
-            )
-        }
-        (None, Some(unknown)) => Judged::uncertain(format!(
-            "the value at line {line} depends on {unknown}; the rule engine could not follow it further"
-        )),
-        (None, None) => Judged::new(
-            "refuted",
-            6,
-            format!(
-                "within the enclosing function ({region}), the value at line {line} is built only from literals, constants and sanitized values{}",
-                foreign::followed(&trace.elsewhere)
+    trace.verdict(start, line)
+}
+
+impl Trace<'_> {
+    /// The check's answer on the flagged `line` of the function starting
+    /// at `start`, once the value is followed.
+    fn verdict(self, start: u32, line: u32) -> Judged {
+        let region = format!("lines {start}-{line}");
+        let mut judged = match (&self.source, &self.unknown) {
+            (Some((at, kind)), _) => {
+                let mut flow: Vec<u32> = self.flow.iter().copied().filter(|l| *l >= *at).collect();
+                flow.insert(0, *at);
+                flow.push(line);
+                flow.dedup();
+                Judged::new(
+                    "confirmed",
+                    7,
+                    format!("input from {kind} at line {at} reaches line {line}"),
+                    flow,
+                )
+            }
+            (None, Some(unknown)) => Judged::uncertain(format!(
+                "the value at line {line} depends on {unknown}; the rule engine could not follow it further"
+            )),
+            (None, None) => Judged::new(
+                "refuted",
+                6,
+                format!(
+                    "within the enclosing function ({region}), the value at line {line} is built only from literals, constants and sanitized values{}",
+                    foreign::followed(&self.elsewhere)
+                ),
+                Vec::new(),
             ),
-            Vec::new(),
-        ),
-    };
-    // Where an uncertain answer could change with more files read.
-    if judged.verdict == "uncertain" {
-        judged.wants = trace.wants;
+        };
+        // Where an uncertain answer could change with more files read.
+        if judged.verdict == "uncertain" {
+            judged.wants = self.wants;
+        }
+        if judged.verdict != "uncertain" {
+            judged.elsewhere = self.elsewhere;
+        }
+        judged
     }
-    if judged.verdict != "uncertain" {
-        judged.elsewhere = trace.elsewhere;
-    }
-    judged
 }
 
 /// Whether `line` is inside a Python triple-quoted string opened above it
@@ -1723,26 +1731,7 @@ impl Trace<'_> {
                     self.source.get_or_insert((n, kind.to_string()));
                     return;
                 }
-                let rhs = if each {
-                    after[1..]
-                        .trim_end()
-                        .trim_end_matches('{')
-                        .trim_end()
-                        .trim_end_matches(')')
-                        .to_string()
-                } else if looped {
-                    code.split_once(" in ")
-                        .map(|(_, r)| r)
-                        .or_else(|| code.split_once("range").map(|(_, r)| r))
-                        .unwrap_or("")
-                        .to_string()
-                } else {
-                    let op = ["+=", ":=", ".=", "="]
-                        .iter()
-                        .find(|op| after.starts_with(**op))
-                        .map_or(1, |op| op.len());
-                    after[op..].to_string()
-                };
+                let rhs = right_side(&code, after, each, looped);
                 self.expr_at(n, &rhs, &interps, depth + 1);
             } else if let Some(args) = filled
                 .as_ref()
@@ -1788,6 +1777,34 @@ impl Trace<'_> {
         } else {
             self.unknown(format!("`{name}`, which the function does not set"));
         }
+    }
+}
+
+/// What an assignment or loop header `code` gives its variable, from
+/// `after` (the text after the variable's name): a Java for-each's items,
+/// a `for … in`'s iterable, else the assignment's right side.
+fn right_side(code: &str, after: &str, each: bool, looped: bool) -> String {
+    if each {
+        after
+            .get(1..)
+            .unwrap_or("")
+            .trim_end()
+            .trim_end_matches('{')
+            .trim_end()
+            .trim_end_matches(')')
+            .to_string()
+    } else if looped {
+        code.split_once(" in ")
+            .map(|(_, r)| r)
+            .or_else(|| code.split_once("range").map(|(_, r)| r))
+            .unwrap_or("")
+            .to_string()
+    } else {
+        let op = ["+=", ":=", ".=", "="]
+            .iter()
+            .find(|op| after.starts_with(**op))
+            .map_or(1, |op| op.len());
+        after.get(op..).unwrap_or("").to_string()
     }
 }
 
