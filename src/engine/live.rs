@@ -968,30 +968,9 @@ fn python_branches(
                 }
                 k += 1;
             }
-            let mut taken: Option<usize> = None;
-            let mut known = true;
-            for (a, (_, cond)) in arms.iter().enumerate() {
-                match cond {
-                    None => {
-                        taken = Some(a);
-                        break;
-                    }
-                    Some(c) => match eval(c, consts).and_then(|v| truth(&v)) {
-                        Some(true) => {
-                            taken = Some(a);
-                            break;
-                        }
-                        Some(false) => {}
-                        None => {
-                            known = false;
-                            break;
-                        }
-                    },
-                }
-            }
-            if !known {
+            let Some(taken) = taken_arm(&arms, consts) else {
                 continue;
-            }
+            };
             for (a, (line_at, _)) in arms.iter().enumerate() {
                 if Some(a) != taken {
                     kill(&block(*line_at), dead);
@@ -1001,37 +980,14 @@ fn python_branches(
             let Some(value) = eval(&toks[1..toks.len() - 1], consts) else {
                 continue;
             };
-            let mut cases: Vec<(usize, Option<Vec<Val>>)> = Vec::new();
-            let mut ok = true;
-            for k in h + 1..body.len() {
-                let Some(i) = indent(numbers[k]) else {
-                    continue;
-                };
-                if i <= own {
-                    break;
-                }
-                let t = &body[k].1;
-                if t.first().is_some_and(|w| w.is_word("case"))
-                    && t.last().is_some_and(|c| c.is(":"))
-                {
-                    let pat = &t[1..t.len() - 1];
-                    if pat.len() == 1 && pat[0].is_word("_") {
-                        cases.push((k, None));
-                    } else {
-                        let mut vals = Vec::new();
-                        for part in pat.split(|t| t.is("|")) {
-                            match eval(part, consts) {
-                                Some(v) => vals.push(v),
-                                None => ok = false,
-                            }
-                        }
-                        cases.push((k, Some(vals)));
-                    }
-                }
-            }
-            if !ok {
+            let under: Vec<(usize, &[Tok])> = (h + 1..body.len())
+                .filter_map(|k| Some((k, indent(numbers[k])?)))
+                .take_while(|(_, i)| *i > own)
+                .map(|(k, _)| (k, body[k].1.as_slice()))
+                .collect();
+            let Some(cases) = match_cases(&under, consts) else {
                 continue;
-            }
+            };
             let taken = cases
                 .iter()
                 .position(|(_, v)| v.as_ref().is_none_or(|vals| vals.contains(&value)));
@@ -1042,6 +998,52 @@ fn python_branches(
             }
         }
     }
+}
+
+/// Which arm of an `if` chain (each arm's line index and condition, `None`
+/// for `else`) runs: `Some(Some(a))`, `Some(None)` when none does, `None`
+/// when a condition before the one taken is not constant.
+fn taken_arm(
+    arms: &[(usize, Option<&[Tok]>)],
+    consts: &BTreeMap<String, Val>,
+) -> Option<Option<usize>> {
+    for (a, (_, cond)) in arms.iter().enumerate() {
+        match cond {
+            None => return Some(Some(a)),
+            Some(c) => match eval(c, consts).and_then(|v| truth(&v)) {
+                Some(true) => return Some(Some(a)),
+                Some(false) => {}
+                None => return None,
+            },
+        }
+    }
+    Some(None)
+}
+
+/// The `case` lines among the lines `under` a `match` (line index and
+/// tokens), each with the constant values it matches (`None` for `_`);
+/// `None` when a pattern is not constant.
+fn match_cases(
+    under: &[(usize, &[Tok])],
+    consts: &BTreeMap<String, Val>,
+) -> Option<Vec<(usize, Option<Vec<Val>>)>> {
+    let mut cases = Vec::new();
+    for &(k, t) in under {
+        if !(t.first().is_some_and(|w| w.is_word("case")) && t.last().is_some_and(|c| c.is(":"))) {
+            continue;
+        }
+        let pat = &t[1..t.len() - 1];
+        if pat.len() == 1 && pat[0].is_word("_") {
+            cases.push((k, None));
+        } else {
+            let vals = pat
+                .split(|t| t.is("|"))
+                .map(|part| eval(part, consts))
+                .collect::<Option<Vec<Val>>>()?;
+            cases.push((k, Some(vals)));
+        }
+    }
+    Some(cases)
 }
 
 /// `if c:` / `elif c:` → the tokens of `c` (a one-line body after the
@@ -1181,71 +1183,112 @@ fn simulate(
             .map(|(i, _)| i)
             .collect();
         let Some(&i) = uses.first() else { continue };
-        let src = |a: usize, b: usize| -> Option<String> {
-            let (x, y) = (toks.get(a)?, toks.get(b)?);
-            text.get(x.start..y.end).map(str::to_string)
+        let step = Step {
+            n,
+            text,
+            toks: &toks,
+            i,
+            uses: uses.len(),
+            name,
         };
-        let close_of = |open: usize| closing(&toks, open);
-        let next = toks.get(i + 1);
-        let call = |m: &str| {
-            next.is_some_and(|t| t.is("."))
-                && toks.get(i + 2).is_some_and(|t| t.is_word(m))
-                && toks.get(i + 3).is_some_and(|t| t.is("("))
-        };
-        if next.is_some_and(|t| t.is("=") || t.is(":=")) {
-            let rhs = &toks[i + 2..];
-            let rhs: Vec<&Tok> = rhs.iter().filter(|t| !t.is(";")).collect();
-            // Go: `v = append(v, x)` and `v = v[1:]`.
-            if rhs.first().is_some_and(|t| t.is_word("append"))
-                && rhs.get(1).is_some_and(|t| t.is("("))
-                && rhs.get(2).is_some_and(|t| t.is_word(name))
-                && rhs.get(3).is_some_and(|t| t.is(","))
-                && uses.len() == 2
-            {
-                let close = close_of(i + 3)?;
-                if toks[i + 6..close].iter().any(|t| t.is(",")) {
-                    return None;
-                }
-                c.list.push((n, src(i + 6, close - 1)?));
-                continue;
-            }
-            if rhs.len() == 5
-                && rhs[0].is_word(name)
-                && rhs[1].is("[")
-                && rhs[3].is(":")
-                && rhs[4].is("]")
-            {
-                let Kind::Num(Some(k)) = rhs[2].kind else {
-                    return None;
-                };
-                let k = usize::try_from(k).ok()?.min(c.list.len());
-                c.list.drain(..k);
-                continue;
-            }
-            // A fresh, empty collection.
-            let empty = uses.len() == 1
-                && !rhs
-                    .iter()
-                    .any(|t| matches!(t.kind, Kind::Str(_) | Kind::Num(_)))
-                && rhs.len() >= 2
-                && ((rhs[rhs.len() - 2].is("(") && rhs[rhs.len() - 1].is(")"))
-                    || (rhs[rhs.len() - 2].is("[") && rhs[rhs.len() - 1].is("]"))
-                    || (rhs[rhs.len() - 2].is("{") && rhs[rhs.len() - 1].is("}")));
-            if !empty {
-                return None;
-            }
-            c = Contents::default();
-            initialised = true;
+        if toks.get(i + 1).is_some_and(|t| t.is("=") || t.is(":=")) {
+            step.assigned(&mut c, &mut initialised)?;
             continue;
         }
-        if uses.len() != 1 {
+        if uses.len() != 1 || !initialised {
             return None;
         }
-        if !initialised {
+        step.changed(&mut c)?;
+    }
+    initialised.then_some(c)
+}
+
+/// One line of a collection's simulation: its tokens and the first use
+/// of the collection's name (`i`), of `uses` on the line.
+struct Step<'a> {
+    n: u32,
+    text: &'a str,
+    toks: &'a [Tok],
+    i: usize,
+    uses: usize,
+    name: &'a str,
+}
+
+impl Step<'_> {
+    /// The source text of tokens `a..=b`.
+    fn src(&self, a: usize, b: usize) -> Option<String> {
+        let (x, y) = (self.toks.get(a)?, self.toks.get(b)?);
+        self.text.get(x.start..y.end).map(str::to_string)
+    }
+
+    fn close_of(&self, open: usize) -> Option<usize> {
+        closing(self.toks, open)
+    }
+
+    /// Whether the use is a call of its method `m`: `v.m(`.
+    fn call(&self, m: &str) -> bool {
+        let (toks, i) = (self.toks, self.i);
+        toks.get(i + 1).is_some_and(|t| t.is("."))
+            && toks.get(i + 2).is_some_and(|t| t.is_word(m))
+            && toks.get(i + 3).is_some_and(|t| t.is("("))
+    }
+
+    /// An assignment to the collection: Go's `append` and re-slice, or a
+    /// fresh, empty collection; `None` for any other value.
+    fn assigned(&self, c: &mut Contents, initialised: &mut bool) -> Option<()> {
+        let (toks, i, n, name) = (self.toks, self.i, self.n, self.name);
+        let rhs = &toks[i + 2..];
+        let rhs: Vec<&Tok> = rhs.iter().filter(|t| !t.is(";")).collect();
+        // Go: `v = append(v, x)` and `v = v[1:]`.
+        if rhs.first().is_some_and(|t| t.is_word("append"))
+            && rhs.get(1).is_some_and(|t| t.is("("))
+            && rhs.get(2).is_some_and(|t| t.is_word(name))
+            && rhs.get(3).is_some_and(|t| t.is(","))
+            && self.uses == 2
+        {
+            let close = self.close_of(i + 3)?;
+            if toks[i + 6..close].iter().any(|t| t.is(",")) {
+                return None;
+            }
+            c.list.push((n, self.src(i + 6, close - 1)?));
+            return Some(());
+        }
+        if rhs.len() == 5
+            && rhs[0].is_word(name)
+            && rhs[1].is("[")
+            && rhs[3].is(":")
+            && rhs[4].is("]")
+        {
+            let Kind::Num(Some(k)) = rhs[2].kind else {
+                return None;
+            };
+            let k = usize::try_from(k).ok()?.min(c.list.len());
+            c.list.drain(..k);
+            return Some(());
+        }
+        // A fresh, empty collection.
+        let empty = self.uses == 1
+            && !rhs
+                .iter()
+                .any(|t| matches!(t.kind, Kind::Str(_) | Kind::Num(_)))
+            && rhs.len() >= 2
+            && ((rhs[rhs.len() - 2].is("(") && rhs[rhs.len() - 1].is(")"))
+                || (rhs[rhs.len() - 2].is("[") && rhs[rhs.len() - 1].is("]"))
+                || (rhs[rhs.len() - 2].is("{") && rhs[rhs.len() - 1].is("}")));
+        if !empty {
             return None;
         }
-        if call("put") || call("set") {
-            let close = close_of(i + 3)?;
+        *c = Contents::default();
+        *initialised = true;
+        Some(())
+    }
+
+    /// A change of the collection by a method, an index or a function;
+    /// `None` for one the simulation does not follow.
+    fn changed(&self, c: &mut Contents) -> Option<()> {
+        let (toks, i, n) = (self.toks, self.i, self.n);
+        if self.call("put") || self.call("set") {
+            let close = self.close_of(i + 3)?;
             let key = match &toks.get(i + 4)?.kind {
                 Kind::Num(Some(k)) => Val::Int(*k),
                 Kind::Str(Some(s)) => Val::Str(s.clone()),
@@ -1254,19 +1297,24 @@ fn simulate(
             if !toks.get(i + 5)?.is(",") {
                 return None;
             }
-            c.map.insert(key.key(), (n, src(i + 6, close - 1)?));
-            continue;
+            c.map.insert(key.key(), (n, self.src(i + 6, close - 1)?));
+            return Some(());
         }
-        if call("add") || call("append") || call("push") || call("addLast") {
-            let close = close_of(i + 3)?;
+        if self.call("add") || self.call("append") || self.call("push") || self.call("addLast") {
+            let close = self.close_of(i + 3)?;
             if close == i + 4 || toks[i + 4..close].iter().any(|t| t.is(",")) {
                 return None;
             }
-            c.list.push((n, src(i + 4, close - 1)?));
-            continue;
+            c.list.push((n, self.src(i + 4, close - 1)?));
+            return Some(());
         }
-        if call("remove") || call("pop") || call("shift") || call("removeFirst") || call("poll") {
-            let close = close_of(i + 3)?;
+        if self.call("remove")
+            || self.call("pop")
+            || self.call("shift")
+            || self.call("removeFirst")
+            || self.call("poll")
+        {
+            let close = self.close_of(i + 3)?;
             let m = toks.get(i + 2)?.ident()?;
             let at = match (close - (i + 4), toks.get(i + 4).map(|t| &t.kind)) {
                 (0, _) if m == "pop" => c.list.len().checked_sub(1)?,
@@ -1279,7 +1327,7 @@ fn simulate(
                 return None;
             }
             c.list.remove(at);
-            continue;
+            return Some(());
         }
         if i >= 1 && toks[i - 1].is_word("del") && toks.get(i + 1).is_some_and(|t| t.is("[")) {
             let Kind::Num(Some(k)) = toks.get(i + 2)?.kind else {
@@ -1290,72 +1338,76 @@ fn simulate(
                 return None;
             }
             c.list.remove(k);
-            continue;
+            return Some(());
         }
-        if next.is_some_and(|t| t.is("[")) {
-            // `m["k"] = v`, PHP's `$v[] = x`.
-            let close = close_of(i + 1)?;
-            if !toks.get(close + 1).is_some_and(|t| t.is("=")) {
-                return None;
-            }
-            let end = toks.iter().rposition(|t| !t.is(";"))?;
-            if end <= close + 1 {
-                return None;
-            }
-            let value = src(close + 2, end)?;
-            if close == i + 2 {
-                c.list.push((n, value));
-                continue;
-            }
-            if close != i + 3 {
-                return None;
-            }
-            match &toks[i + 2].kind {
-                Kind::Str(Some(s)) => {
-                    c.map.insert(Val::Str(s.clone()).key(), (n, value));
-                }
-                Kind::Num(Some(k)) => {
-                    let k = usize::try_from(*k).ok()?;
-                    if k < c.list.len() && c.map.is_empty() {
-                        c.list[k] = (n, value);
-                    } else {
-                        c.map
-                            .insert(Val::Int(i64::try_from(k).ok()?).key(), (n, value));
-                    }
-                }
-                _ => return None,
-            }
-            continue;
+        if toks.get(i + 1).is_some_and(|t| t.is("[")) {
+            return self.indexed(c);
         }
         // PHP: `array_shift($v)`, `array_push($v, x)`, Python's `del v[k]`.
         if i >= 2 && toks[i - 1].is("(") {
             let f = toks[i - 2].ident()?;
-            let close = close_of(i - 1)?;
+            let close = self.close_of(i - 1)?;
             match f {
                 "array_shift" if close == i + 1 => {
                     if c.list.is_empty() {
                         return None;
                     }
                     c.list.remove(0);
-                    continue;
+                    return Some(());
                 }
                 "array_pop" if close == i + 1 => {
                     c.list.pop()?;
-                    continue;
+                    return Some(());
                 }
                 "array_push" if toks.get(i + 1).is_some_and(|t| t.is(",")) => {
                     if toks[i + 2..close].iter().any(|t| t.is(",")) {
                         return None;
                     }
-                    c.list.push((n, src(i + 2, close - 1)?));
-                    continue;
+                    c.list.push((n, self.src(i + 2, close - 1)?));
+                    return Some(());
                 }
                 _ => return None,
             }
         }
-        return None;
+        None
     }
-    initialised.then_some(c)
+
+    /// `m["k"] = v`, `l[0] = v`, PHP's `$v[] = x`.
+    fn indexed(&self, c: &mut Contents) -> Option<()> {
+        let (toks, i, n) = (self.toks, self.i, self.n);
+        let close = self.close_of(i + 1)?;
+        if !toks.get(close + 1).is_some_and(|t| t.is("=")) {
+            return None;
+        }
+        let end = toks.iter().rposition(|t| !t.is(";"))?;
+        if end <= close + 1 {
+            return None;
+        }
+        let value = self.src(close + 2, end)?;
+        if close == i + 2 {
+            c.list.push((n, value));
+            return Some(());
+        }
+        if close != i + 3 {
+            return None;
+        }
+        match &toks[i + 2].kind {
+            Kind::Str(Some(s)) => {
+                c.map.insert(Val::Str(s.clone()).key(), (n, value));
+            }
+            Kind::Num(Some(k)) => {
+                let k = usize::try_from(*k).ok()?;
+                if k < c.list.len() && c.map.is_empty() {
+                    c.list[k] = (n, value);
+                } else {
+                    c.map
+                        .insert(Val::Int(i64::try_from(k).ok()?).key(), (n, value));
+                }
+            }
+            _ => return None,
+        }
+        Some(())
+    }
 }
 
 #[cfg(test)]
