@@ -25,7 +25,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::source_check::{self, SourceTable};
+use super::source_check::{self, Patterns, SourceTable};
 use crate::engine::rules::RuleSet;
 use crate::llm::conversation::{
     ChatRequest, ChatResponse, Facts, FileRead, FinishReason, LeadFact, MAX_CALLS_PER_TURN,
@@ -48,11 +48,16 @@ const FOUND_FILES: usize = 16;
 /// The offline rule engine.
 pub(crate) struct Offline {
     rules: Arc<RuleSet>,
+    /// The source check's regexes, built once for the run.
+    patterns: Patterns,
 }
 
 impl Offline {
     pub(crate) fn new(rules: Arc<RuleSet>) -> Self {
-        Self { rules }
+        Self {
+            rules,
+            patterns: Patterns::default(),
+        }
     }
 
     /// The answer to one turn: `request` as sent, `facts` what the loop
@@ -67,7 +72,7 @@ impl Offline {
             if !calls.is_empty() {
                 return Ok(reply(None, calls));
             }
-            let judged = skeptic_judge(facts, &seen);
+            let judged = skeptic_judge(&self.patterns, facts, &seen);
             // A class the value is returned by that no file read declares:
             // searched for once, then its files are read (above).
             let calls = skeptic_searches(request, facts, &judged, &seen);
@@ -155,8 +160,14 @@ impl Offline {
             .iter()
             .filter_map(|l| {
                 let rule = self.rule_like(l, table);
-                let judged =
-                    source_check::judge(table, &l.path, &seen.contents, l.line, rule.as_deref());
+                let judged = source_check::judge(
+                    table,
+                    &self.patterns,
+                    &l.path,
+                    &seen.contents,
+                    l.line,
+                    rule.as_deref(),
+                );
                 let verdict = match judged.verdict {
                     "confirmed" => "confirmed",
                     "refuted" => "dismissed",
@@ -185,14 +196,23 @@ impl Offline {
 
 /// The source check's verdict on each challenged finding, from the lines
 /// shown of its file and the other files read (see [`super::source_check`]).
-fn skeptic_judge(facts: &Facts, seen: &Conversation) -> Vec<source_check::Judged> {
+fn skeptic_judge(
+    patterns: &Patterns,
+    facts: &Facts,
+    seen: &Conversation,
+) -> Vec<source_check::Judged> {
     facts
         .challenges
         .iter()
         .map(|c| match SourceTable::bundled() {
-            Ok(table) => {
-                source_check::judge(table, &c.path, &seen.contents, c.line, c.rule.as_deref())
-            }
+            Ok(table) => source_check::judge(
+                table,
+                patterns,
+                &c.path,
+                &seen.contents,
+                c.line,
+                c.rule.as_deref(),
+            ),
             Err(e) => source_check::Judged {
                 verdict: "uncertain",
                 confidence: 1,
@@ -257,9 +277,11 @@ fn skeptic_searches(
         let glob = c.path.rsplit_once('.').map(|(_, ext)| format!("*.{ext}"));
         for class in &judged.wants {
             let class = regex::escape(class);
-            let pattern = format!(
+            // ASCII word boundaries: a Unicode one makes the search slow on
+            // any file with non-ASCII text.
+            let pattern = crate::util::ascii_word_boundaries(&format!(
                 r"\b(class|interface|enum|record|struct)\s+{class}\b|\b(implements|extends)\b[^{{;]*\b{class}\b"
-            );
+            ));
             if seen.calls.contains(&("grep".into(), pattern.clone(), 0))
                 || wanted.iter().any(|w| w["pattern"] == pattern)
             {

@@ -51,12 +51,12 @@
 //! String literals are blanked before names are read (an f-string's or a
 //! template literal's `{…}` parts are kept as code); line comments are cut.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::LazyLock;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{LazyLock, Mutex};
 
 use regex::Regex;
 
-use crate::util::builtin_regex;
+use crate::util::{builtin_regex, relock};
 use serde::Deserialize;
 
 use super::live::Family;
@@ -66,6 +66,34 @@ mod foreign;
 
 /// The files the engine was shown: path → numbered lines.
 pub(crate) type Files = BTreeMap<String, BTreeMap<u32, String>>;
+
+/// The regexes the check builds from names, each built once: it asks for
+/// the same ones many times, and building one costs far more than running
+/// it. One is kept for a run (the offline engine's); a pattern depends on
+/// nothing but a name, so what it holds is never stale. It holds at most
+/// [`Patterns::MOST`] (a regex of a Unicode class takes tens of KB), and
+/// starts over when full.
+#[derive(Default)]
+pub(crate) struct Patterns(Mutex<HashMap<String, Option<Regex>>>);
+
+impl Patterns {
+    const MOST: usize = 1024;
+
+    /// The regex of `pattern` (`None` when it does not compile).
+    fn get(&self, pattern: String) -> Option<Regex> {
+        if let Some(kept) = relock(&self.0).get(&pattern) {
+            return kept.clone();
+        }
+        // Built outside the lock: another judgment may build it too.
+        let built = Regex::new(&pattern).ok();
+        let mut kept = relock(&self.0);
+        if kept.len() >= Self::MOST {
+            kept.clear();
+        }
+        kept.insert(pattern, built.clone());
+        built
+    }
+}
 
 /// The bundled table.
 const TABLE: &str = include_str!("../../configs/sources.toml");
@@ -311,9 +339,10 @@ fn family(path: &str) -> Option<Family> {
 
 /// Judges the finding at `line` of `path` (of rule `rule`) from the lines
 /// shown of its file; the other files shown are where calls into their
-/// classes are followed.
+/// classes are followed. `patterns` keeps the regexes it builds.
 pub(crate) fn judge(
     table: &SourceTable,
+    patterns: &Patterns,
     path: &str,
     files: &Files,
     line: u32,
@@ -368,6 +397,7 @@ pub(crate) fn judge(
         shown,
         path,
         files,
+        patterns,
         go: language_of(path) == Some("go"),
         start,
         end: line,
@@ -1018,6 +1048,7 @@ struct Trace<'a> {
     /// files' classes are followed).
     path: &'a str,
     files: &'a Files,
+    patterns: &'a Patterns,
     /// Go names a parameter before its type.
     go: bool,
     start: u32,
@@ -1188,7 +1219,7 @@ impl Trace<'_> {
     /// assignment in Python, a `const`, `final`, `static` or `#define` in
     /// the others, made only of literals.
     fn constant_above(&mut self, name: &str, depth: u32) -> bool {
-        let Ok(re) = Regex::new(&format!(
+        let Some(re) = self.patterns.get(format!(
             r"(?:^|[^\w$.]){}\s*(?:\[[^\]]*\])?\s*(?::?=|\s)",
             regex::escape(name)
         )) else {
@@ -1320,7 +1351,7 @@ impl Trace<'_> {
     /// Whether the lines shown declare a class (or interface, enum,
     /// record, struct) named `name`.
     fn declares_class(&self, name: &str) -> bool {
-        let Ok(re) = Regex::new(&format!(
+        let Some(re) = self.patterns.get(format!(
             r"\b(?:class|interface|enum|record|struct)\s+{}\b",
             regex::escape(name)
         )) else {
@@ -1334,7 +1365,7 @@ impl Trace<'_> {
     /// The lines of the shown text that define a function or method
     /// named `name` (its header, with a body).
     fn definitions(&self, name: &str) -> Vec<u32> {
-        definitions_in(self.family, self.shown, name)
+        definitions_in(self.family, self.shown, name, self.patterns)
     }
 
     /// Where a helper of this trace's file is read.
@@ -1342,6 +1373,7 @@ impl Trace<'_> {
         HelperFile {
             path: self.path,
             files: self.files,
+            patterns: self.patterns,
             shown: self.shown,
             go: self.go,
         }
@@ -1352,14 +1384,20 @@ impl Trace<'_> {
 struct HelperFile<'a> {
     path: &'a str,
     files: &'a Files,
+    patterns: &'a Patterns,
     shown: &'a BTreeMap<u32, String>,
     go: bool,
 }
 
 /// The lines of `shown` that define a function or method named `name`
 /// (its header, with a body).
-fn definitions_in(family: Family, shown: &BTreeMap<u32, String>, name: &str) -> Vec<u32> {
-    let Ok(re) = Regex::new(&format!(r"(?:^|[^\w$.]){}\s*\(", regex::escape(name))) else {
+fn definitions_in(
+    family: Family,
+    shown: &BTreeMap<u32, String>,
+    name: &str,
+    patterns: &Patterns,
+) -> Vec<u32> {
+    let Some(re) = patterns.get(format!(r"(?:^|[^\w$.]){}\s*\(", regex::escape(name))) else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -1465,6 +1503,7 @@ impl Trace<'_> {
         let HelperFile {
             path,
             files,
+            patterns,
             shown,
             go,
         } = file;
@@ -1512,6 +1551,7 @@ impl Trace<'_> {
                 shown,
                 path,
                 files,
+                patterns,
                 go,
                 start: def,
                 end: r,
@@ -1554,7 +1594,7 @@ impl Trace<'_> {
     /// Whether the function assigns `name` somewhere.
     /// (A Java `for (T name : items)` sets it too.)
     fn sets(&self, name: &str) -> bool {
-        let Ok(re) = Regex::new(&format!(
+        let Some(re) = self.patterns.get(format!(
             r"(?:^|[^\w$.]){0}\s*(?:\[[^\]]*\])?\s*(?:=|\+=|:=)(?:[^=]|$)|\bfor\s*\([^;]*[^\w$.]{0}\s*:[^:]",
             regex::escape(name)
         )) else {
@@ -1685,18 +1725,19 @@ impl Trace<'_> {
             self.unknown(format!("`{name}` (followed too far)"));
             return;
         }
-        let word = match Regex::new(&format!(r"(?:^|[^\w$.]){}\b", regex::escape(name))) {
-            Ok(re) => re,
-            Err(_) => return,
+        let Some(word) = self
+            .patterns
+            .get(format!(r"(?:^|[^\w$.]){}\b", regex::escape(name)))
+        else {
+            return;
         };
         let mut set = false;
         let mut declared = false;
         // A value written into it by a call: `strcat(v, x)`, `v.append(x)`.
-        let filled = Regex::new(&format!(
+        let filled = self.patterns.get(format!(
             r"(?:\b[A-Za-z_]\w*\s*\(\s*&?\s*{0}\s*,(.*)\)|(?:^|[^\w$.]){0}\s*\.\s*(?:append|push|extend|add|insert|concat|write|put|update|push_str)\s*\((.*)\))",
             regex::escape(name)
-        ))
-        .ok();
+        ));
         // The header (its parameters) is not where the body sets values;
         // above the line followed from, the last assignment that always
         // runs hides those before it.
@@ -2058,7 +2099,7 @@ mod tests {
             .map(|i| (i + 1) as u32)
             .unwrap();
         let files = Files::from([(path.to_string(), lines)]);
-        judge(table, path, &files, line, Some(rule))
+        judge(table, &Patterns::default(), path, &files, line, Some(rule))
     }
 
     #[test]
@@ -2590,12 +2631,26 @@ mod tests {
                         .map(|(i, l)| ((i + 1) as u32, l.to_string()))
                         .collect();
                     let files = Files::from([(path.to_string(), lines)]);
+                    let patterns = Patterns::default();
                     for line in 0..=5 {
-                        let _ = judge(table, path, &files, line, Some("sql/concat"));
+                        let _ = judge(table, &patterns, path, &files, line, Some("sql/concat"));
                     }
                 }
             }
         }
+    }
+
+    #[test]
+    fn patterns_are_built_once_and_kept_within_their_bound() {
+        let patterns = Patterns::default();
+        let a = patterns.get("x+".into()).unwrap();
+        assert!(a.is_match("xx"));
+        assert!(patterns.get("(".into()).is_none(), "a bad pattern is None");
+        for i in 0..Patterns::MOST + 10 {
+            patterns.get(format!("n{i}"));
+        }
+        assert!(relock(&patterns.0).len() <= Patterns::MOST);
+        assert!(patterns.get("x+".into()).unwrap().is_match("x"));
     }
 
     #[test]

@@ -12,15 +12,17 @@ pub(crate) mod injection;
 pub(crate) mod paths;
 pub(crate) mod secrets;
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::llm::conversation::{FileRead, ToolSpec};
 use crate::model::findings::Finding;
+use crate::util::relock;
 use fence::{Fence, FenceError};
 use injection::{BuiltinTable, Detector, InjectionRuleError};
 use paths::{Resolved, resolve};
@@ -70,6 +72,18 @@ pub(crate) struct ToolContext {
     fence: Fence,
     /// The prompt-injection and deceptive-text rules, for the sweep.
     injection: Arc<BuiltinTable>,
+    /// `grep` answers of this run by their arguments: the files do not
+    /// change while it runs (no tool writes), so the same search gives the
+    /// same hits, and agents that search for the same class or name walk
+    /// the tree once.
+    greps: Arc<Mutex<HashMap<String, GrepAnswer>>>,
+}
+
+/// A `grep` answer kept for the run: its text and its redactions.
+#[derive(Clone)]
+struct GrepAnswer {
+    text: String,
+    redactions: Vec<(String, Redaction)>,
 }
 
 /// A tool context that cannot be built.
@@ -147,6 +161,7 @@ impl ToolContext {
             scope: None,
             fence: Fence::random()?,
             injection: Arc::new(BuiltinTable::new()),
+            greps: Arc::default(),
         })
     }
 
@@ -169,6 +184,8 @@ impl ToolContext {
     pub(crate) fn scoped(&self, files: impl IntoIterator<Item = String>) -> Self {
         Self {
             scope: Some(Arc::new(files.into_iter().collect())),
+            // Another scope finds other hits.
+            greps: Arc::default(),
             ..self.clone()
         }
     }
@@ -621,7 +638,31 @@ impl Tool for Grep {
     }
 
     fn run(&self, ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
-        let args: GrepArgs = parse(self.name(), args)?;
+        // Object keys are sorted: the same arguments are the same key.
+        let key = args.to_string();
+        if let Some(kept) = relock(&ctx.greps).get(&key).cloned() {
+            return Ok(ToolOutput {
+                text: kept.text,
+                redactions: kept.redactions,
+                ..ToolOutput::default()
+            });
+        }
+        let output = Self::search(ctx, parse(self.name(), args)?)?;
+        relock(&ctx.greps).insert(
+            key,
+            GrepAnswer {
+                text: output.text.clone(),
+                redactions: output.redactions.clone(),
+            },
+        );
+        Ok(output)
+    }
+}
+
+impl Grep {
+    /// The search itself: every file in scope under the path, in name
+    /// order, each line the pattern matches, capped.
+    fn search(ctx: &ToolContext, args: GrepArgs) -> Result<ToolOutput, ToolError> {
         let regex = regex::RegexBuilder::new(&args.pattern)
             .size_limit(1 << 20)
             .build()
@@ -802,6 +843,33 @@ mod tests {
         let out = ctx.call("read_file", r#"{"path":"l.txt"}"#).unwrap();
         assert!(out.text.contains("not valid UTF-8"));
         assert!(out.text.contains("caf\u{fffd}"));
+    }
+
+    #[test]
+    fn the_same_search_is_answered_once_a_run_and_anew_in_another_scope() {
+        let (dir, ctx) = context(&[("a.rs", b"fn main() {}\n")]);
+        let args = r#"{"pattern":"main"}"#;
+        let first = ctx.call("grep", args).unwrap().text;
+        assert!(first.contains("a.rs:1:"), "{first}");
+        // A file written during the run is not searched again: the answer
+        // is the run's (no tool writes; this test does, to show the cache).
+        std::fs::write(dir.path().join("b.rs"), "fn main() {}\n").unwrap();
+        assert_eq!(ctx.call("grep", args).unwrap().text, first);
+        assert_eq!(ctx.clone().call("grep", args).unwrap().text, first);
+        // Arguments in another order are the same search.
+        let reordered = ctx
+            .call("grep", r#"{"glob":"*.rs","pattern":"main"}"#)
+            .unwrap()
+            .text;
+        assert_eq!(
+            reordered,
+            ctx.call("grep", r#"{"pattern":"main","glob":"*.rs"}"#)
+                .unwrap()
+                .text
+        );
+        let scoped = ctx.scoped(["a.rs".to_string(), "b.rs".to_string()]);
+        let again = scoped.call("grep", args).unwrap().text;
+        assert!(again.contains("b.rs:1:"), "{again}");
     }
 
     #[test]

@@ -12,8 +12,6 @@
 
 use std::collections::BTreeSet;
 
-use regex::Regex;
-
 use super::{
     Family, HELPER_DEPTH, HelperFile, Trace, code_of, definitions_in, family, starts_upper,
 };
@@ -129,14 +127,12 @@ impl<'a> Trace<'a> {
     /// one anywhere in the file (a field); `var x = new C(…)` is a `C`.
     fn declared_type(&self, recv: &str) -> Option<(String, String)> {
         let name = regex::escape(recv);
-        let typed = Regex::new(&format!(
+        let typed = self.patterns.get(format!(
             r"(?:^|[^\w$.])((?:[A-Za-z_][\w$]*\.)*[A-Z][\w$]*)\s*(?:<[^;=()]*>)?\s*(?:\[\s*\])*\s+{name}\s*(?:[=;,)]|$)"
-        ))
-        .ok()?;
-        let inferred = Regex::new(&format!(
+        ))?;
+        let inferred = self.patterns.get(format!(
             r"\bvar\s+{name}\s*=\s*new\s+((?:[A-Za-z_][\w$]*\.)*[A-Z][\w$]*)"
-        ))
-        .ok()?;
+        ))?;
         let found = |text: &String| {
             let code = code_of(text, self.family).0;
             let c = typed.captures(&code).or_else(|| inferred.captures(&code))?;
@@ -170,11 +166,10 @@ impl<'a> Trace<'a> {
     /// The qualified name an `import` (or C# `using`) of the file gives
     /// `class`.
     fn imported(&self, class: &str) -> Option<String> {
-        let re = Regex::new(&format!(
+        let re = self.patterns.get(format!(
             r"^\s*(?:import|using)\s+(?:static\s+)?([\w.]+\.{})\s*;",
             regex::escape(class)
-        ))
-        .ok()?;
+        ))?;
         self.shown
             .values()
             .find_map(|t| Some(re.captures(t)?.get(1)?.as_str().to_string()))
@@ -184,11 +179,11 @@ impl<'a> Trace<'a> {
     /// in each file that declares, implements or extends it.
     fn bodies(&self, class: &str, method: &str) -> (bool, Vec<(&'a str, u32)>) {
         let class_re = regex::escape(class);
-        let (Ok(declares), Ok(derives)) = (
-            Regex::new(&format!(
+        let (Some(declares), Some(derives)) = (
+            self.patterns.get(format!(
                 r"\b(?:class|interface|enum|record|struct)\s+{class_re}\b"
             )),
-            Regex::new(&format!(
+            self.patterns.get(format!(
                 r"\b(?:class|enum|record|struct)\s+[\w$]+[^{{;]*(?:\b(?:implements|extends)\b|:)[^{{;]*\b{class_re}\b"
             )),
         ) else {
@@ -213,7 +208,7 @@ impl<'a> Trace<'a> {
             }
             if related {
                 out.extend(
-                    definitions_in(Family::Braces, lines, method)
+                    definitions_in(Family::Braces, lines, method, self.patterns)
                         .into_iter()
                         .map(|def| (path.as_str(), def)),
                 );
@@ -263,6 +258,7 @@ impl<'a> Trace<'a> {
             let file = HelperFile {
                 path,
                 files: self.files,
+                patterns: self.patterns,
                 shown,
                 go: false,
             };
@@ -299,7 +295,7 @@ impl<'a> Trace<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Files, Judged, SourceTable, judge};
+    use super::super::{Files, Judged, Patterns, SourceTable, judge};
     use std::collections::BTreeMap;
 
     fn numbered(text: &str) -> BTreeMap<u32, String> {
@@ -319,7 +315,14 @@ mod tests {
             files.insert((*path).into(), numbered(text));
         }
         let line = main.lines().position(|l| l.contains("SINK")).unwrap() as u32 + 1;
-        judge(table, "web/Main.java", &files, line, Some(rule))
+        judge(
+            table,
+            &Patterns::default(),
+            "web/Main.java",
+            &files,
+            line,
+            Some(rule),
+        )
     }
 
     const HOLDER: &str = "package app.util;\n\
