@@ -1104,6 +1104,10 @@ enum CallKind {
     /// A method of a class that this file does not declare (see
     /// [`foreign`]).
     Foreign(String),
+    /// `new C(…)` of such a class with a method called on it at once
+    /// (`new C(x).m(…)`): the method is followed, and what it does not
+    /// return of the object does not matter.
+    NewReceiver,
     /// Anything else.
     Unknown,
 }
@@ -1168,7 +1172,11 @@ impl Trace<'_> {
                 if !self.table.pure_calls.contains(last.trim_end_matches('!')) {
                     let args = call_args_at(&text, end.saturating_sub(1));
                     let listed = args.as_ref().map(|(a, _)| a.as_slice()).unwrap_or(&[]);
-                    match self.call_kind(&text, at, &segments, listed) {
+                    let rest = args
+                        .as_ref()
+                        .and_then(|(_, close)| text.get(*close..))
+                        .unwrap_or("");
+                    match self.call_kind(&text, at, &segments, listed, rest) {
                         CallKind::Helper(def) => {
                             if let Some((args, close)) = args {
                                 skip_to = close;
@@ -1178,6 +1186,13 @@ impl Trace<'_> {
                             self.unknown(format!("a call to `{name}`"));
                         }
                         CallKind::NewOfNothing | CallKind::StaticOfLiterals => continue,
+                        // What the method called on it returns decides.
+                        CallKind::NewReceiver => {
+                            if let Some((_, close)) = args {
+                                skip_to = close;
+                            }
+                            continue;
+                        }
                         CallKind::Foreign(class) => {
                             if let Some((args, close)) = args
                                 && self.foreign_call(&class, last, &name, &args, depth)
@@ -1290,7 +1305,14 @@ impl Trace<'_> {
     /// What the call to `segments` whose name starts at byte `at` of
     /// `text` is: a helper of the file the check can follow, a local
     /// object, a static call of literals, or unknown.
-    fn call_kind(&self, text: &str, at: usize, segments: &[&str], args: &[String]) -> CallKind {
+    fn call_kind(
+        &self,
+        text: &str,
+        at: usize,
+        segments: &[&str],
+        args: &[String],
+        rest: &str,
+    ) -> CallKind {
         let Some(&last) = segments.last() else {
             return CallKind::Unknown;
         };
@@ -1301,6 +1323,8 @@ impl Trace<'_> {
         if after_new {
             return if args.is_empty() {
                 CallKind::NewOfNothing
+            } else if self.builds_receiver(segments, rest) {
+                CallKind::NewReceiver
             } else {
                 CallKind::Unknown
             };

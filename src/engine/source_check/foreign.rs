@@ -74,6 +74,42 @@ const LIBRARY_CLASSES: &[&str] = &[
     "Convert",
 ];
 
+/// The class of `recv` when it ends with `new C(…)` (arguments given),
+/// qualified as written and simple.
+fn new_object_before(recv: &str) -> Option<(String, String)> {
+    let inner = recv.strip_suffix(')')?;
+    // The `(` that opens the arguments.
+    let mut depth = 1i32;
+    let mut open = None;
+    for (i, c) in inner.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    open = Some(i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let head = inner.get(..open?)?.trim_end();
+    let at = head
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_alphanumeric() || matches!(c, '_' | '$' | '.'))
+        .last()
+        .map(|(i, _)| i)?;
+    let qualified = &head[at..];
+    let is_new = head[..at]
+        .trim_end()
+        .strip_suffix("new")
+        .is_some_and(|b| !b.ends_with(|c: char| c.is_alphanumeric() || c == '_'));
+    let simple = qualified.rsplit('.').next()?;
+    (is_new && starts_upper(simple)).then(|| (qualified.to_string(), simple.to_string()))
+}
+
 /// The steps of `elsewhere` as a clause of a refuting answer: the files
 /// the check followed calls into, or nothing.
 pub(super) fn followed(elsewhere: &[(String, u32)]) -> String {
@@ -105,8 +141,10 @@ impl<'a> Trace<'a> {
             }
             [_] => {
                 let recv = before.strip_suffix('.')?.trim_end();
-                let class = super::local_object_before(recv)?.to_string();
-                (class.clone(), class)
+                match super::local_object_before(recv) {
+                    Some(class) => (class.to_string(), class.to_string()),
+                    None => new_object_before(recv)?,
+                }
             }
             _ => {
                 let c = segments.iter().position(|s| starts_upper(s))?;
@@ -120,6 +158,34 @@ impl<'a> Trace<'a> {
             return None;
         }
         Some(class)
+    }
+
+    /// Whether the constructor call `segments` (with `rest` the text after
+    /// its arguments) makes the receiver of a method this check follows
+    /// into another file: `new C(…).m(…)` with `m` not a pure call and `C`
+    /// a class of the repository, not of this file or the library.
+    pub(super) fn builds_receiver(&self, segments: &[&str], rest: &str) -> bool {
+        let Some(method) = rest
+            .trim_start()
+            .strip_prefix('.')
+            .map(str::trim_start)
+            .and_then(|r| r.split_once('('))
+            .map(|(name, _)| name.trim())
+        else {
+            return false;
+        };
+        let Some(&class) = segments.last() else {
+            return false;
+        };
+        let is_name = !method.is_empty()
+            && method
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$');
+        is_name
+            && !self.table.pure_calls.contains(method)
+            && matches!(language_of(self.path), Some("java" | "csharp"))
+            && !self.declares_class(class)
+            && !self.is_library(&segments.join("."), class)
     }
 
     /// The type `recv` is declared with, qualified as written and simple:
@@ -373,6 +439,39 @@ mod tests {
         let j = judge_with(&servlet("h.stored()"), &others, "sql/execute-dynamic");
         assert_eq!(j.verdict, "uncertain", "{j:?}");
         assert!(j.wants.is_empty());
+    }
+
+    #[test]
+    fn a_method_called_on_a_new_object_is_followed_and_its_arguments_only_if_read() {
+        let others = [("app/util/Holder.java", HOLDER)];
+        let on_new = |call: &str| {
+            servlet(call).replace("app.util.Holder h = new app.util.Holder(request);", "")
+        };
+        let j = judge_with(
+            &on_new("new app.util.Holder(request).fixed(\"k\")"),
+            &others,
+            "sql/execute-dynamic",
+        );
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+        let j = judge_with(
+            &on_new("new app.util.Holder(request).fromRequest(\"k\")"),
+            &others,
+            "sql/execute-dynamic",
+        );
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        let j = judge_with(
+            &on_new("new app.util.Holder(request).stored()"),
+            &others,
+            "sql/execute-dynamic",
+        );
+        assert_eq!(j.verdict, "uncertain", "{j:?}");
+        // A pure method of the object (its text) keeps the arguments.
+        let j = judge_with(
+            &on_new("new app.util.Holder(request.getParameter(\"x\")).toString()"),
+            &others,
+            "sql/execute-dynamic",
+        );
+        assert_ne!(j.verdict, "refuted", "{j:?}");
     }
 
     #[test]
