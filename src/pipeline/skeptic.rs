@@ -28,11 +28,10 @@ use serde_json::json;
 use crate::agents::router::{ReadOnlyTools, ToolRouter};
 use crate::agents::turns::{Finish, Loop, Reader, Start};
 use crate::agents::{AgentDefinition, Harness, UnknownAgent};
-use crate::engine::source_check;
+use crate::engine::source_check::{self, Files, Patterns, SourceTable};
 use crate::llm::budget::Spend;
 use crate::llm::conversation::{ChallengeFact, FileRead};
 use crate::llm::events::EventSink;
-use crate::llm::providers::EngineKind;
 use crate::model::challenge::{Answer, Challenge, Stance, check, read_answer, verdicts_output};
 use crate::model::findings::{Finding, Origin, Severity};
 use crate::pipeline::context::Ui;
@@ -310,16 +309,15 @@ impl Stage<'_> {
     }
 
     /// The store key: the finding's fingerprint, its file's content, the
-    /// agent and the model; for the rule engine, its source check too (a
-    /// new fanscan's check answers differently than the stored one).
+    /// agent and the model, and the source check's identity (a new
+    /// fanscan's check answers, and weighs refutations, differently).
     fn key(&self, target: &Target, hashes: &mut BTreeMap<String, String>) -> Option<String> {
         let run = self.run?;
         let base = run.skeptic_base(self.definition);
         let hash = self.hash(&target.finding.path, hashes)?;
-        let check = match self.harness.provider().engine() {
-            EngineKind::RuleEngine => source_check::identity(),
-            EngineKind::Llm => String::new(),
-        };
+        // The source check answers for the rule engine and weighs a
+        // model's refutations: a new check may answer differently.
+        let check = source_check::identity();
         Some(crate::util::sha256_hex(
             format!(
                 "fanscan skeptic v{FORMAT_VERSION}\nagent {} {}\nprovider {}\nmodel {}{check}\nfinding {} {}\nfile {}\0{hash}\n",
@@ -420,12 +418,16 @@ impl Stage<'_> {
         let answer = outcome.answer.unwrap_or_default();
         let failed = outcome.error.clone();
         let exists = |p: &str, line: u32| self.line_exists(p, line);
+        let patterns = Patterns::default();
         let answers = batch
             .iter()
             .zip(&ids)
             .map(|(t, id)| {
                 let (challenge, verdict) = match (answer.by_id.get(id), &failed) {
-                    (Some(Ok(said)), _) => (check(said.clone(), &exists), true),
+                    (Some(Ok(said)), _) => (
+                        self.against_trace(&t.finding, check(said.clone(), &exists), &patterns),
+                        true,
+                    ),
                     (Some(Err(why)), _) => (
                         Challenge::no_answer(&format!("its entry was broken: {why}")),
                         false,
@@ -454,6 +456,58 @@ impl Stage<'_> {
             files: outcome.files_read,
             complete: outcome.status.reviewed(),
         }
+    }
+
+    /// A refutation of a finding whose value the rule engine's source
+    /// check traces from a source of untrusted input to its line (in its
+    /// file alone) is not trusted: it counts as uncertain, with the trace
+    /// in a note. A model that calls a traced flow safe has most often
+    /// mislabelled its answer (a small one refutes with a reason that
+    /// argues the finding), and a refutation takes the finding out of the
+    /// gate; the check is a heuristic, so this keeps the finding, never
+    /// drops one.
+    fn against_trace(
+        &self,
+        finding: &Finding,
+        challenge: Challenge,
+        patterns: &Patterns,
+    ) -> Challenge {
+        if challenge.stance != Stance::Refuted {
+            return challenge;
+        }
+        let table = match SourceTable::bundled() {
+            Ok(table) => table,
+            Err(e) => {
+                let mut challenge = challenge;
+                challenge.notes.push(format!(
+                    "the refutation was not checked against the source check: {e}"
+                ));
+                return challenge;
+            }
+        };
+        let Ok(lines) = self.tools.numbered_lines(&finding.path) else {
+            return challenge;
+        };
+        let files = Files::from([(finding.path.clone(), lines)]);
+        let traced = source_check::judge(
+            table,
+            patterns,
+            &finding.path,
+            &files,
+            finding.line,
+            finding.rule.as_deref(),
+        );
+        if traced.verdict != "confirmed" {
+            return challenge;
+        }
+        let mut challenge = challenge;
+        challenge.notes.push(format!(
+            "a refutation is not trusted where the rule engine's source check traces the value ({}): counted as uncertain",
+            traced.why
+        ));
+        challenge.stance = Stance::Uncertain;
+        challenge.confidence = None;
+        challenge
     }
 
     /// Whether `path` is a file of the scan with a line `line`.

@@ -257,6 +257,26 @@ impl ToolContext {
         }
     }
 
+    /// The text of `path`, a file of the scan, as the tools show it
+    /// (secrets redacted), its lines numbered from 1: what the rule
+    /// engine's source check reads.
+    pub(crate) fn numbered_lines(
+        &self,
+        path: &str,
+    ) -> Result<std::collections::BTreeMap<u32, String>, ToolError> {
+        let file = self.resolve(path)?;
+        if !self.in_scope(&file.rel) {
+            return Err(ToolError::Model(format!(
+                "{path:?} is outside this scan (excluded, ignored, binary or too large)"
+            )));
+        }
+        let (text, _, _) = self.load_text(&file)?;
+        Ok((1..)
+            .zip(text.lines())
+            .map(|(n, line)| (n, line.to_string()))
+            .collect())
+    }
+
     /// What `read_file` returns for `path` from the top, with default
     /// limits: the text a preloading agent is shown up front.
     pub(crate) fn read_from_top(&self, path: &str) -> Result<ToolOutput, ToolError> {

@@ -173,6 +173,52 @@ async fn a_refuted_finding_leaves_the_gate_and_is_listed_with_its_reason_in_ever
     assert_eq!(cc.as_array().unwrap().len(), 0);
 }
 
+/// A model's refutation of a finding whose value the rule engine traces
+/// from argv to its line is not trusted: the finding stays in the gate,
+/// uncertain, and says why. (A small model refuted a true finding with a
+/// reason that argued it.)
+#[tokio::test]
+async fn a_refutation_of_a_traced_flow_is_not_trusted() {
+    let repo = repo();
+    let mut finding = sink_finding();
+    finding["rule"] = json!("sql/concat");
+    let mock = MockModel::openai(model(
+        finding,
+        r#"{"verdicts": [{"id": "f1", "verdict": "refuted", "confidence": 10, "why": "the name is user-controlled and goes into the query", "flow": ["app/db.py:4", "app/db.py:5"]}]}"#,
+    ))
+    .await;
+    let report = run(&mock, repo.path()).await;
+    assert!(report.refuted.is_empty(), "{:?}", report.refuted);
+    let challenge = report.findings[0].challenge.as_ref().unwrap();
+    assert_eq!(challenge.stance, Stance::Uncertain);
+    assert_eq!(challenge.confidence, None);
+    assert!(
+        challenge
+            .notes
+            .iter()
+            .any(|n| n.contains("input from the command line at line 4")),
+        "{:?}",
+        challenge.notes
+    );
+    assert_eq!(report.exit_code(), exit::GATE_FAILED);
+    // Where the value is not traced (a parameter), the refutation stands.
+    repo.write(
+        "app/db.py",
+        &DB.replace("def find(cur):", "def find(cur, name):")
+            .replace("    name = sys.argv[1]\n", ""),
+    );
+    let mut finding = sink_finding();
+    finding["rule"] = json!("sql/concat");
+    finding["line"] = json!(4);
+    let mock = MockModel::openai(model(
+        finding,
+        r#"{"verdicts": [{"id": "f1", "verdict": "refuted", "confidence": 8, "why": "every caller passes a fixed name"}]}"#,
+    ))
+    .await;
+    let report = run(&mock, repo.path()).await;
+    assert_eq!(report.refuted.len(), 1, "{:?}", report.findings);
+}
+
 #[tokio::test]
 async fn an_uncertain_finding_stays() {
     let repo = repo();
