@@ -1413,13 +1413,7 @@ impl Step<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn numbered(text: &str) -> BTreeMap<u32, String> {
-        text.lines()
-            .enumerate()
-            .map(|(i, l)| ((i + 1) as u32, l.to_string()))
-            .collect()
-    }
+    use crate::util::numbered;
 
     fn run(family: Family, text: &str) -> Live {
         let lines = numbered(text);

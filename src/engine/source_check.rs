@@ -848,8 +848,7 @@ const WRITES: &[&str] = &["Fprintf", "Fprint", "Fprintln", "WriteString", "fprin
 /// The arguments of the first call on the line named one of `names`,
 /// split at its top-level commas.
 fn call_args(code: &str, names: &[&str]) -> Option<Vec<String>> {
-    let chars: Vec<(usize, char)> = code.char_indices().collect();
-    for (k, &(at, c)) in chars.iter().enumerate() {
+    for (at, c) in code.char_indices() {
         if c != '(' {
             continue;
         }
@@ -861,33 +860,7 @@ fn call_args(code: &str, names: &[&str]) -> Option<Vec<String>> {
         if !names.contains(&name) {
             continue;
         }
-        let mut depth = 0i32;
-        let mut args: Vec<String> = vec![String::new()];
-        for &(_, ch) in &chars[k..] {
-            match ch {
-                '(' | '[' | '{' => {
-                    depth += 1;
-                    if depth == 1 {
-                        continue;
-                    }
-                }
-                ')' | ']' | '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                ',' if depth == 1 => {
-                    args.push(String::new());
-                    continue;
-                }
-                _ => {}
-            }
-            if let Some(last) = args.last_mut() {
-                last.push(ch);
-            }
-        }
-        return Some(args);
+        return Some(split_args(code, at)?.0);
     }
     None
 }
@@ -1876,6 +1849,20 @@ fn right_side(code: &str, after: &str, each: bool, looped: bool) -> String {
 /// The arguments of the call whose `(` is at byte `open` of `text`, split
 /// at its top-level commas (none for `()`), and the byte after its `)`.
 fn call_args_at(text: &str, open: usize) -> Option<(Vec<String>, usize)> {
+    let (args, close) = split_args(text, open)?;
+    let args = if args.len() == 1 && args[0].trim().is_empty() {
+        Vec::new()
+    } else {
+        args
+    };
+    Some((args, close?))
+}
+
+/// The arguments of the call whose `(` is at byte `open` of `text`, split
+/// at its top-level commas (`()` gives one empty argument), and the byte
+/// after its `)`, `None` when the text ends before the call closes (the
+/// arguments are then those written so far).
+fn split_args(text: &str, open: usize) -> Option<(Vec<String>, Option<usize>)> {
     if text.get(open..open + 1) != Some("(") {
         return None;
     }
@@ -1892,12 +1879,7 @@ fn call_args_at(text: &str, open: usize) -> Option<(Vec<String>, usize)> {
             ')' | ']' | '}' => {
                 depth -= 1;
                 if depth == 0 {
-                    let args = if args.len() == 1 && args[0].trim().is_empty() {
-                        Vec::new()
-                    } else {
-                        args
-                    };
-                    return Some((args, open + i + 1));
+                    return Some((args, Some(open + i + 1)));
                 }
             }
             ',' if depth == 1 => {
@@ -1910,7 +1892,7 @@ fn call_args_at(text: &str, open: usize) -> Option<(Vec<String>, usize)> {
             last.push(ch);
         }
     }
-    None
+    Some((args, None))
 }
 
 /// The class `C` when `recv` (the text before a `.`) ends with `new C()`.
@@ -2112,11 +2094,7 @@ mod tests {
 
     fn judge_text(path: &str, text: &str, rule: &str) -> Judged {
         let table = SourceTable::bundled().unwrap();
-        let lines: BTreeMap<u32, String> = text
-            .lines()
-            .enumerate()
-            .map(|(i, l)| ((i + 1) as u32, l.to_string()))
-            .collect();
+        let lines = crate::util::numbered(text);
         let line = text
             .lines()
             .position(|l| l.contains("SINK"))
@@ -2649,11 +2627,7 @@ mod tests {
             for a in odd {
                 for b in odd {
                     let text = format!("{a}\n{b}\n{a}{b}\n{b}\n");
-                    let lines: BTreeMap<u32, String> = text
-                        .lines()
-                        .enumerate()
-                        .map(|(i, l)| ((i + 1) as u32, l.to_string()))
-                        .collect();
+                    let lines = crate::util::numbered(&text);
                     let files = Files::from([(path.to_string(), lines)]);
                     let patterns = Patterns::default();
                     for line in 0..=5 {

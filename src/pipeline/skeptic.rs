@@ -419,13 +419,20 @@ impl Stage<'_> {
         let failed = outcome.error.clone();
         let exists = |p: &str, line: u32| self.line_exists(p, line);
         let patterns = Patterns::default();
+        // The batch's file, read once, if a refutation is to be weighed.
+        let text = std::cell::OnceCell::new();
         let answers = batch
             .iter()
             .zip(&ids)
             .map(|(t, id)| {
                 let (challenge, verdict) = match (answer.by_id.get(id), &failed) {
                     (Some(Ok(said)), _) => (
-                        self.against_trace(&t.finding, check(said.clone(), &exists), &patterns),
+                        self.against_trace(
+                            &t.finding,
+                            check(said.clone(), &exists),
+                            &patterns,
+                            &text,
+                        ),
                         true,
                     ),
                     (Some(Err(why)), _) => (
@@ -471,6 +478,7 @@ impl Stage<'_> {
         finding: &Finding,
         challenge: Challenge,
         patterns: &Patterns,
+        text: &std::cell::OnceCell<Option<Files>>,
     ) -> Challenge {
         if challenge.stance != Stance::Refuted {
             return challenge;
@@ -485,15 +493,18 @@ impl Stage<'_> {
                 return challenge;
             }
         };
-        let Ok(lines) = self.tools.numbered_lines(&finding.path) else {
+        let files = text.get_or_init(|| {
+            let lines = self.tools.numbered_lines(&finding.path).ok()?;
+            Some(Files::from([(finding.path.clone(), lines)]))
+        });
+        let Some(files) = files.as_ref().filter(|f| f.contains_key(&finding.path)) else {
             return challenge;
         };
-        let files = Files::from([(finding.path.clone(), lines)]);
         let traced = source_check::judge(
             table,
             patterns,
             &finding.path,
-            &files,
+            files,
             finding.line,
             finding.rule.as_deref(),
         );

@@ -271,10 +271,7 @@ impl ToolContext {
             )));
         }
         let (text, _, _) = self.load_text(&file)?;
-        Ok((1..)
-            .zip(text.lines())
-            .map(|(n, line)| (n, line.to_string()))
-            .collect())
+        Ok(crate::util::numbered(&text))
     }
 
     /// What `read_file` returns for `path` from the top, with default

@@ -65,6 +65,11 @@ pub(crate) fn builtin_regex(pattern: &str) -> regex::Regex {
 
 /// Estimated tokens of `bytes` bytes of text (bytes / 3, rounded up): a
 /// deliberately high estimate for code, so budgets err on the safe side.
+/// The lines of `text` numbered from 1, as `read_file` numbers them.
+pub(crate) fn numbered(text: &str) -> std::collections::BTreeMap<u32, String> {
+    (1..).zip(text.lines().map(str::to_string)).collect()
+}
+
 pub(crate) fn estimate_tokens(bytes: u64) -> u64 {
     bytes.div_ceil(3)
 }

@@ -362,14 +362,8 @@ impl<'a> Trace<'a> {
 #[cfg(test)]
 mod tests {
     use super::super::{Files, Judged, Patterns, SourceTable, judge};
+    use crate::util::numbered;
     use std::collections::BTreeMap;
-
-    fn numbered(text: &str) -> BTreeMap<u32, String> {
-        text.lines()
-            .enumerate()
-            .map(|(i, l)| ((i + 1) as u32, l.to_string()))
-            .collect()
-    }
 
     /// Judges the line marked `SINK` of `main` (path `web/Main.java`) with
     /// `others` read beside it.
