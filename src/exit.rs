@@ -3,12 +3,12 @@
 //! with what these methods return; `--help` and the README document the
 //! same table.
 
-use crate::ScanError;
 use crate::agents::subagent::GroupReport;
 use crate::config::ConfigError;
 use crate::eval::EvalError;
 use crate::pipeline::ask::{Answer, AskError};
 use crate::pipeline::context::SetupError;
+use crate::pipeline::error::ScanError;
 use crate::report::Report;
 use crate::stages::gate::Outcome;
 use crate::store::StoreError;

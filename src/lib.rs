@@ -40,6 +40,7 @@ pub use model::challenge::Stance;
 pub use model::findings::Severity;
 pub use pipeline::ask::{Answer, AskError, CitationStatus, Totals, ask};
 pub use pipeline::context::{Context, SetupError, Ui};
+pub use pipeline::error::ScanError;
 pub use pipeline::publish::render;
 pub use progress::{AgentLine, Hidden, Reporter, StageReport};
 pub use report::since::FindingRef;
@@ -56,42 +57,6 @@ pub use store::{StoreError, diff_text, history_text};
 pub use util::git::{Checkout, GitCheckout};
 pub use util::human_count;
 
-/// A scan that could not produce a report.
-#[derive(Debug, thiserror::Error)]
-pub enum ScanError {
-    /// Before anything was scanned (exit code 2).
-    #[error(transparent)]
-    Setup(#[from] SetupError),
-    /// Verification itself failed: a fanscan bug (exit code 1).
-    #[error("verification failed ({0}): a fanscan bug, please report it")]
-    Verify(#[source] tokio::task::JoinError),
-    /// The run store is foreign, corrupted or newer (exit code 2), or a
-    /// panic broke its lookup (a fanscan bug: exit code 1).
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// Parts that cannot be merged, or a shard that cannot run (exit code 2).
-    #[error(transparent)]
-    Merge(#[from] MergeError),
-}
-
-/// Errors of the stages before the fan-out are setup errors.
-macro_rules! setup_errors {
-    ($($error:ty),*) => {$(
-        impl From<$error> for ScanError {
-            fn from(error: $error) -> Self {
-                Self::Setup(error.into())
-            }
-        }
-    )*};
-}
-setup_errors!(
-    stages::inventory::InventoryError,
-    stages::plan::PlanError,
-    stages::leads::LeadsError,
-    llm::budget::BudgetTooSmall,
-    agents::UnknownAgent
-);
-
 /// The whole pipeline: inventory → plan → brief → fan-out, then the tail
 /// it shares with [`merge`] (verify → challenge → reduce → triage →
 /// report). Only setup errors stop it; everything after is in the report.
@@ -99,10 +64,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let started = pipeline::context::Started::now();
     let s = &ctx.settings;
     let _time_limit = ui.control.time_limit(s.max_duration);
-    if let Some(rounds) = ctx.harness.provider().rounds() {
-        let reporter = Arc::clone(&ui.reporter);
-        rounds.set_observer(Arc::new(move |event| reporter.batch(event)));
-    }
+    steps::show_batch_rounds(ctx, ui);
     let auditor = Arc::new(ctx.agent(&s.agent)?.clone());
     let reducer = ctx.agent("reducer")?;
 
@@ -117,13 +79,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     let specialists =
         stages::samples::with_samples(stages::plan::group_agents(&plan, &ctx.agents)?, s.samples);
     let run_info = ctx.run_info(&plan, &started);
-    let (mut run, store_warnings) =
-        store::ScanStore::open(s, ctx.store_keys(), &auditor, reducer, &run_info).await?;
-    // `--batch`: batch ids and answers are kept in the run store, so a
-    // run started again polls what this one sent instead of sending it.
-    if let (Some(rounds), Some(run)) = (ctx.harness.provider().rounds(), run.as_ref()) {
-        rounds.set_ledger(run.ledger());
-    }
+    let (mut run, store_warnings) = steps::open_store(ctx, &auditor, reducer, &run_info).await?;
     let briefed = steps::brief_stage(ctx, ui, &inventory, &tools, &spend, run.as_mut()).await?;
     let (auditor, specialists) = briefed.apply(auditor, specialists);
     let store = store::prepare(ctx.tools.root(), run, store_warnings, &specialists, tasks).await?;

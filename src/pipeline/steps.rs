@@ -1,5 +1,6 @@
 //! The steps of a run between its stages, which `scan` and `merge` call:
-//! the repository brief with the briefed auditors, verification off the
+//! `--batch`'s rounds shown and its ledger in the run store, the
+//! repository brief with the briefed auditors, verification off the
 //! async threads, the gate's triage, the reducer (or its stored answer),
 //! a shard's share of the plan and its part of the report, and a task's
 //! leads.
@@ -11,13 +12,16 @@
 use std::sync::Arc;
 
 use crate::agents::{AgentDefinition, AgentTask, GroupReport};
+use crate::config::{PlannerKind, Settings};
 use crate::llm::events::EventSink;
 use crate::pipeline::context::{Context, SetupError, Ui};
+use crate::pipeline::error::ScanError;
+use crate::report::RunInfo;
 use crate::report::shard::{MergeError, ShardPart};
 use crate::stages::inventory::Inventory;
 use crate::stages::plan::Plan;
 use crate::stages::plan::shard::Shard;
-use crate::{PlannerKind, ScanError, Settings, llm, model, stages, store, tools, util};
+use crate::{llm, model, stages, store, tools, util};
 
 /// The tools, reading only what the inventory covers: excluded or
 /// ignored files stay out of every prompt.
@@ -26,6 +30,31 @@ pub(crate) fn scoped_tools(
     inventory: &Inventory,
 ) -> tools::ToolContext {
     tools.scoped(inventory.files.iter().map(|f| f.path.clone()))
+}
+
+/// `--batch`: each round of batches shows on the terminal as it goes.
+pub(crate) fn show_batch_rounds(ctx: &Context, ui: &Ui) {
+    if let Some(rounds) = ctx.harness.provider().rounds() {
+        let reporter = Arc::clone(&ui.reporter);
+        rounds.set_observer(Arc::new(move |event| reporter.batch(event)));
+    }
+}
+
+/// Opens a scan's run store (none without `--store`), with its warnings.
+/// `--batch` keeps its batch ids and answers there, so a run started
+/// again polls what this one sent instead of sending it.
+pub(crate) async fn open_store(
+    ctx: &Context,
+    auditor: &AgentDefinition,
+    reducer: &AgentDefinition,
+    run_info: &RunInfo,
+) -> Result<(Option<store::ScanStore>, Vec<String>), ScanError> {
+    let (run, warnings) =
+        store::ScanStore::open(&ctx.settings, ctx.store_keys(), auditor, reducer, run_info).await?;
+    if let (Some(rounds), Some(run)) = (ctx.harness.provider().rounds(), run.as_ref()) {
+        rounds.set_ledger(run.ledger());
+    }
+    Ok((run, warnings))
 }
 
 /// The repository brief, and the auditors with it in their prompts.

@@ -1,6 +1,9 @@
 //! The crate's modules form layers (docs/architecture.md): no import
 //! circle between the top-level modules of `src/`, nor between the files of
-//! one folder, and the leaf (`util`) imports no other module.
+//! one folder, and the leaf (`util`) imports no other module. `lib.rs` (and
+//! `main.rs`, the binary's root) sits above them all: it may import
+//! anything, and no module imports an item defined in it (a re-export
+//! there counts as an import of the module it names).
 //! Edges come from each file's `use` trees and its `crate::…`, `super::…`
 //! and `self::…` paths, read as text with comments, string and character
 //! literals and `#[cfg(test)]` items left out (tests may reach anywhere).
@@ -17,11 +20,74 @@ use crate::common::Repo;
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
 /// Who uses whom: between top-level modules (`plan -> inventory`), and
-/// between the files of one folder (`plan/render -> plan/estimate`).
+/// between the files of one folder (`plan/render -> plan/estimate`); and
+/// which files import an item defined in their crate's root.
 #[derive(Debug, Default)]
 struct ModuleGraph {
     top: Graph,
     siblings: Graph,
+    /// A file (`pipeline/steps.rs`) and the items of its crate's root
+    /// (`lib.rs`, `main.rs`) it imports (`ScanError`): an import up to
+    /// the top, which no layer may make.
+    root_items: Graph,
+}
+
+/// A crate's root file (`lib.rs`, `main.rs`) as its modules see it.
+#[derive(Debug, Default)]
+struct Root {
+    /// The top-level modules it declares (`mod pipeline;`).
+    modules: BTreeSet<String>,
+    /// The items it defines (`ScanError`, `scan`).
+    items: BTreeSet<String>,
+    /// What its `use` declarations bind, by name, to the absolute path of
+    /// a module of the crate (`Settings` → `config::Settings`).
+    bindings: BTreeMap<String, Vec<String>>,
+}
+
+impl Root {
+    /// The root file `file` of a crate whose modules are `known`; an
+    /// absent file is a root with nothing in it.
+    fn read(file: &Path, known: &BTreeSet<Vec<String>>) -> Self {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            return Self::default();
+        };
+        let code = without_tests(&code_only(&text));
+        // rustfmt puts a root's own items and declarations at column 0;
+        // an indented one is inside a function or a block.
+        let modules =
+            Regex::new(r"(?m)^(?:pub(?:\([^)]*\))?\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;")
+                .unwrap()
+                .captures_iter(&code)
+                .map(|c| c[1].to_string())
+                .collect();
+        let items = Regex::new(
+            r#"(?m)^(?:pub(?:\([^)]*\))?\s+)?(?:(?:async|unsafe|const|extern(?:\s+"")?)\s+)*(?:fn|struct|enum|trait|type|const|static|union)\s+([A-Za-z_][A-Za-z0-9_]*)"#,
+        )
+        .unwrap()
+        .captures_iter(&code)
+        .map(|c| c[1].to_string())
+        .collect();
+        let mut bindings = BTreeMap::new();
+        let uses = Regex::new(r"(?m)^(?:pub(?:\([^)]*\))?\s+)?use\s+([^;]*);").unwrap();
+        for caps in uses.captures_iter(&code) {
+            for (name, path) in use_tree_bindings(&caps[1]) {
+                // In the root, `config::X` is `crate::config::X`, and
+                // `config::{self}` is `config`.
+                let path: Vec<String> = path
+                    .into_iter()
+                    .filter(|s| s != "crate" && s != "self")
+                    .collect();
+                if name != "*" && !path.is_empty() && known.contains(&path[..1]) {
+                    bindings.insert(name, path);
+                }
+            }
+        }
+        Self {
+            modules,
+            items,
+            bindings,
+        }
+    }
 }
 
 impl ModuleGraph {
@@ -46,20 +112,43 @@ impl ModuleGraph {
             .iter()
             .flat_map(|(_, m)| (1..=m.len()).map(|n| m[..n].to_vec()))
             .collect();
+        let roots = [
+            Root::read(&src.join("lib.rs"), &known),
+            Root::read(&src.join("main.rs"), &known),
+        ];
         let mut graph = Self::default();
         for (file, me) in &modules {
             let Some(top) = me.first() else {
-                // lib.rs and main.rs sit above every module.
+                // lib.rs and main.rs sit above every module: they may
+                // import anything.
                 continue;
             };
+            let root = roots.iter().find(|r| r.modules.contains(top));
             let text =
                 std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            for path in referenced_paths(&without_tests(&code_only(&text)), me) {
-                let Some(first) = path.first() else { continue };
-                if !known.contains(&path[..1]) {
-                    // An item of lib.rs, or a crate outside this one.
+            for mut path in referenced_paths(&without_tests(&code_only(&text)), me) {
+                let Some(first) = path.first().cloned() else {
                     continue;
+                };
+                if !known.contains(&path[..1]) {
+                    let Some(root) = root else { continue };
+                    if root.items.contains(&first) {
+                        let rel = file.strip_prefix(src).unwrap_or(file);
+                        graph
+                            .root_items
+                            .entry(rel.display().to_string())
+                            .or_default()
+                            .insert(first);
+                        continue;
+                    }
+                    // A name the root binds counts as the module it
+                    // names; any other is a crate outside this one.
+                    let Some(bound) = root.bindings.get(&first) else {
+                        continue;
+                    };
+                    path = [bound.as_slice(), &path[1..]].concat();
                 }
+                let first = &path[0];
                 if first != top {
                     graph
                         .top
@@ -94,6 +183,13 @@ impl fmt::Display for ModuleGraph {
         for (from, to) in &self.siblings {
             let to: Vec<&str> = to.iter().map(String::as_str).collect();
             writeln!(f, "  {from:24} -> {}", to.join(", "))?;
+        }
+        if !self.root_items.is_empty() {
+            writeln!(f, "items of a crate root imported by a module:")?;
+            for (from, items) in &self.root_items {
+                let items: Vec<&str> = items.iter().map(String::as_str).collect();
+                writeln!(f, "  {from:24} -> {}", items.join(", "))?;
+            }
         }
         Ok(())
     }
@@ -317,6 +413,16 @@ enum Token {
 /// The paths a use tree names: `crate::{a::{self, B}, c as d}` →
 /// `crate::a`, `crate::a::B`, `crate::c`.
 fn use_tree_paths(tree: &str) -> Vec<Vec<String>> {
+    use_tree_bindings(tree)
+        .into_iter()
+        .map(|(_, path)| path)
+        .collect()
+}
+
+/// What a use tree binds, each name with the path it names:
+/// `crate::{a::{self, B}, c as d, e::*}` → `a` = `crate::a`, `B` =
+/// `crate::a::B`, `d` = `crate::c`, `*` = `crate::e`.
+fn use_tree_bindings(tree: &str) -> Vec<(String, Vec<String>)> {
     let tokens = Regex::new(r"[A-Za-z_][A-Za-z0-9_]*|::|[{},*]")
         .unwrap()
         .find_iter(tree)
@@ -335,11 +441,13 @@ fn use_tree_paths(tree: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// Reads one use tree from `tokens` at `pos` under `prefix`, adding what
+/// it binds to `out`.
 fn parse_tree(
     tokens: &[Token],
     pos: &mut usize,
     prefix: &mut Vec<String>,
-    out: &mut Vec<Vec<String>>,
+    out: &mut Vec<(String, Vec<String>)>,
 ) {
     let depth = prefix.len();
     loop {
@@ -347,7 +455,7 @@ fn parse_tree(
             Some(Token::Colons) => *pos += 1,
             Some(Token::Star) => {
                 *pos += 1;
-                out.push(prefix.clone());
+                out.push(("*".to_string(), prefix.clone()));
                 break;
             }
             Some(Token::Open) => {
@@ -372,10 +480,18 @@ fn parse_tree(
                     *pos += 1;
                     continue;
                 }
+                let mut name = match name.as_str() {
+                    // `a::{self}` binds `a`.
+                    "self" => prefix.iter().rev().nth(1).unwrap_or(name).clone(),
+                    _ => name.clone(),
+                };
                 if matches!(tokens.get(*pos), Some(Token::Ident(a)) if a == "as") {
+                    if let Some(Token::Ident(alias)) = tokens.get(*pos + 1) {
+                        name = alias.clone();
+                    }
                     *pos += 2;
                 }
-                out.push(prefix.clone());
+                out.push((name, prefix.clone()));
                 break;
             }
             Some(Token::Close | Token::Comma) | None => break,
@@ -471,6 +587,76 @@ fn module_graph_of_the_crate_has_no_import_circle() {
         !graph.top.contains_key("util"),
         "util is the leaf (docs/architecture.md) but imports {:?}",
         graph.top["util"]
+    );
+    assert!(
+        graph.root_items.is_empty(),
+        "modules import items defined in lib.rs, the top of every layer:\n{graph}\nmove each item down into the module of its layer and re-export it from lib.rs"
+    );
+}
+
+#[test]
+fn module_graph_finds_an_import_of_an_item_of_lib_rs_and_follows_its_re_exports() {
+    let repo = Repo::new(&[
+        (
+            "src/lib.rs",
+            "mod a;\nmod b;\nmod c;\nmod d;\nuse std::sync::Arc;\n\
+             pub use a::{Alpha, inner::{self, Deep as Renamed}};\npub use b::*;\n\
+             /// A scan that failed.\n#[derive(Debug)]\npub enum RootError { X }\n\
+             pub(crate) struct Held;\n\
+             pub async fn scan() -> Result<(), RootError> {\n    let local = 1;\n    Ok(())\n}\n\
+             const LIMIT: u8 = 1;\n#[cfg(test)]\nstruct OnlyInTests;\n",
+        ),
+        ("src/a/mod.rs", "pub(crate) mod inner;\npub struct Alpha;\n"),
+        ("src/a/inner.rs", "pub struct Deep;\n"),
+        ("src/b.rs", "pub(crate) struct Beta;\n"),
+        // c imports lib.rs's own items three ways, and a's items through
+        // the root's re-exports: edges to a, never to lib.rs.
+        (
+            "src/c.rs",
+            "use crate::{RootError, Alpha};\nuse super::Held;\n\
+             pub(crate) fn f() -> crate::Renamed {\n    let _ = crate::inner::Deep;\n    let _ = crate::LIMIT;\n    todo!()\n}\n\
+             // crate::scan in a comment\n#[cfg(test)]\nuse crate::OnlyInTests;\n",
+        ),
+        // d uses std's Arc through the root's private import and names
+        // nothing of lib.rs's own.
+        ("src/d.rs", "use crate::Arc;\nuse crate::b::Beta;\n"),
+        // The binary's root defines its own items; lib.rs's rules do not
+        // apply to its modules, main.rs's do.
+        ("src/main.rs", "mod cli;\nfn run() {}\n"),
+        (
+            "src/cli.rs",
+            "use crate::RootError;\nfn g() {\n    crate::run()\n}\n",
+        ),
+    ]);
+    let graph = ModuleGraph::read(&repo.path().join("src"));
+    assert_eq!(
+        graph.root_items,
+        edges_of(&[
+            ("c.rs", "Held"),
+            ("c.rs", "LIMIT"),
+            ("c.rs", "RootError"),
+            ("cli.rs", "run"),
+        ]),
+        "{graph}"
+    );
+    assert_eq!(
+        graph.top,
+        edges_of(&[("c", "a"), ("d", "b")]),
+        "the root's re-exports count as imports of their modules: {graph}"
+    );
+    let bindings = use_tree_bindings("crate::{a::{self, B}, c as d, e::*}");
+    let names: Vec<(&str, String)> = bindings
+        .iter()
+        .map(|(name, path)| (name.as_str(), path.join("::")))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("a", "crate::a::self".to_string()),
+            ("B", "crate::a::B".to_string()),
+            ("d", "crate::c".to_string()),
+            ("*", "crate::e".to_string()),
+        ]
     );
 }
 
