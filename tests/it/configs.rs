@@ -4,7 +4,10 @@
 //! shard arguments line up with the index; and their scripts, run as they
 //! are with `sh` against a temporary repository and the mock model, make
 //! parts that merge into the report of one run. The Indexed Job retries
-//! per index: exit code 2 fails an index at once, 3 is retried.
+//! per index: exit code 2 fails an index at once, 3 is retried. Every
+//! Kubernetes manifest validates against the Kubernetes schema of 1.30 to
+//! 1.34 (`kubernetes-validate`, installed by `.ci/run`; under CI=true the
+//! test fails, never skips, without it).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -272,12 +275,9 @@ async fn the_indexed_job_fails_an_index_on_a_configuration_error_and_retries_an_
     // is retried (counted against backoffLimitPerIndex).
     assert_eq!(on_exit(2), "FailIndex");
     assert_eq!(on_exit(3), "Count");
-    assert!(
-        rules
-            .iter()
-            .any(|r| r["action"] == "Ignore"
-                && r["onPodConditions"][0]["type"] == "DisruptionTarget")
-    );
+    assert!(rules.iter().any(|r| r["action"] == "Ignore"
+        && r["onPodConditions"][0]["type"] == "DisruptionTarget"
+        && r["onPodConditions"][0]["status"] == "True"));
 
     // The script hands fanscan's exit code to the policy, and publishes
     // a complete or incomplete part, never one of a failed start.
@@ -448,4 +448,100 @@ async fn the_github_matrix_workflow_uploads_parts_and_merges_them() {
         one.findings.len()
     );
     assert!(!one.findings.is_empty());
+}
+
+// ---- the Kubernetes schema ----
+
+/// The Kubernetes versions every manifest must apply to.
+const KUBERNETES_VERSIONS: [&str; 5] = ["1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0"];
+
+/// `python3 -m kubernetes_validate`, if it runs: the PyPI package
+/// `kubernetes-validate` that `.ci/run` installs, which carries the
+/// schema of each Kubernetes version and validates offline.
+fn kubernetes_validate() -> Option<Command> {
+    let probe = Command::new("python3")
+        .args(["-m", "kubernetes_validate", "--version"])
+        .output()
+        .ok()?;
+    probe.status.success().then(|| {
+        let mut command = Command::new("python3");
+        command.args(["-m", "kubernetes_validate"]);
+        command
+    })
+}
+
+/// How many resources a manifest holds: its non-empty YAML documents.
+fn documents(path: &Path) -> usize {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_saphyr::from_multiple::<Value>(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .count()
+}
+
+/// What `kubectl apply` would reject: every resource of every
+/// `configs/k8s/*.yaml` is valid against the Kubernetes schema of each
+/// version, unknown fields rejected as the API server's strict field
+/// validation does, and scalars read as YAML reads them (an unquoted
+/// `0000…` commit is the number 0, not the string an env value must be).
+#[test]
+fn every_kubernetes_manifest_validates_against_the_kubernetes_schema() {
+    let Some(mut validate) = kubernetes_validate() else {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!(
+                "CI=true and no kubernetes-validate: install it (python3 -m pip install kubernetes-validate, as .ci/run does)"
+            );
+        }
+        eprintln!(
+            "\n\n!!!!!!!! SKIPPED: every_kubernetes_manifest_validates_against_the_kubernetes_schema: `python3 -m kubernetes_validate` does not run (python3 -m pip install kubernetes-validate) !!!!!!!!\n\n"
+        );
+        return;
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/k8s");
+    let mut manifests: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    manifests.sort();
+    assert!(
+        manifests.len() >= 4,
+        "{}: the ConfigMap, the two Jobs and the CronJob: {manifests:?}",
+        dir.display()
+    );
+    validate.arg("--strict");
+    for version in KUBERNETES_VERSIONS {
+        validate.args(["-k", version]);
+    }
+    let out = validate.args(&manifests).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "kubectl apply would reject these manifests ({}):\n{stdout}{stderr}",
+        out.status
+    );
+    // Every resource passed: a kind the validator has no schema for is
+    // only a warning, which would prove nothing.
+    for manifest in &manifests {
+        let resources = documents(manifest);
+        assert!(resources >= 1, "{}: no resource", manifest.display());
+        for version in KUBERNETES_VERSIONS {
+            let minor = version.trim_end_matches(".0");
+            let passed = stdout
+                .lines()
+                .filter(|l| {
+                    l.starts_with(&format!("INFO {} passed for resource ", manifest.display()))
+                        && l.ends_with(&format!(" against version {minor}"))
+                })
+                .count();
+            assert_eq!(
+                passed,
+                resources,
+                "{}: {resources} resources, {passed} validated against Kubernetes {version}:\n{stdout}{stderr}",
+                manifest.display()
+            );
+        }
+    }
 }
