@@ -480,9 +480,11 @@ fn every_kind() -> (Repo, Vec<String>) {
     (Repo::new(&pairs), ids)
 }
 
-/// Every finding of a report (gated, refuted, unverified, unstable), as
-/// (path, line, rule) with its count of samples.
-fn every_finding(report: &fanscan::Report) -> Vec<((String, u32, String), Option<(u32, u32)>)> {
+/// A finding as (path, line, rule), with its count of samples (k, n).
+type Counted = ((String, u32, String), Option<(u32, u32)>);
+
+/// Every finding of a report (gated, refuted, unverified, unstable).
+fn every_finding(report: &fanscan::Report) -> Vec<Counted> {
     let mut out: Vec<_> = [
         &report.findings,
         &report.refuted,
@@ -541,9 +543,7 @@ fn every_finding_of_a_deterministic_engine_is_seen_in_every_sample() {
     );
     assert!(one.iter().all(|(_, seen)| seen.is_none()));
     let three = run("3");
-    let places = |found: &[((String, u32, String), Option<(u32, u32)>)]| {
-        found.iter().map(|(at, _)| at.clone()).collect::<Vec<_>>()
-    };
+    let places = |found: &[Counted]| found.iter().map(|(at, _)| at.clone()).collect::<Vec<_>>();
     let lost: Vec<_> = places(&one)
         .into_iter()
         .filter(|at| !places(&three).contains(at))
