@@ -50,6 +50,17 @@
 //!
 //! String literals are blanked before names are read (an f-string's or a
 //! template literal's `{…}` parts are kept as code); line comments are cut.
+//!
+//! What it cannot see it never refutes. Blanking a literal hides what a
+//! string interpolates (PHP's `"… '$id'"`), and a line-based reading of
+//! formatting is a guess, so a value built on its way to the sink by an
+//! interpolated or formatted string (PHP `"$x"` and `"{$x}"`, Python
+//! f-strings, `%` formatting and `.format`, JavaScript template literals,
+//! Ruby `#{x}`, C# `$"{x}"`) is uncertain, never refuted ([`formatted`]).
+//! Outside Java and C#, whose calls into other files it follows, a call of
+//! a class the file does not declare (`Input::get('id')`,
+//! `Utils.command("x")`) is code of another file it cannot read: the value
+//! is uncertain too.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{LazyLock, Mutex};
@@ -102,8 +113,9 @@ const TABLE: &str = include_str!("../../configs/sources.toml");
 /// (2: it reads the function as it runs, see [`super::live`]; 3: it
 /// follows helpers of the same file, reads package-qualified class
 /// members and static calls of literals as constants, and honours a
-/// path's containment check).
-const CHECK_VERSION: u32 = 4;
+/// path's containment check; 5: an interpolated or formatted string, or
+/// outside Java and C# a call into another file's class, is uncertain).
+const CHECK_VERSION: u32 = 5;
 
 /// What stored verdicts of the check depend on: its version and its
 /// table's text.
@@ -472,15 +484,20 @@ impl Trace<'_> {
             (None, Some(unknown)) => Judged::uncertain(format!(
                 "the value at line {line} depends on {unknown}; the rule engine could not follow it further"
             )),
-            (None, None) => Judged::new(
-                "refuted",
-                6,
-                format!(
-                    "within the enclosing function ({region}), the value at line {line} is built only from literals, constants and sanitized values{}",
-                    foreign::followed(&self.elsewhere)
+            (None, None) => match formatted(self.path, self.family, self.shown, &self.flow, line) {
+                Some((at, how)) => Judged::uncertain(format!(
+                    "the value at line {line} is built with {how} at line {at}: the rule engine does not read what an interpolated or formatted string takes, so it does not refute it"
+                )),
+                None => Judged::new(
+                    "refuted",
+                    6,
+                    format!(
+                        "within the enclosing function ({region}), the value at line {line} is built only from literals, constants and sanitized values{}",
+                        foreign::followed(&self.elsewhere)
+                    ),
+                    Vec::new(),
                 ),
-                Vec::new(),
-            ),
+            },
         };
         // Where an uncertain answer could change with more files read.
         if judged.verdict == "uncertain" {
@@ -520,6 +537,109 @@ fn braced(text: &str) -> Vec<String> {
         rest = &rest[a + b + 1..];
     }
     out
+}
+
+/// The first line among `flow` and `line` (lines of the file at `path`, as
+/// shown) whose statement builds a string by interpolation or formatting,
+/// and how it does.
+fn formatted(
+    path: &str,
+    family: Family,
+    shown: &BTreeMap<u32, String>,
+    flow: &BTreeSet<u32>,
+    line: u32,
+) -> Option<(u32, &'static str)> {
+    let language = language_of(path)?;
+    let first = shown.keys().next().copied().unwrap_or(1);
+    flow.iter()
+        .copied()
+        .chain(std::iter::once(line))
+        .collect::<BTreeSet<u32>>()
+        .into_iter()
+        .find_map(|n| {
+            let raw = shown.get(&n)?;
+            if family == Family::Indent && in_multiline_string(shown, first, n) == Some(true) {
+                return Some((n, "an f-string"));
+            }
+            let (text, _, _) = joined(family, shown, n, raw);
+            interpolation(language, &text).map(|how| (n, how))
+        })
+}
+
+/// How `text`, a statement of `language`, builds a string from values by
+/// interpolation or formatting, if it does: a string literal that
+/// interpolates (PHP `"$x"`, f-strings, template literals, Ruby `#{}`,
+/// C# `$"{x}"`), or one that Python formats (`%`, `.format`). A scan of
+/// its literals, not a parse: it only has to notice, never to read them.
+fn interpolation(language: &str, text: &str) -> Option<&'static str> {
+    let chars: Vec<char> = text.chars().collect();
+    let hash_comments = matches!(language, "python" | "ruby" | "php" | "shell");
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if (hash_comments && c == '#') || (c == '/' && chars.get(i + 1) == Some(&'/')) {
+            return None;
+        }
+        if !matches!(c, '"' | '\'' | '`') {
+            i += 1;
+            continue;
+        }
+        let prefix: String = chars[..i]
+            .iter()
+            .rev()
+            .take_while(|ch| ch.is_ascii_alphabetic() || matches!(ch, '$' | '@'))
+            .collect();
+        let mut j = i + 1;
+        let mut body = String::new();
+        while j < chars.len() && chars[j] != c {
+            if chars[j] == '\\' {
+                j += 1;
+                body.push('\\');
+            }
+            if let Some(&ch) = chars.get(j) {
+                body.push(ch);
+            }
+            j += 1;
+        }
+        let after: String = chars.get(j + 1..).unwrap_or(&[]).iter().collect();
+        let after = after.trim_start();
+        let how = match (language, c) {
+            ("php", '"' | '`') if php_interpolates(&body) => {
+                Some("a string that interpolates a variable")
+            }
+            ("python", _) if prefix.contains(['f', 'F']) && body.contains('{') => {
+                Some("an f-string")
+            }
+            ("python", _) if after.starts_with('%') && !after.starts_with("%=") => {
+                Some("`%` formatting")
+            }
+            ("python", _) if after.starts_with(".format(") => Some("`.format`"),
+            ("javascript" | "typescript", '`') if body.contains("${") => Some("a template literal"),
+            ("ruby", '"' | '`') if body.contains("#{") => Some("a `#{}` interpolation"),
+            ("csharp", '"') if prefix.contains('$') && body.contains('{') => {
+                Some("an interpolated string")
+            }
+            _ => None,
+        };
+        if how.is_some() || j >= chars.len() {
+            return how;
+        }
+        i = j + 1;
+    }
+    None
+}
+
+/// Whether a PHP double-quoted string's body interpolates a variable
+/// (`$id`, `{$id}`, `${id}`): a `$` not escaped, before a name or `{`.
+fn php_interpolates(body: &str) -> bool {
+    let chars: Vec<char> = body.chars().collect();
+    chars.iter().enumerate().any(|(k, &c)| {
+        c == '$'
+            && (k == 0 || chars[k - 1] != '\\')
+            && chars
+                .get(k + 1)
+                .is_some_and(|n| n.is_alphabetic() || matches!(n, '_' | '{'))
+    })
 }
 
 /// The first line of the function around `line` and its parameters' names.
@@ -1142,6 +1262,12 @@ impl Trace<'_> {
                 continue;
             }
             if call {
+                if self.other_files_class(&segments) {
+                    self.unknown(format!(
+                        "a call to `{name}`, code of another file that the rule engine does not follow in this language"
+                    ));
+                    continue;
+                }
                 if !self.table.pure_calls.contains(last.trim_end_matches('!')) {
                     let args = call_args_at(&text, end.saturating_sub(1));
                     let listed = args.as_ref().map(|(a, _)| a.as_slice()).unwrap_or(&[]);
@@ -1181,7 +1307,7 @@ impl Trace<'_> {
                 // still confirms. A name the function never sets is a
                 // module or package (`fmt.Sprintf`, `strings.Join`); a
                 // field's (`this.name.trim()`) is kept in the object.
-                if segments.len() > 2 && matches!(head, "self" | "this") {
+                if segments.len() > 2 && matches!(head, "self" | "this" | "$this") {
                     self.unknown(format!("the field `{}.{}`", head, segments[1]));
                 } else if segments.len() > 1
                     && !starts_upper(head)
@@ -1195,7 +1321,7 @@ impl Trace<'_> {
                 || self.qualified_class(&segments)
             {
                 // A constant, or a class's member (`java.io.File.separator`).
-            } else if matches!(head, "self" | "this") {
+            } else if matches!(head, "self" | "this" | "$this") {
                 self.unknown(format!("the field `{name}`"));
             } else {
                 self.variable(head, depth);
@@ -1342,6 +1468,23 @@ impl Trace<'_> {
         match self.foreign_class(before, segments) {
             Some(class) => CallKind::Foreign(class),
             None => CallKind::Unknown,
+        }
+    }
+
+    /// Whether `segments` call a method of a class that this file does not
+    /// declare (`Utils.command`, `Input::get`) in a language whose calls
+    /// into other files the check does not follow (all but Java and C#):
+    /// what that code returns, the check cannot read.
+    fn other_files_class(&self, segments: &[&str]) -> bool {
+        if matches!(language_of(self.path), Some("java" | "csharp")) {
+            return false;
+        }
+        match segments {
+            [class, _, ..] => {
+                let class = class.trim_start_matches('$');
+                starts_upper(class) && !is_constant(class) && !self.declares_class(class)
+            }
+            _ => false,
         }
     }
 
@@ -2128,9 +2271,12 @@ mod tests {
 
     #[test]
     fn python_constants_refute_and_fstrings_are_read() {
+        // An f-string of constants is not refuted (see
+        // `an_interpolated_or_formatted_value_is_uncertain_never_refuted`);
+        // the same constants concatenated are.
         let j = judge_text(
             "app.py",
-            "TABLE = 'users'\n\ndef count(cursor):\n    limit = 10\n    q = f\"SELECT * FROM {TABLE} LIMIT {limit}\"\n    cursor.execute(q)  # SINK\n",
+            "TABLE = 'users'\n\ndef count(cursor):\n    limit = 10\n    q = \"SELECT * FROM \" + TABLE + \" LIMIT \" + str(limit)\n    cursor.execute(q)  # SINK\n",
             "sql/python-format",
         );
         assert_eq!(j.verdict, "refuted", "{j:?}");
@@ -2677,5 +2823,105 @@ mod tests {
         assert_eq!(j.verdict, "uncertain");
         let j = judge_text("a.rb", "x = 1 # SINK\n", "sql/concat");
         assert!(j.why.contains("language"));
+    }
+
+    /// What the check cannot see it never refutes: a value built by an
+    /// interpolated or formatted string, whatever the values look like.
+    #[test]
+    fn an_interpolated_or_formatted_value_is_uncertain_never_refuted() {
+        let cases = [
+            // PHP: the interpolated `$id` is inside a literal the check blanks.
+            (
+                "app.php",
+                "sql/php-query-concat",
+                "<?php\nfunction show($conn) {\n    $id = $_REQUEST['id'];\n    $query = \"SELECT first_name FROM users WHERE user_id = '$id';\"; // SINK\n    mysqli_query($conn, $query);\n}\n",
+            ),
+            (
+                "app.php",
+                "sql/php-query-concat",
+                "<?php\nfunction show($conn) {\n    $id = LIMIT;\n    $query = \"SELECT * FROM users WHERE id = {$id}\"; // SINK\n    mysqli_query($conn, $query);\n}\n",
+            ),
+            // Python: an f-string, `%` and `.format` of constants.
+            (
+                "app.py",
+                "sql/python-format",
+                "TABLE = 'users'\n\ndef count(cursor):\n    limit = 10\n    q = f\"SELECT * FROM {TABLE} LIMIT {limit}\"\n    cursor.execute(q)  # SINK\n",
+            ),
+            (
+                "app.py",
+                "sql/python-format",
+                "def find(cursor):\n    name = 'x'\n    q = \"SELECT * FROM t WHERE n = '%s'\" % name\n    cursor.execute(q)  # SINK\n",
+            ),
+            (
+                "app.py",
+                "exec/python-shell-true",
+                "import subprocess\n\ndef ping():\n    host = 'localhost'\n    subprocess.call(\"ping -c 1 {}\".format(host), shell=True)  # SINK\n",
+            ),
+            // JavaScript: a template literal.
+            (
+                "a.js",
+                "sql/js-template",
+                "function h(db) {\n  const id = 7;\n  const q = `SELECT * FROM t WHERE id = ${id}`;\n  db.query(q); // SINK\n}\n",
+            ),
+        ];
+        for (path, rule, text) in cases {
+            let j = judge_text(path, text, rule);
+            assert_eq!(j.verdict, "uncertain", "{text}\n{j:?}");
+            assert!(j.why.contains("interpolated or formatted"), "{j:?}");
+        }
+        // Concatenation of the same constants is still refuted.
+        let py = "def find(cursor):\n    name = 'x'\n    q = \"SELECT * FROM t WHERE n = '\" + name + \"'\"\n    cursor.execute(q)  # SINK\n";
+        assert_eq!(judge_text("app.py", py, "sql/concat").verdict, "refuted");
+        // A `%` inside a literal, or a `$` in a PHP single-quoted one, formats nothing.
+        assert_eq!(interpolation("python", "q = \"LIKE 'a%'\" + b"), None);
+        assert_eq!(interpolation("php", "$q = 'SELECT $id' . $x;"), None);
+        assert_eq!(
+            interpolation("php", "$q = \"SELECT \\$id\";"),
+            None,
+            "an escaped dollar"
+        );
+        assert_eq!(
+            interpolation("ruby", "q = \"SELECT #{id}\""),
+            Some("a `#{}` interpolation")
+        );
+        assert_eq!(
+            interpolation("csharp", "var q = $\"SELECT {id}\";"),
+            Some("an interpolated string")
+        );
+    }
+
+    /// Outside Java and C#, a value returned by another file's class is
+    /// not followed: uncertain, never refuted; Java still follows it.
+    #[test]
+    fn a_call_into_another_files_class_is_uncertain_outside_java_and_csharp() {
+        let cases = [
+            (
+                "app.py",
+                "sql/concat",
+                "def find(cursor):\n    name = Helpers.lookup('id')\n    cursor.execute(\"SELECT * FROM t WHERE n = '\" + name + \"'\")  # SINK\n",
+            ),
+            (
+                "app.php",
+                "sql/php-query-concat",
+                "<?php\nfunction show($conn) {\n    $id = Input::get('id');\n    $query = \"SELECT * FROM users WHERE id = \" . $id; // SINK\n}\n",
+            ),
+            (
+                "app.php",
+                "sql/php-query-concat",
+                "<?php\nclass C {\n  function show($conn) {\n    $id = $this->input->get('id');\n    $query = \"SELECT * FROM users WHERE id = \" . $id; // SINK\n  }\n}\n",
+            ),
+            (
+                "a.js",
+                "exec/node-child-process",
+                "function run() {\n  const cmd = Config.command('ls');\n  exec(cmd); // SINK\n}\n",
+            ),
+        ];
+        for (path, rule, text) in cases {
+            let j = judge_text(path, text, rule);
+            assert_eq!(j.verdict, "uncertain", "{text}\n{j:?}");
+        }
+        // A class the file declares is still read as the file's own.
+        let py = "class Helpers:\n    X = 1\n\ndef find(cursor):\n    name = Helpers.lookup('id')\n    cursor.execute(\"SELECT * FROM t WHERE n = '\" + name + \"'\")  # SINK\n";
+        assert_eq!(judge_text("app.py", py, "sql/concat").verdict, "refuted");
     }
 }

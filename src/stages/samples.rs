@@ -8,13 +8,18 @@
 //! fan-out, [`combine`] folds a group's samples back into one report whose
 //! findings each carry [`Seen`]: in how many of the N samples a finding
 //! matching it was reported (the same file, overlapping lines, the same
-//! CWE, else the same rule, else the same title). With one sample nothing
-//! changes: no finding carries a count.
+//! CWE, else the same rule, else the same title; a finding of the tool
+//! layer, which no model writes, only by its file, line and rule). A
+//! sample's findings are matched one to one: two findings one sample
+//! reports apart stay apart (two secrets on adjacent lines of one file
+//! are two findings in every sample), and each is matched to the same
+//! finding of the others first. With one sample nothing changes: no
+//! finding carries a count.
 
 use std::collections::BTreeMap;
 
 use crate::agents::{AgentTask, GroupReport};
-use crate::model::findings::{Finding, Seen};
+use crate::model::findings::{Finding, Origin, Seen};
 
 /// What separates a group's id from its sample number in a further
 /// sample's id.
@@ -104,6 +109,11 @@ pub(crate) fn same(a: &Finding, b: &Finding) -> bool {
     if a.path != b.path {
         return false;
     }
+    // The tool layer reports the same line of the same rule every time:
+    // nothing near it of another rule is the same finding.
+    if a.origin == Origin::ToolLayer || b.origin == Origin::ToolLayer {
+        return a.origin == b.origin && a.line == b.line && a.rule == b.rule;
+    }
     let (a_end, b_end) = (a.end_line.unwrap_or(a.line), b.end_line.unwrap_or(b.line));
     let overlap = a.line <= b_end + LINE_SLACK && b.line <= a_end + LINE_SLACK;
     overlap
@@ -150,12 +160,43 @@ pub(crate) fn combine(reports: Vec<GroupReport>, n: u32) -> Vec<GroupReport> {
         .collect()
 }
 
-/// Counts `findings`, one sample's, into `seen`: each finding it matches
-/// once however often the sample repeats it; a new one from 0.
+/// Whether `a` and `b` are one finding reported word for word: the same
+/// place, rule, title and evidence.
+fn identical(a: &Finding, b: &Finding) -> bool {
+    a.path == b.path
+        && a.line == b.line
+        && a.end_line == b.end_line
+        && a.rule == b.rule
+        && a.origin == b.origin
+        && normalize(&a.title) == normalize(&b.title)
+        && a.evidence == b.evidence
+}
+
+/// Counts `findings`, one sample's, into `seen`. A finding the sample
+/// repeats word for word counts once. The others are matched one to one:
+/// each to a finding seen before that no other finding of this sample
+/// took, the identical one first, else one [`same`] as it; two findings
+/// of one sample never count as one, however near each other they are.
+/// A finding matching none starts from 0.
 fn count(findings: &[Finding], seen: &mut Vec<(Finding, u32)>) {
-    let mut hit = std::collections::BTreeSet::new();
+    let mut distinct: Vec<&Finding> = Vec::new();
     for f in findings {
-        match seen.iter().position(|(s, _)| same(s, f)) {
+        if !distinct.iter().any(|d| identical(d, f)) {
+            distinct.push(f);
+        }
+    }
+    let mut hit = std::collections::BTreeSet::new();
+    let mut rest = Vec::new();
+    for f in distinct {
+        match (0..seen.len()).find(|i| !hit.contains(i) && identical(&seen[*i].0, f)) {
+            Some(i) => {
+                hit.insert(i);
+            }
+            None => rest.push(f),
+        }
+    }
+    for f in rest {
+        match (0..seen.len()).find(|i| !hit.contains(i) && same(&seen[*i].0, f)) {
             Some(i) => {
                 hit.insert(i);
             }
@@ -210,7 +251,7 @@ fn fold(group: String, samples: Vec<GroupReport>, n: u32) -> Option<GroupReport>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::findings::{FindingCwe, Origin, Severity};
+    use crate::model::findings::{FindingCwe, Severity};
 
     fn task(group: &str) -> AgentTask {
         AgentTask {
@@ -286,6 +327,64 @@ mod tests {
                 .all(|f| f.seen.is_some_and(|s| s.n == 3))
         );
         assert_eq!(combined[0].group, "g");
+    }
+
+    #[test]
+    fn findings_one_sample_reports_apart_stay_apart_in_every_sample() {
+        // Two secrets on adjacent lines of one file (both CWE-798) and two
+        // rules' findings on adjacent lines with one CWE: what one sample
+        // reports apart is two findings, each seen in every sample.
+        let secret = |line: u32, kind: &str| {
+            crate::agents::subagent::secret_finding(".env".into(), line, kind)
+        };
+        let ruled = |line: u32, rule: &str| Finding {
+            rule: Some(rule.into()),
+            evidence: Some(format!("line {line}")),
+            ..finding(line, 89)
+        };
+        let findings = vec![
+            secret(1, "aws-access-key"),
+            secret(2, "aws-secret-key"),
+            secret(3, "password"),
+            ruled(5, "sql/concat"),
+            ruled(6, "sql/python-format"),
+        ];
+        let report = |group: &str| GroupReport {
+            findings: findings.clone(),
+            ..GroupReport::for_test(group)
+        };
+        let combined = combine(vec![report("g"), report("g~2"), report("g~3")], 3);
+        let got: Vec<(u32, Option<&str>, u32)> = combined[0]
+            .findings
+            .iter()
+            .map(|f| (f.line, f.rule.as_deref(), f.seen.map_or(0, |s| s.k)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, Some("secret/aws-access-key"), 3),
+                (2, Some("secret/aws-secret-key"), 3),
+                (3, Some("secret/password"), 3),
+                (5, Some("sql/concat"), 3),
+                (6, Some("sql/python-format"), 3),
+            ]
+        );
+        // A model's finding a line away in a further sample is still the
+        // same one; a tool-layer finding is only ever its own line.
+        let moved = vec![
+            GroupReport {
+                findings: vec![ruled(5, "sql/concat")],
+                ..GroupReport::for_test("g")
+            },
+            GroupReport {
+                findings: vec![ruled(6, "sql/concat")],
+                ..GroupReport::for_test("g~2")
+            },
+        ];
+        let combined = combine(moved, 2);
+        assert_eq!(combined[0].findings.len(), 1);
+        assert!(!same(&secret(1, "password"), &secret(2, "password")));
+        assert!(same(&secret(2, "password"), &secret(2, "password")));
     }
 
     #[test]

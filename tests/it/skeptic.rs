@@ -1013,3 +1013,43 @@ async fn an_unchanged_rescan_with_a_small_models_answers_makes_no_request() {
     assert_eq!(mock.brief_requests().len(), 1);
     assert_eq!((third.findings.len(), third.unverified.len()), (6, 6));
 }
+
+/// The offline engine, through the binary and the default gate: a query
+/// that interpolates a request value into a PHP string (the check blanks
+/// literals, so it cannot see `$id`) and a Python value `%`-formatted into
+/// a query stay in the gate, uncertain; the check refutes neither.
+#[test]
+fn the_offline_skeptic_does_not_refute_what_a_string_interpolates() {
+    let repo = Repo::new(&[
+        (
+            "vulnerabilities/sqli/low.php",
+            "<?php\nif (isset($_REQUEST['Submit'])) {\n    $id = $_REQUEST['id'];\n    $query = \"SELECT first_name, last_name FROM users WHERE user_id = '$id';\";\n    $result = mysqli_query($GLOBALS[\"___mysqli_ston\"], $query);\n}\n",
+        ),
+        (
+            "app/views.py",
+            "def search(request, cursor):\n    term = 'all'\n    cursor.execute(\"SELECT * FROM items WHERE name = '%s'\" % term)\n",
+        ),
+    ]);
+    let root = repo.path().to_str().unwrap();
+    let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
+    let report: Report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(report.refuted.is_empty(), "{:?}", report.refuted);
+    for path in ["vulnerabilities/sqli/low.php", "app/views.py"] {
+        let found = report
+            .findings
+            .iter()
+            .find(|m| m.finding.path == path)
+            .unwrap_or_else(|| panic!("no finding in {path}: {:?}", report.findings));
+        let challenge = found
+            .challenge
+            .as_ref()
+            .expect("challenged at the default gate");
+        assert_eq!(challenge.stance, Stance::Uncertain, "{challenge:?}");
+        assert!(
+            challenge.reason.contains("interpolated or formatted"),
+            "{challenge:?}"
+        );
+    }
+    assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
+}
