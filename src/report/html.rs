@@ -1349,7 +1349,7 @@ fn claims(out: &mut String, report: &Report) -> std::fmt::Result {
     }
     for (title, list) in [
         (
-            "Baseline entries void (their file changed; they match no finding now)",
+            "Baseline entries void (their file changed and they match no finding now: fixed, or the flagged code changed)",
             &report.baseline_void,
         ),
         (

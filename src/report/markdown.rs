@@ -732,7 +732,7 @@ fn suppressed_and_baselined(out: &mut String, report: &Report) -> std::fmt::Resu
     if !report.baseline_void.is_empty() {
         writeln!(
             out,
-            "Baseline entries void ({}): their files changed since the entries were written and they match no finding now, so they cover nothing; if a finding above is the one accepted, accept it again with `fanscan baseline`.\n",
+            "Baseline entries void ({}): their files changed since the entries were written and they match no finding now, so they cover nothing: fixed, or the flagged code changed (its finding is then open above under a new fingerprint; accept it again with `fanscan baseline` if it still is acceptable). Drop or rewrite them.\n",
             report.baseline_void.len()
         )?;
         for e in report.baseline_void.iter().take(50) {

@@ -1015,7 +1015,7 @@ fn baseline_note(notes: &mut Vec<s::Notification>, report: &Report) {
         notes.push(notification(
             "note",
             &format!(
-                "Void baseline entries ({}): their files changed since they were written and they match no finding now: {}",
+                "Void baseline entries ({}): their files changed since they were written and they match no finding now (fixed, or the flagged code changed): {}",
                 paths.len(),
                 listing(&paths)
             ),
