@@ -190,6 +190,8 @@ pub struct GateArgs {
     pub write_baseline: Option<PathBuf>,
     /// `--baseline-reason`.
     pub baseline_reason: Option<String>,
+    /// `fanscan baseline --expires-in`: how long new entries hold.
+    pub expires_in: Option<String>,
 }
 
 /// Where and in which formats a report goes (`scan` and `merge`).
@@ -358,6 +360,12 @@ pub struct Settings {
     pub(crate) baseline: Option<PathBuf>,
     pub(crate) write_baseline: Option<PathBuf>,
     pub(crate) baseline_reason: Option<String>,
+    /// The last day new baseline entries hold (`--expires-in`).
+    pub(crate) baseline_expires: Option<jiff::civil::Date>,
+    /// The run's date (UTC), read once here: suppressions and baseline
+    /// entries past it have expired. `FANSCAN_TODAY=YYYY-MM-DD` sets it,
+    /// so a run can be reproduced and tests need no clock.
+    pub(crate) today: jiff::civil::Date,
     /// The run store's file; none with --no-store.
     pub(crate) store: Option<PathBuf>,
     /// Reuse stored results (false with --no-cache).
@@ -423,6 +431,16 @@ impl Settings {
     /// The reason recorded for the baseline's new entries.
     pub fn baseline_reason(&self) -> Option<&str> {
         self.baseline_reason.as_deref()
+    }
+
+    /// The last day the baseline's new entries hold, if they expire.
+    pub fn baseline_expires(&self) -> Option<jiff::civil::Date> {
+        self.baseline_expires
+    }
+
+    /// The run's date.
+    pub fn today(&self) -> jiff::civil::Date {
+        self.today
     }
 
     /// The most groups a scan's plan may have (0: no cap).
@@ -512,6 +530,12 @@ impl std::fmt::Debug for Secret {
 /// A configuration error: names the thing and the fix. Exit code 2.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    #[error(
+        "--expires-in {0:?}: not a number of days, weeks, months or years; write e.g. 90d, 12w, 6mo or 1y"
+    )]
+    ExpiresIn(String),
+    #[error("{TODAY_ENV}={0:?}: not a date; write the run's date as YYYY-MM-DD, or unset it")]
+    Today(String),
     #[error("--since and --changed-files both name the changed files; give one")]
     SinceAndChangedFiles,
     #[error("--since {0:?} is not a git ref; give e.g. origin/main")]
@@ -695,7 +719,7 @@ impl Settings {
             None => None,
         };
         let agents = resolve_agents(&args.scan, &file)?;
-        let gate = resolve_gate(&args.gate);
+        let gate = resolve_gate(&args.gate, env)?;
         let samples = resolve_samples(args.scan.samples, args.gate.quorum)?;
         let store = resolve_store(root, &args.scan, &file);
         let batch = resolve_batch(&args.scan, &file, provider.kind)?;
@@ -754,6 +778,8 @@ impl Settings {
             baseline: gate.baseline,
             write_baseline: gate.write_baseline,
             baseline_reason: gate.baseline_reason,
+            baseline_expires: gate.baseline_expires,
+            today: gate.today,
             store: store.path,
             cache: store.cache,
             store_max_bytes: store.max_bytes,
@@ -1231,23 +1257,69 @@ struct Gate {
     baseline: Option<PathBuf>,
     write_baseline: Option<PathBuf>,
     baseline_reason: Option<String>,
+    baseline_expires: Option<jiff::civil::Date>,
+    today: jiff::civil::Date,
 }
 
 /// The gate's options; the skeptic challenges from `--fail-on` unless
-/// told otherwise.
-fn resolve_gate(gate: &GateArgs) -> Gate {
+/// told otherwise. The run's date is read here, once.
+fn resolve_gate(
+    gate: &GateArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Gate, ConfigError> {
     let policy = GatePolicy {
         fail_on: gate.fail_on.unwrap_or_default(),
         gate_unverified: gate.gate_unverified,
         strict: gate.strict,
     };
-    Gate {
+    let today = match env(TODAY_ENV) {
+        Some(text) => parse_date(&text).ok_or(ConfigError::Today(text))?,
+        None => jiff::Timestamp::now()
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .date(),
+    };
+    let baseline_expires = gate
+        .expires_in
+        .as_deref()
+        .map(|text| expires_in(text, today))
+        .transpose()?;
+    Ok(Gate {
         policy,
         challenge: gate.challenge.unwrap_or(policy.fail_on),
         baseline: gate.baseline.clone(),
         write_baseline: gate.write_baseline.clone(),
         baseline_reason: gate.baseline_reason.clone(),
+        baseline_expires,
+        today,
+    })
+}
+
+/// The variable that sets the run's date (tests, reproducing a run).
+const TODAY_ENV: &str = "FANSCAN_TODAY";
+
+/// A date in the plain ISO form `YYYY-MM-DD`, and no other.
+fn parse_date(text: &str) -> Option<jiff::civil::Date> {
+    let text = text.trim();
+    text.parse::<jiff::civil::Date>()
+        .ok()
+        .filter(|d| d.to_string() == text)
+}
+
+/// The last day of `--expires-in` (`90d`, `12w`, `6mo`, `1y`) from `today`:
+/// whole days, weeks, months or years, more than none.
+fn expires_in(text: &str, today: jiff::civil::Date) -> Result<jiff::civil::Date, ConfigError> {
+    let bad = || ConfigError::ExpiresIn(text.to_string());
+    let span: jiff::Span = text.trim().parse().map_err(|_| bad())?;
+    let clock = span.get_hours() != 0
+        || span.get_minutes() != 0
+        || span.get_seconds() != 0
+        || span.get_milliseconds() != 0
+        || span.get_microseconds() != 0
+        || span.get_nanoseconds() != 0;
+    if !span.is_positive() || clock {
+        return Err(bad());
     }
+    today.checked_add(span).map_err(|_| bad())
 }
 
 /// The run store.
@@ -1752,6 +1824,7 @@ mod tests {
         );
         assert_eq!(s.write_baseline(), Some(Path::new("b.json")));
         assert_eq!(s.baseline_reason(), Some("accepted"));
+        assert_eq!(s.baseline_expires(), None);
         let default = resolve_default(dir.path()).unwrap();
         assert_eq!(default.gate, GatePolicy::default());
         assert_eq!(default.challenge, GatePolicy::default().fail_on);
@@ -1833,5 +1906,51 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
         assert_eq!(parse_duration("-5s"), None);
         assert_eq!(parse_duration(""), None);
+    }
+
+    #[test]
+    fn the_runs_date_is_read_once_and_expires_in_counts_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = |expires_in: Option<&str>, today: Option<&str>| {
+            let args = RunArgs {
+                gate: GateArgs {
+                    expires_in: expires_in.map(str::to_string),
+                    ..GateArgs::default()
+                },
+                ..RunArgs::default()
+            };
+            let today = today.map(str::to_string);
+            let env = move |name: &str| (name == TODAY_ENV).then(|| today.clone()).flatten();
+            Settings::from_args(dir.path(), &args, &env)
+        };
+        let s = with(Some("90d"), Some("2026-01-15")).unwrap();
+        assert_eq!(s.today(), jiff::civil::date(2026, 1, 15));
+        assert_eq!(s.baseline_expires(), Some(jiff::civil::date(2026, 4, 15)));
+        for (span, last) in [
+            ("2w", (2026, 1, 29)),
+            ("6mo", (2026, 7, 15)),
+            ("1y", (2027, 1, 15)),
+        ] {
+            let s = with(Some(span), Some("2026-01-15")).unwrap();
+            assert_eq!(
+                s.baseline_expires(),
+                Some(jiff::civil::date(last.0, last.1, last.2)),
+                "{span}"
+            );
+        }
+        for bad in ["banana", "-5d", "0d", "3h", ""] {
+            let e = with(Some(bad), Some("2026-01-15")).unwrap_err().to_string();
+            assert!(
+                e.starts_with("--expires-in") && e.contains("90d"),
+                "{bad}: {e}"
+            );
+        }
+        let e = with(None, Some("2026-13-45")).unwrap_err().to_string();
+        assert!(
+            e.contains("FANSCAN_TODAY") && e.contains("YYYY-MM-DD"),
+            "{e}"
+        );
+        // Without the variable, the clock's date.
+        assert!(with(None, None).unwrap().today() >= jiff::civil::date(2026, 1, 1));
     }
 }

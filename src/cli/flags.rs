@@ -337,9 +337,15 @@ pub(crate) struct Baseline {
     /// Why these findings are accepted (recorded on each new entry).
     #[arg(long, value_name = "TEXT")]
     reason: Option<String>,
-    /// An earlier baseline whose entries keep their reasons.
+    /// An earlier baseline whose entries keep their reasons (and their
+    /// expiry, while it has not passed).
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
+    /// New entries hold this long from today, then gate again: days,
+    /// weeks, months or years (90d, 12w, 6mo, 1y). The file records the
+    /// last day as `expires`.
+    #[arg(long, value_name = "SPAN")]
+    expires_in: Option<String>,
 }
 
 /// `fanscan history`.
@@ -500,6 +506,7 @@ impl Command {
                     baseline: c.baseline,
                     write_baseline: Some(c.output),
                     baseline_reason: c.reason,
+                    expires_in: c.expires_in,
                     ..GateArgs::default()
                 };
                 let args = RunArgs {

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use fanscan::{Baseline, Context, Format, Report, Settings, exit};
+use fanscan::{Accept, Baseline, Context, Format, Report, Settings, exit};
 
 /// Writes the report to every output, the baseline when asked, and a
 /// one-line summary to stderr; the exit code.
@@ -150,10 +150,16 @@ fn write_baseline(ctx: &Context, report: &Report, file: &Path, quiet: bool) -> a
         .findings
         .iter()
         .chain(report.baselined.iter().map(|b| &b.finding));
+    let file_sha256 = |path: &str| ctx.file_sha256(path);
     let baseline = Baseline::of(
         accepted,
         ctx.baseline.as_ref(),
-        ctx.settings.baseline_reason(),
+        &Accept {
+            reason: ctx.settings.baseline_reason(),
+            expires: ctx.settings.baseline_expires(),
+            today: ctx.settings.today(),
+            file_sha256: &file_sha256,
+        },
     );
     let text = baseline.to_json().context("cannot encode the baseline")?;
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -333,6 +333,7 @@ impl From<GateFlags> for GateArgs {
             baseline: f.baseline,
             write_baseline: f.write_baseline,
             baseline_reason: f.baseline_reason,
+            expires_in: None,
         }
     }
 }

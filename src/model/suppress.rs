@@ -27,6 +27,49 @@ pub struct Suppression {
     /// What a reviewer should know (no reason, every rule).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The last day it holds (`until=YYYY-MM-DD`); none: no expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<jiff::civil::Date>,
+    /// An `until=` value that is not a date, as written: the comment
+    /// suppresses nothing until it is fixed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bad_until: Option<String>,
+}
+
+impl Suppression {
+    /// Whether its expiry has passed on `today` (it holds through `until`).
+    pub(crate) fn expired(&self, today: jiff::civil::Date) -> bool {
+        self.until.is_some_and(|until| until < today)
+    }
+}
+
+/// The key that gives a suppression an expiry.
+const UNTIL: &str = "until=";
+
+/// Splits a leading `until=VALUE` off the text after the marker's rules:
+/// the value (a date, or the text that is not one) and the rest.
+fn split_until(rest: &str) -> (Option<Result<jiff::civil::Date, String>>, &str) {
+    let trimmed = rest.trim_start_matches([':', '-', ' ', '\t']);
+    let Some(value) = trimmed.strip_prefix(UNTIL) else {
+        return (None, rest);
+    };
+    let end = value.find(char::is_whitespace).unwrap_or(value.len());
+    let (word, after) = value.split_at(end);
+    // A comment closer right after the date (`until=2027-03-01*/`) is not
+    // part of it.
+    let mut date = word;
+    for closer in ["*/", "-->", "--%>", "%>", "#}"] {
+        date = date.strip_suffix(closer).unwrap_or(date);
+    }
+    let date = date.trim_end_matches([':', ',', ';']);
+    let parsed = date
+        .parse::<jiff::civil::Date>()
+        .ok()
+        // Only the plain ISO form: `2027-3-1` or `20270301` read differently
+        // to different people.
+        .filter(|d| d.to_string() == date)
+        .ok_or_else(|| date.to_string());
+    (Some(parsed), after)
 }
 
 /// The marker and everything after it on `line`, the part a suppression
@@ -67,6 +110,7 @@ pub(crate) fn parse(line: &str, number: u32) -> Option<Suppression> {
         },
         None => (Vec::new(), rest),
     };
+    let (until, rest) = split_until(rest);
     let mut reason = rest.trim();
     for closer in ["*/", "-->", "--%>", "%>", "#}"] {
         reason = reason.strip_suffix(closer).unwrap_or(reason).trim();
@@ -83,12 +127,19 @@ pub(crate) fn parse(line: &str, number: u32) -> Option<Suppression> {
                 .to_string(),
         );
     }
+    let (until, bad_until) = match until {
+        Some(Ok(date)) => (Some(date), None),
+        Some(Err(text)) => (None, Some(text)),
+        None => (None, None),
+    };
     Some(Suppression {
         line: number,
         rules,
         reason,
         by_change: false,
         notes,
+        until,
+        bad_until,
     })
 }
 
@@ -149,5 +200,39 @@ mod tests {
         assert!(parse("fanscan:ignore[unclosed reason", 1).is_none());
         assert!(find(&[], 0, None).is_none());
         assert!(find(&lines("x"), 99, None).is_none());
+    }
+
+    #[test]
+    fn until_is_an_iso_date_and_holds_through_that_day() {
+        let s = parse("// fanscan:ignore[a] until=2027-03-01 migrating in Q1", 3).unwrap();
+        let until = jiff::civil::date(2027, 3, 1);
+        assert_eq!(s.until, Some(until));
+        assert_eq!(s.bad_until, None);
+        assert_eq!(s.reason.as_deref(), Some("migrating in Q1"));
+        assert!(!s.expired(until));
+        assert!(s.expired(jiff::civil::date(2027, 3, 2)));
+        let s = parse("/* fanscan:ignore[a]: until=2027-03-01*/", 1).unwrap();
+        assert_eq!((s.until, s.reason.as_deref()), (Some(until), None));
+        // No `until=`: never expires; `until` later in the reason is prose.
+        let s = parse("# fanscan:ignore[a] kept until=later", 1).unwrap();
+        assert_eq!((s.until, s.bad_until.as_deref()), (None, None));
+        assert!(!s.expired(jiff::civil::date(2999, 1, 1)));
+    }
+
+    #[test]
+    fn an_until_that_is_not_a_date_is_kept_as_written() {
+        for (line, bad) in [
+            ("// fanscan:ignore[a] until=2027-13-45 reason", "2027-13-45"),
+            ("// fanscan:ignore[a] until=soon", "soon"),
+            ("// fanscan:ignore[a] until=2027-3-1 reason", "2027-3-1"),
+            ("// fanscan:ignore[a] until= reason", ""),
+        ] {
+            let s = parse(line, 1).unwrap();
+            assert_eq!(
+                (s.until, s.bad_until.as_deref()),
+                (None, Some(bad)),
+                "{line}"
+            );
+        }
     }
 }

@@ -393,6 +393,15 @@ impl Context {
         })
     }
 
+    /// The SHA-256 of the file at `path` (repository-relative) as it is
+    /// now, for a baseline entry; `None` when it cannot be read or is not
+    /// inside the root.
+    pub fn file_sha256(&self, path: &str) -> Option<String> {
+        let resolved = crate::tools::paths::resolve(self.tools.root(), path).ok()?;
+        let bytes = std::fs::read(resolved.real).ok()?;
+        Some(crate::util::sha256_hex(&bytes))
+    }
+
     /// Who ran, with what, for the report.
     pub(crate) fn run_info(&self, plan: &Plan, started: &Started) -> RunInfo {
         RunInfo {

@@ -185,6 +185,13 @@ pub(crate) fn triage(
         .filter(|r| r.status.reviewed())
         .flat_map(|r| r.files.iter().map(|f| f.path.clone()))
         .collect();
+    // The SHA-256 of each reviewed file as this run read it: a baseline
+    // entry that matches nothing in a file that changed is void.
+    let file_sha256: std::collections::BTreeMap<String, String> = reports
+        .iter()
+        .filter(|r| r.status.reviewed())
+        .flat_map(|r| r.files.iter().map(|f| (f.path.clone(), f.sha256.clone())))
+        .collect();
     let base = ctx.changes.as_ref().and_then(|c| c.base.clone());
     let added_by_change = |path: &str, marker: &str| match &base {
         // Added by the change when the file at the base has no such comment
@@ -208,6 +215,8 @@ pub(crate) fn triage(
             reviewed: &reviewed,
             added_by_change: &added_by_change,
             quorum: s.quorum,
+            today: s.today,
+            file_sha256: &file_sha256,
         },
     )
 }

@@ -16,7 +16,8 @@
 //! incomplete, which the exit code says. Contested reviews (files that
 //! address AI agents, a model that reported nothing else) have no place
 //! either; the injection finding that makes them is an issue here. What the skeptic said of a
-//! finding, with its confidence, ends its body.
+//! finding, with its confidence, ends its body; a finding whose
+//! suppression or baseline entry expired says so, with its reason, before.
 
 use std::collections::BTreeSet;
 
@@ -65,14 +66,14 @@ pub(crate) fn render(report: &Report) -> Result<String, serde_json::Error> {
     let issues: Vec<Issue<'_>> = report
         .findings
         .iter()
-        .map(|m| issue(m, &mut seen))
+        .map(|m| issue(m, report, &mut seen))
         .collect();
     let mut text = serde_json::to_string_pretty(&issues)?;
     text.push('\n');
     Ok(text)
 }
 
-fn issue<'a>(m: &'a Merged, seen: &mut BTreeSet<String>) -> Issue<'a> {
+fn issue<'a>(m: &'a Merged, report: &Report, seen: &mut BTreeSet<String>) -> Issue<'a> {
     let f = &m.finding;
     // The reducer already made fingerprints unique; a report put together
     // some other way still gets unique ones, stable in report order.
@@ -87,12 +88,7 @@ fn issue<'a>(m: &'a Merged, seen: &mut BTreeSet<String>) -> Issue<'a> {
         check_name: rule_id(f),
         description: &f.title,
         content: Some(Content {
-            body: match &m.challenge {
-                Some(c) => format!("{}\n\nSkeptic: {}", f.detail, c.describe())
-                    .trim()
-                    .to_string(),
-                None => f.detail.clone(),
-            },
+            body: body(m, report),
         })
         .filter(|c| !c.body.trim().is_empty()),
         categories: categories(m),
@@ -106,6 +102,28 @@ fn issue<'a>(m: &'a Merged, seen: &mut BTreeSet<String>) -> Issue<'a> {
         severity: severity(f.severity),
         fingerprint,
     }
+}
+
+/// The issue's body: the detail, what held the finding until its date
+/// passed, and what the skeptic said.
+fn body(m: &Merged, report: &Report) -> String {
+    let added: Vec<String> = report
+        .expired
+        .iter()
+        .filter(|x| x.finding.fingerprint == m.fingerprint)
+        .map(|x| format!("Expired: {}", x.describe()))
+        .chain(
+            m.challenge
+                .iter()
+                .map(|c| format!("Skeptic: {}", c.describe())),
+        )
+        .collect();
+    if added.is_empty() {
+        return m.finding.detail.clone();
+    }
+    format!("{}\n\n{}", m.finding.detail, added.join("\n\n"))
+        .trim()
+        .to_string()
 }
 
 /// Ours, one step at a time: info, low, medium, high, critical.

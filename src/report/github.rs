@@ -174,11 +174,15 @@ fn gate_failed(out: &mut String, report: &Report) {
             "error",
             &[("title", "fanscan: gate failed".into())],
             &format!(
-                "{} (--fail-on {}); {} suppressed, {} baselined.",
+                "{} (--fail-on {}); {} suppressed, {} baselined{}.",
                 report.gate.reason,
                 report.gate.fail_on.as_str(),
                 report.suppressed.len(),
-                report.baselined.len()
+                report.baselined.len(),
+                match report.expired.len() {
+                    0 => String::new(),
+                    n => format!(", {n} expired (gated again)"),
+                }
             ),
         );
     }

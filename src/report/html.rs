@@ -161,7 +161,7 @@ fn rows(report: &Report) -> Vec<Row<'_>> {
         rows.extend(list.iter().map(|m| Row {
             merged: m,
             status,
-            why: Vec::new(),
+            why: expired_why(report, &m.fingerprint),
         }));
     }
     rows.extend(report.suppressed.iter().map(|s| {
@@ -205,6 +205,20 @@ fn rows(report: &Report) -> Vec<Row<'_>> {
         )],
     }));
     rows
+}
+
+/// Why an open finding was accepted until its date passed: its expired
+/// suppressions and baseline entries, if any.
+fn expired_why(report: &Report, fingerprint: &str) -> Vec<(&'static str, String)> {
+    let mut why = Vec::new();
+    for x in report
+        .expired
+        .iter()
+        .filter(|x| x.finding.fingerprint == fingerprint)
+    {
+        why.push(("Expired", x.describe()));
+    }
+    why
 }
 
 fn outcome_word(outcome: Outcome) -> &'static str {
@@ -1334,6 +1348,10 @@ fn claims(out: &mut String, report: &Report) -> std::fmt::Result {
         out.push_str("</tbody></table>\n");
     }
     for (title, list) in [
+        (
+            "Baseline entries void (their file changed and they match no finding now: fixed, or the flagged code changed)",
+            &report.baseline_void,
+        ),
         (
             "Baseline entries not checked (their file was not reviewed)",
             &report.baseline_not_checked,

@@ -582,7 +582,7 @@ fn gate(out: &mut String, report: &Report) -> std::fmt::Result {
         .map_or(g.reason.as_str(), |(_, r)| r);
     writeln!(
         out,
-        "**Gate: {mark}** ({rest}; --fail-on {}{}{}). {} suppressed, {} baselined.\n",
+        "**Gate: {mark}** ({rest}; --fail-on {}{}{}). {} suppressed, {} baselined{}.\n",
         g.fail_on.as_str(),
         if g.gate_unverified {
             ", unverified findings count"
@@ -595,7 +595,11 @@ fn gate(out: &mut String, report: &Report) -> std::fmt::Result {
             ""
         },
         report.suppressed.len(),
-        report.baselined.len()
+        report.baselined.len(),
+        match report.expired.len() {
+            0 => String::new(),
+            n => format!(", {n} expired (gated again)"),
+        }
     )?;
     Ok(())
 }
@@ -724,6 +728,24 @@ fn suppressed_and_baselined(out: &mut String, report: &Report) -> std::fmt::Resu
         }
         out.push('\n');
     }
+    expired(out, report)?;
+    if !report.baseline_void.is_empty() {
+        writeln!(
+            out,
+            "Baseline entries void ({}): their files changed since the entries were written and they match no finding now, so they cover nothing: fixed, or the flagged code changed (its finding is then open above under a new fingerprint; accept it again with `fanscan baseline` if it still is acceptable). Drop or rewrite them.\n",
+            report.baseline_void.len()
+        )?;
+        for e in report.baseline_void.iter().take(50) {
+            writeln!(
+                out,
+                "  - {} `{}`{}",
+                e.title,
+                e.path,
+                reason_suffix(e.reason.as_deref())
+            )?;
+        }
+        out.push('\n');
+    }
     if !report.baseline_not_checked.is_empty() {
         writeln!(
             out,
@@ -747,6 +769,40 @@ fn suppressed_and_baselined(out: &mut String, report: &Report) -> std::fmt::Resu
         out.push('\n');
     }
     Ok(())
+}
+
+/// Suppressions and baseline entries past their date: their findings are
+/// open again (and listed with the open ones), here with why they were
+/// accepted and until when.
+fn expired(out: &mut String, report: &Report) -> std::fmt::Result {
+    if report.expired.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "## Expired ({}): suppressions and baseline entries past their date, gated again\n",
+        report.expired.len()
+    )?;
+    for x in &report.expired {
+        let f = &x.finding.finding;
+        writeln!(
+            out,
+            "- {} [{}] `{}:{}` ({}): {}",
+            f.title,
+            f.rule.as_deref().unwrap_or("-"),
+            f.path,
+            f.line,
+            f.severity.as_str(),
+            x.describe()
+        )?;
+    }
+    out.push('\n');
+    Ok(())
+}
+
+/// `: reason`, or `(no reason given)`.
+fn reason_suffix(reason: Option<&str>) -> String {
+    reason.map_or_else(|| " (no reason given)".to_string(), |r| format!(": {r}"))
 }
 
 /// New, fixed, unchanged and not-checked findings since the last

@@ -30,7 +30,7 @@ use crate::llm::providers::EngineKind;
 use crate::model::findings::Origin;
 use crate::model::leads::{LeadResult, LeadsReport, OutsideLead};
 use crate::stages::baseline::BaselineEntry;
-use crate::stages::gate::{Baselined, GatePolicy, Suppressed, Triage, Verdict};
+use crate::stages::gate::{Baselined, Expired, GatePolicy, Suppressed, Triage, Verdict};
 use crate::stages::inventory::Skipped;
 use crate::stages::plan::Plan;
 use crate::stages::reduce::{Merged, Reduced};
@@ -358,6 +358,14 @@ pub struct Report {
     /// Findings kept out of the gate by the baseline.
     #[serde(default)]
     pub baselined: Vec<Baselined>,
+    /// Suppressions and baseline entries past their date, with their
+    /// reason: their findings are open again (and listed there too).
+    #[serde(default)]
+    pub expired: Vec<Expired>,
+    /// Baseline entries that match no finding and whose file changed
+    /// since they were written: they cover nothing any more.
+    #[serde(default)]
+    pub baseline_void: Vec<BaselineEntry>,
     /// Baseline entries whose file this run did not review.
     #[serde(default)]
     pub baseline_not_checked: Vec<BaselineEntry>,
@@ -551,6 +559,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
     notes.extend(reduced.notes.iter().cloned());
     notes.extend(run_notes);
     notes.extend(status_notes(&reports));
+    notes.extend(triage.notes.iter().cloned());
     let doubtful = doubtful(&reports, &triage, &reduced.refuted);
     if let Some(what) = doubtful_note(&doubtful) {
         if policy.strict {
@@ -593,6 +602,8 @@ pub(crate) fn assemble(parts: Parts) -> Report {
         gate,
         suppressed: triage.suppressed,
         baselined: triage.baselined,
+        expired: triage.expired,
+        baseline_void: triage.void,
         baseline_not_checked: triage.not_checked,
         baseline_not_found: triage.not_found,
         unstable: triage.unstable,

@@ -137,7 +137,7 @@ pub(crate) fn github(
                 start_side: a.start_line.map(|_| "RIGHT"),
                 line: a.line,
                 side: "RIGHT",
-                body: comment(m),
+                body: comment(m, report),
             })
             .collect(),
     };
@@ -192,7 +192,7 @@ pub(crate) fn gitlab(
             .map(|(m, a)| {
                 let file = diff.hunks.files.get(&a.path);
                 GitlabDiscussion {
-                    body: comment(m),
+                    body: comment(m, report),
                     position: GitlabPosition {
                         position_type: "text",
                         base_sha: diff.merge_base_sha.clone(),
@@ -212,9 +212,10 @@ pub(crate) fn gitlab(
     Ok(text)
 }
 
-/// One comment: severity, CWE, title, detail and the fingerprint (also
-/// as a hidden marker, for de-duplication by a later run).
-fn comment(m: &Merged) -> String {
+/// One comment: severity, CWE, title, detail, what held it until its
+/// date passed, and the fingerprint (also as a hidden marker, for
+/// de-duplication by a later run).
+fn comment(m: &Merged, report: &Report) -> String {
     let f = &m.finding;
     let cwe = match (&f.cwe.id, &f.cwe.name) {
         (Some(id), Some(name)) => format!(" · {id} {}", inline(name)),
@@ -230,6 +231,13 @@ fn comment(m: &Merged) -> String {
         out.push('\n');
         out.push_str(&block(&f.detail));
         out.push('\n');
+    }
+    for x in report
+        .expired
+        .iter()
+        .filter(|x| x.finding.fingerprint == m.fingerprint)
+    {
+        out.push_str(&format!("\nExpired: {}\n", inline(&x.describe())));
     }
     out.push_str(&format!(
         "\n<sub>fanscan · fingerprint {}</sub>\n<!-- fanscan:fingerprint={} -->",
@@ -266,7 +274,7 @@ fn summary(report: &Report, diff: &ReviewDiff, s: &Selection<'_>, max: usize) ->
         inline(&diff.base_ref)
     ));
     out.push_str(&format!(
-        "{} on the changed lines (at most {max}); {} outside the diff; {} unverified, {} suppressed, {} baselined, {} refuted.\n",
+        "{} on the changed lines (at most {max}); {} outside the diff; {} unverified, {} suppressed, {} baselined, {} refuted{}.\n",
         match s.commented.len() {
             1 => "1 comment".to_string(),
             n => format!("{n} comments"),
@@ -276,6 +284,10 @@ fn summary(report: &Report, diff: &ReviewDiff, s: &Selection<'_>, max: usize) ->
         report.suppressed.len(),
         report.baselined.len(),
         report.refuted.len(),
+        match report.expired.len() {
+            0 => String::new(),
+            n => format!("; {n} expired (open again)"),
+        }
     ));
     for (title, list) in [
         ("Outside the diff's hunks", &s.outside),

@@ -982,8 +982,46 @@ fn omitted_note(notes: &mut Vec<s::Notification>, omitted: Omitted) {
     ));
 }
 
-/// A note for the baseline entries whose files were not reviewed.
+/// Notes for the suppressions and baseline entries past their date
+/// (their findings are results again), the baseline entries that are
+/// void, and those whose files were not reviewed.
 fn baseline_note(notes: &mut Vec<s::Notification>, report: &Report) {
+    if !report.expired.is_empty() {
+        let items: Vec<String> = report
+            .expired
+            .iter()
+            .map(|x| {
+                let f = &x.finding.finding;
+                format!("{}:{} ({})", f.path, f.line, x.describe())
+            })
+            .collect();
+        let items: Vec<&str> = items.iter().map(String::as_str).collect();
+        notes.push(notification(
+            "warning",
+            &format!(
+                "Expired ({}): suppressions and baseline entries past their date, so their findings are results again: {}",
+                items.len(),
+                listing(&items)
+            ),
+            [("kind", json!("expired"))],
+        ));
+    }
+    if !report.baseline_void.is_empty() {
+        let paths: Vec<&str> = report
+            .baseline_void
+            .iter()
+            .map(|e| e.path.as_str())
+            .collect();
+        notes.push(notification(
+            "note",
+            &format!(
+                "Void baseline entries ({}): their files changed since they were written and they match no finding now (fixed, or the flagged code changed): {}",
+                paths.len(),
+                listing(&paths)
+            ),
+            [("kind", json!("baseline_void"))],
+        ));
+    }
     if !report.baseline_not_checked.is_empty() {
         let paths: Vec<&str> = report
             .baseline_not_checked
@@ -1155,6 +1193,8 @@ pub(crate) mod tests {
             gate: crate::stages::gate::Verdict::default(),
             suppressed: Vec::new(),
             baselined: Vec::new(),
+            expired: Vec::new(),
+            baseline_void: Vec::new(),
             baseline_not_checked: Vec::new(),
             baseline_not_found: Vec::new(),
             diff: None,
@@ -1471,6 +1511,8 @@ pub(crate) mod tests {
                 reason: Some("fixed list".into()),
                 by_change: false,
                 notes: Vec::new(),
+                until: None,
+                bad_until: None,
             },
         }];
         r.baselined = vec![Baselined {

@@ -3,8 +3,8 @@
 //! Takes the reduced findings, the lines verification read, a baseline
 //! and a policy (`--fail-on`, `--gate-unverified`); gives a [`Triage`]
 //! (findings still open, suppressed ones with their reason, baselined
-//! ones, baseline entries not checked or no longer found) and a
-//! [`Verdict`]; and fanscan's own findings on a diff that edits its
+//! ones, suppressions and baseline entries that expired, baseline entries
+//! not checked, void or no longer found) and a [`Verdict`]; and fanscan's own findings on a diff that edits its
 //! configuration ([`config_changes`]). Pure: no file or process is touched
 //! here, so every rule of the gate is unit-tested below.
 
@@ -84,6 +84,62 @@ pub struct Baselined {
     pub reason: Option<String>,
 }
 
+/// What kept a finding out of the gate until it expired.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ExpiredBy {
+    /// A `fanscan:ignore ... until=` comment at this line.
+    Suppression { line: u32 },
+    /// A baseline entry with `expires`.
+    Baseline,
+}
+
+/// A suppression or baseline entry whose date has passed: its finding is
+/// open again (and gates), and is listed here with why it was accepted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Expired {
+    pub finding: Merged,
+    pub by: ExpiredBy,
+    /// The last day it held.
+    pub until: jiff::civil::Date,
+    /// Why it was accepted.
+    pub reason: Option<String>,
+}
+
+impl Expired {
+    /// What held it and until when, with its reason: `fanscan:ignore at
+    /// line 3 held until 2026-05-31: migrating`.
+    pub(crate) fn describe(&self) -> String {
+        describe_expired(&self.by, self.until, self.reason.as_deref())
+    }
+
+    /// `m`, expired: it gets a note saying so (it is open again), and is
+    /// listed with what held it.
+    fn of(m: &mut Merged, by: ExpiredBy, until: jiff::civil::Date, reason: Option<String>) -> Self {
+        m.note = Some(format!(
+            "accepted until a date that has passed, so it gates again: {}",
+            describe_expired(&by, until, reason.as_deref())
+        ));
+        Self {
+            finding: m.clone(),
+            by,
+            until,
+            reason,
+        }
+    }
+}
+
+fn describe_expired(by: &ExpiredBy, until: jiff::civil::Date, reason: Option<&str>) -> String {
+    let by = match by {
+        ExpiredBy::Suppression { line } => format!("fanscan:ignore at line {line}"),
+        ExpiredBy::Baseline => "baseline entry".to_string(),
+    };
+    match reason {
+        Some(reason) => format!("{by} held until {until}: {reason}"),
+        None => format!("{by} held until {until} (no reason given)"),
+    }
+}
+
 /// The findings sorted by what the gate does with them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Triage {
@@ -93,6 +149,15 @@ pub(crate) struct Triage {
     pub unverified: Vec<Merged>,
     pub suppressed: Vec<Suppressed>,
     pub baselined: Vec<Baselined>,
+    /// Suppressions and baseline entries past their date; their findings
+    /// are open again (also in `findings` or `unverified`).
+    pub expired: Vec<Expired>,
+    /// Baseline entries that match no finding and whose file changed since
+    /// they were written: they cover nothing any more.
+    pub void: Vec<BaselineEntry>,
+    /// What the report should say: suppression comments whose `until=` is
+    /// not a date, by file and line.
+    pub notes: Vec<String>,
     /// Baseline entries whose file this run did not review: not checked,
     /// which is never the same as fixed.
     pub not_checked: Vec<BaselineEntry>,
@@ -115,6 +180,10 @@ pub(crate) struct TriageInput<'a> {
     pub added_by_change: &'a dyn Fn(&str, &str) -> bool,
     /// The samples a finding must be seen in to gate (`--quorum`).
     pub quorum: u32,
+    /// The run's date: suppressions and entries past it have expired.
+    pub today: jiff::civil::Date,
+    /// Each reviewed file's SHA-256 as this run read it.
+    pub file_sha256: &'a BTreeMap<String, String>,
 }
 
 /// One finding per configuration file a `--since` change touches
@@ -163,9 +232,11 @@ pub(crate) fn config_changes(
 
 /// Sorts findings into open, suppressed and baselined, and accounts for
 /// every baseline entry. Suppression is looked at first: an inline
-/// comment is the more specific decision. A suppression the change under
-/// review added does not cover the tool layer's findings of text that
-/// addresses AI agents or deceptive characters (see [`steers_the_reviewer`]).
+/// comment is the more specific decision. A suppression or entry past its
+/// date no longer holds: its finding is open and listed as expired. A
+/// suppression the change under review added does not cover the tool
+/// layer's findings of text that addresses AI agents or deceptive
+/// characters (see [`steers_the_reviewer`]).
 pub(crate) fn triage(
     verified: Vec<Merged>,
     unverified: Vec<Merged>,
@@ -175,41 +246,30 @@ pub(crate) fn triage(
     let mut matched: BTreeSet<&str> = BTreeSet::new();
     for (list, verified) in [(verified, true), (unverified, false)] {
         for mut m in list {
-            let f = &m.finding;
-            let lines = input.lines.get(&f.path).and_then(Option::as_ref);
-            let suppression = lines.and_then(|l| {
-                crate::model::suppress::find(l, f.line, f.rule.as_deref()).map(|s| (l, s))
-            });
-            if let Some((lines, mut s)) = suppression {
-                let marker = usize::try_from(s.line)
-                    .ok()
-                    .and_then(|n| lines.get(n.checked_sub(1)?))
-                    .and_then(|l| crate::model::suppress::marker_text(l))
-                    .unwrap_or_default();
-                s.by_change = (input.added_by_change)(&f.path, marker);
-                if s.by_change && steers_the_reviewer(&m) {
-                    // The change wrote the text addressed to the model and
-                    // the comment that would wave it through: the same
-                    // author cannot vouch for both.
-                    m.note = Some(format!(
-                        "the change under review added the suppression at line {} itself; text that addresses AI agents or hides characters is not suppressed by the change that brings it",
-                        s.line
-                    ));
-                } else {
-                    t.suppressed.push(Suppressed {
-                        finding: m,
-                        suppression: s,
-                    });
-                    continue;
-                }
+            if let Some(suppression) = held_suppression(&mut m, input, &mut t) {
+                t.suppressed.push(Suppressed {
+                    finding: m,
+                    suppression,
+                });
+                continue;
             }
             if let Some(entry) = input.baseline.and_then(|b| b.get(&m.fingerprint)) {
                 matched.insert(entry.fingerprint.as_str());
-                t.baselined.push(Baselined {
-                    reason: entry.reason.clone(),
-                    finding: m,
-                });
-                continue;
+                match entry.expires.filter(|_| entry.expired(input.today)) {
+                    Some(until) => t.expired.push(Expired::of(
+                        &mut m,
+                        ExpiredBy::Baseline,
+                        until,
+                        entry.reason.clone(),
+                    )),
+                    None => {
+                        t.baselined.push(Baselined {
+                            reason: entry.reason.clone(),
+                            finding: m,
+                        });
+                        continue;
+                    }
+                }
             }
             if m.finding.seen.is_some_and(|s| !s.reaches(input.quorum)) {
                 t.unstable.push(m);
@@ -227,14 +287,73 @@ pub(crate) fn triage(
             if matched.contains(entry.fingerprint.as_str()) {
                 continue;
             }
-            if input.reviewed.contains(&entry.path) {
-                t.not_found.push(entry.clone());
-            } else {
+            let changed = entry.file_sha256.as_ref().is_some_and(|then| {
+                input
+                    .file_sha256
+                    .get(&entry.path)
+                    .is_some_and(|now| !now.is_empty() && now != then)
+            });
+            if !input.reviewed.contains(&entry.path) {
                 t.not_checked.push(entry.clone());
+            } else if changed {
+                t.void.push(entry.clone());
+            } else {
+                t.not_found.push(entry.clone());
             }
         }
     }
     t
+}
+
+/// The inline suppression that keeps `m` out of the gate, if one does.
+/// One whose `until=` is not a date, whose date has passed, or that the
+/// change under review added to wave through text that steers the
+/// reviewer holds nothing: `m` gets a note saying so, and `t` records the
+/// expired suppression or the unreadable date.
+fn held_suppression(
+    m: &mut Merged,
+    input: &TriageInput<'_>,
+    t: &mut Triage,
+) -> Option<Suppression> {
+    let f = &m.finding;
+    let lines = input.lines.get(&f.path).and_then(Option::as_ref)?;
+    let mut s = crate::model::suppress::find(lines, f.line, f.rule.as_deref())?;
+    let marker = usize::try_from(s.line)
+        .ok()
+        .and_then(|n| lines.get(n.checked_sub(1)?))
+        .and_then(|l| crate::model::suppress::marker_text(l))
+        .unwrap_or_default();
+    s.by_change = (input.added_by_change)(&f.path, marker);
+    if let Some(bad) = &s.bad_until {
+        let note = format!(
+            "{}:{}: the fanscan:ignore there has until={bad}, which is not a date, so it suppresses nothing; write the last day it holds as until=YYYY-MM-DD (e.g. until=2027-03-01)",
+            f.path, s.line
+        );
+        m.note = Some(note.clone());
+        if !t.notes.contains(&note) {
+            t.notes.push(note);
+        }
+        return None;
+    }
+    if let Some(until) = s.until.filter(|_| s.expired(input.today)) {
+        t.expired.push(Expired::of(
+            m,
+            ExpiredBy::Suppression { line: s.line },
+            until,
+            s.reason.clone(),
+        ));
+        return None;
+    }
+    if s.by_change && steers_the_reviewer(m) {
+        // The change wrote the text addressed to the model and the comment
+        // that would wave it through: the same author cannot vouch for both.
+        m.note = Some(format!(
+            "the change under review added the suppression at line {} itself; text that addresses AI agents or hides characters is not suppressed by the change that brings it",
+            s.line
+        ));
+        return None;
+    }
+    Some(s)
 }
 
 /// How the gate ended.
@@ -444,6 +563,8 @@ mod tests {
             path: m.finding.path.clone(),
             title: m.finding.title.clone(),
             reason: Some("accepted".into()),
+            expires: None,
+            file_sha256: None,
         };
         let gone = merged("b.rs", 9, Severity::High, "gone", true);
         let unseen = merged("c.rs", 1, Severity::High, "unseen", true);
@@ -474,6 +595,8 @@ mod tests {
                 reviewed: &reviewed,
                 added_by_change: &by_change,
                 quorum: 1,
+                today: jiff::civil::date(2026, 6, 1),
+                file_sha256: &BTreeMap::new(),
             },
         );
         assert_eq!(t.findings, [open]);
@@ -541,6 +664,8 @@ mod tests {
                     reviewed: &reviewed,
                     added_by_change: by_change,
                     quorum: 1,
+                    today: jiff::civil::date(2026, 6, 1),
+                    file_sha256: &BTreeMap::new(),
                 },
             )
         };
@@ -561,5 +686,122 @@ mod tests {
         let t = triage_with(&|_, _| false);
         assert!(t.findings.is_empty(), "{:?}", t.findings);
         assert_eq!(t.suppressed.len(), 3);
+    }
+
+    #[test]
+    fn expired_suppressions_and_entries_gate_and_a_changed_file_voids_its_entry() {
+        let today = jiff::civil::date(2026, 6, 1);
+        let kept = merged("a.rs", 2, Severity::High, "r", true);
+        let lapsed = merged("a.rs", 4, Severity::High, "r", true);
+        let malformed = merged("a.rs", 6, Severity::High, "r", true);
+        let accepted = merged("b.rs", 1, Severity::High, "s", true);
+        let overdue = merged("b.rs", 2, Severity::High, "t", true);
+        let entry = |m: &Merged, expires: Option<jiff::civil::Date>| BaselineEntry {
+            fingerprint: m.fingerprint.clone(),
+            rule: m.finding.rule.clone(),
+            path: m.finding.path.clone(),
+            title: m.finding.title.clone(),
+            reason: Some("later".into()),
+            expires,
+            file_sha256: Some("old".into()),
+        };
+        let edited = merged("b.rs", 7, Severity::High, "u", true);
+        let gone = merged("c.rs", 1, Severity::High, "v", true);
+        let baseline = Baseline {
+            version: crate::stages::baseline::VERSION,
+            findings: vec![
+                entry(&accepted, Some(today)),
+                entry(&overdue, Some(jiff::civil::date(2026, 5, 31))),
+                entry(&edited, None),
+                entry(&gone, None),
+            ],
+        };
+        let lines = BTreeMap::from([(
+            "a.rs".to_string(),
+            Some(
+                [
+                    "// fanscan:ignore[r] until=2026-06-01 last day",
+                    "x",
+                    "// fanscan:ignore[r] until=2026-05-31 was fine",
+                    "y",
+                    "// fanscan:ignore[r] until=2026-13-45 typo",
+                    "z",
+                ]
+                .map(str::to_string)
+                .to_vec(),
+            ),
+        )]);
+        let reviewed = BTreeSet::from(["a.rs", "b.rs", "c.rs"].map(str::to_string));
+        let hashes = BTreeMap::from([
+            ("b.rs".to_string(), "new".to_string()),
+            ("c.rs".to_string(), "old".to_string()),
+        ]);
+        let t = triage(
+            [&kept, &lapsed, &malformed, &accepted, &overdue]
+                .map(Clone::clone)
+                .to_vec(),
+            Vec::new(),
+            &TriageInput {
+                lines: &lines,
+                baseline: Some(&baseline),
+                reviewed: &reviewed,
+                added_by_change: &|_, _| false,
+                quorum: 1,
+                today,
+                file_sha256: &hashes,
+            },
+        );
+        let lines_of = |list: &[Merged]| -> Vec<(String, u32)> {
+            list.iter()
+                .map(|m| (m.finding.path.clone(), m.finding.line))
+                .collect()
+        };
+        assert_eq!(
+            lines_of(&t.findings),
+            [("a.rs".into(), 4), ("a.rs".into(), 6), ("b.rs".into(), 2)]
+        );
+        assert_eq!(t.suppressed.len(), 1);
+        assert_eq!(t.suppressed[0].finding.finding.line, 2);
+        assert_eq!(t.baselined.len(), 1);
+        assert_eq!(t.baselined[0].finding.finding.path, "b.rs");
+        let expired: Vec<(u32, &ExpiredBy, String, Option<&str>)> = t
+            .expired
+            .iter()
+            .map(|e| {
+                (
+                    e.finding.finding.line,
+                    &e.by,
+                    e.until.to_string(),
+                    e.reason.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            expired,
+            [
+                (
+                    4,
+                    &ExpiredBy::Suppression { line: 3 },
+                    "2026-05-31".into(),
+                    Some("was fine")
+                ),
+                (2, &ExpiredBy::Baseline, "2026-05-31".into(), Some("later")),
+            ]
+        );
+        assert_eq!(t.notes.len(), 1, "{:?}", t.notes);
+        assert!(
+            t.notes[0].starts_with("a.rs:5: ") && t.notes[0].contains("until=2026-13-45"),
+            "{:?}",
+            t.notes
+        );
+        assert!(
+            t.findings[1]
+                .note
+                .as_deref()
+                .is_some_and(|n| n.contains("not a date"))
+        );
+        // b.rs changed since its entry was written: void; c.rs did not.
+        assert_eq!(t.void, [entry(&edited, None)]);
+        assert_eq!(t.not_found, [entry(&gone, None)]);
     }
 }

@@ -8,8 +8,17 @@ use fanscan::{ProviderArgs, ProviderKind, Report, ScanArgs, Settings};
 
 /// Runs the `fanscan` binary.
 pub fn fanscan(args: &[&str]) -> Output {
+    fanscan_with_env(args, &[])
+}
+
+/// Runs the `fanscan` binary with `vars` set (e.g. `FANSCAN_TODAY`, the
+/// run's date).
+pub fn fanscan_with_env(args: &[&str], vars: &[(&str, &str)]) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_fanscan"))
         .args(args)
+        // The run's date is the clock's unless a test sets it.
+        .env_remove("FANSCAN_TODAY")
+        .envs(vars.iter().copied())
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         // A test run inside GitHub Actions must not write the job summary.

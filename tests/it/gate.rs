@@ -146,8 +146,9 @@ fn exit_code_baselined_findings_stay_out_of_the_gate_and_are_listed() {
     assert_eq!(report.gate.failing.len(), 1);
     assert_eq!(report.findings[0].finding.path, "app/db2.py");
 
-    // A fixed finding in a reviewed file is "no longer found"; one whose
-    // file was not scanned is "not checked", never fixed.
+    // A fixed finding in a reviewed file (which changed, as a fix does)
+    // is "void"; one whose file was not scanned is "not checked", never
+    // fixed.
     std::fs::remove_file(repo.path().join("app/db2.py")).unwrap();
     repo.write(
         "app/db.py",
@@ -156,8 +157,8 @@ fn exit_code_baselined_findings_stay_out_of_the_gate_and_are_listed() {
     let out = scan_json(repo.path(), &["--baseline", b, "--exclude", "config/**"]);
     assert_eq!(code(&out), exit::OK);
     let report = report_of(&out);
-    let not_found: Vec<&str> = report
-        .baseline_not_found
+    let void: Vec<&str> = report
+        .baseline_void
         .iter()
         .map(|e| e.path.as_str())
         .collect();
@@ -166,7 +167,8 @@ fn exit_code_baselined_findings_stay_out_of_the_gate_and_are_listed() {
         .iter()
         .map(|e| e.path.as_str())
         .collect();
-    assert_eq!(not_found, ["app/db.py"]);
+    assert_eq!(void, ["app/db.py"]);
+    assert!(report.baseline_not_found.is_empty());
     assert_eq!(not_checked, ["config/settings.py"]);
     let md = fanscan(&[
         "scan",
@@ -1011,7 +1013,7 @@ fn snapshot_of_a_diff_scan_with_suppressions_and_a_baseline() {
     report.started_at = "[started_at]".into();
     report.duration_ms = 0;
     assert_eq!(report.baseline_not_checked.len(), 12);
-    assert_eq!(report.baseline_not_found.len(), 1);
+    assert_eq!(report.baseline_void.len(), 1);
     // The repository's commits are new each run: redacted.
     crate::common::redactions().bind(|| {
         insta::assert_snapshot!("gate_markdown", report.render(fanscan::Format::Md).unwrap());

@@ -20,6 +20,7 @@ mod configs;
 mod cwe;
 mod doubtful;
 mod eval;
+mod expiry;
 mod formats;
 mod gate;
 mod html;
