@@ -10,6 +10,12 @@
 //! summary. It bills the prompt by its size (bytes / 4, as `metered` in the
 //! tests) and counts requests and billed input tokens by stage.
 //!
+//! Then the same again with a model that answers badly half the time: the
+//! skeptic answers the findings of odd-numbered files with a list of
+//! findings instead of verdicts (no verdict), the brief agent with no text
+//! and the reducer in prose without its JSON block. What the model
+//! answered is stored either way, so the targets are the same.
+//!
 //! Runs a cold scan, the same scan again unchanged (asserted: no request
 //! in any stage), then touches 1% of the files (spread over the tree) and
 //! re-runs, then 10% more and re-runs, and prints each re-run's input
@@ -51,7 +57,13 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let results = rt.block_on(run(dirs));
+    let mut results = vec!["-- a model that answers every stage --".to_string()];
+    results.extend(rt.block_on(run(dirs, false)));
+    results.push(
+        "-- a model that answers badly half the time (skeptic non-verdicts, no brief, reducer prose) --"
+            .to_string(),
+    );
+    results.extend(rt.block_on(run(dirs, true)));
     println!("\n== results ==");
     for line in results {
         println!("{line}");
@@ -114,6 +126,8 @@ type Tally = BTreeMap<&'static str, (u64, u64)>;
 /// The scripted model (see the header); counts what it is asked.
 struct Model {
     tally: Arc<Mutex<Tally>>,
+    /// Answers badly half the time (see the header).
+    bad: bool,
 }
 
 /// The stage `body` (`raw`, its text) belongs to.
@@ -134,10 +148,27 @@ fn text(content: &str) -> Value {
     json!({"role": "assistant", "content": content})
 }
 
-fn answer(stage: &str, task: &str, body: &Value) -> Value {
+/// Whether the skeptic's task is about an odd-numbered file.
+fn odd_file(task: &str) -> bool {
+    task.lines().next().is_some_and(|l| {
+        l.trim_end_matches(".rs")
+            .ends_with(['1', '3', '5', '7', '9'])
+    })
+}
+
+/// The ids of the findings a skeptic's task lists.
+fn task_ids(task: &str) -> Vec<&str> {
+    task.lines()
+        .filter_map(|l| l.strip_prefix("- id "))
+        .filter_map(|l| l.split(':').next())
+        .collect()
+}
+
+fn answer(stage: &str, task: &str, body: &Value, bad: bool) -> Value {
     let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
     let final_turn = body.get("response_format").is_some() || body["tool_choice"] == "none";
     match stage {
+        "brief" if bad => text(""),
         "brief" => text("**What it is**: a synthetic library of small functions."),
         "audit" => {
             let findings = common::needle_findings(messages, "risky_call", "high");
@@ -146,16 +177,19 @@ fn answer(stage: &str, task: &str, body: &Value) -> Value {
                 json!({ "findings": findings })
             ))
         }
+        // A list of findings where verdicts were asked: no verdict.
+        "skeptic" if final_turn && bad && odd_file(task) => {
+            let findings: Vec<Value> = task_ids(task)
+                .iter()
+                .map(|id| json!({"finding": id, "severity": "high", "title": "risky call"}))
+                .collect();
+            text(&json!({ "findings": findings }).to_string())
+        }
         "skeptic" if final_turn => {
             // The findings of odd-numbered files get no confidence.
-            let odd = task.lines().next().is_some_and(|l| {
-                l.trim_end_matches(".rs")
-                    .ends_with(['1', '3', '5', '7', '9'])
-            });
-            let verdicts: Vec<Value> = task
-                .lines()
-                .filter_map(|l| l.strip_prefix("- id "))
-                .filter_map(|l| l.split(':').next())
+            let odd = odd_file(task);
+            let verdicts: Vec<Value> = task_ids(task)
+                .iter()
                 .map(|id| {
                     let mut v = json!({"id": id, "verdict": "confirmed",
                         "why": "the argument reaches risky_call unchecked", "flow": []});
@@ -170,6 +204,7 @@ fn answer(stage: &str, task: &str, body: &Value) -> Value {
         // No tool call and no marker: the loop's turn ends, the verdicts
         // are asked next.
         "skeptic" => text("The value comes from the caller; nothing checks it."),
+        _ if bad => text("I merged the reports: every function calls risky_call."),
         _ => text("```json\n{\"summary\": \"Synthetic run.\", \"ranking\": []}\n```"),
     }
 }
@@ -192,7 +227,7 @@ impl Respond for Model {
             entry.1 += prompt;
         }
         ResponseTemplate::new(200).set_body_json(json!({
-            "choices": [{"index": 0, "message": answer(stage, task, &body), "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": answer(stage, task, &body, self.bad), "finish_reason": "stop"}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": 100, "total_tokens": prompt + 100}
         }))
     }
@@ -294,7 +329,7 @@ fn share(x: u64, of: u64) -> f64 {
     100.0 * x as f64 / of.max(1) as f64
 }
 
-async fn run(dirs: usize) -> Vec<String> {
+async fn run(dirs: usize, bad: bool) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("repo");
     make_tree(&root, dirs);
@@ -308,6 +343,7 @@ async fn run(dirs: usize) -> Vec<String> {
         .and(path("/v1/chat/completions"))
         .respond_with(Model {
             tally: Arc::clone(&tally),
+            bad,
         })
         .mount(&server)
         .await;

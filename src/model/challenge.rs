@@ -3,8 +3,10 @@
 //! Takes the text of a skeptic's final answer and the ids it was asked
 //! about; gives one [`Challenge`] per id: `confirmed`, `refuted` or
 //! `uncertain`, a confidence from 1 to 10 (when the model gave one), one
-//! sentence why and the data flow as `path:line` steps. A broken or missing
-//! answer for an id is `uncertain`, never `refuted`, and never lost. Read
+//! sentence why and the data flow as `path:line` steps. An answer that is
+//! no usable verdict for an id (not a list of verdicts, no entry, a broken
+//! one) is `no_verdict` with why ([`NoVerdict`]): never `refuted`, never
+//! lost, and kept like a verdict (the model answered). Read
 //! leniently where a small model's answer still says what it means: an id
 //! `F1` or `1` for `f1`, a confidence `"7"` or `7.0`, none at all (a
 //! verdict without a confidence is still a verdict; the confidence is
@@ -21,24 +23,36 @@ use crate::llm::conversation::OutputSchema;
 
 /// The skeptic's call on one finding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Stance {
     /// Untrusted input reaches the line (or the defect is real as is).
     Confirmed,
     /// The value is constant or made safe, or the code cannot run: the
     /// finding leaves the gate, listed apart with the reason.
     Refuted,
-    /// The skeptic could not tell, or its answer was broken or missing.
+    /// The skeptic could not tell.
     Uncertain,
+    /// The skeptic gave no usable verdict (see [`NoVerdict`]), or its call
+    /// failed: the finding keeps its place, and says so.
+    NoVerdict,
 }
 
 impl Stance {
-    /// The lowercase name.
+    /// The name in machine-read formats (JSON, SARIF).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Confirmed => "confirmed",
             Self::Refuted => "refuted",
             Self::Uncertain => "uncertain",
+            Self::NoVerdict => "no_verdict",
+        }
+    }
+
+    /// The name in text read by people (Markdown, HTML, annotations).
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::NoVerdict => "no verdict",
+            Self::Confirmed | Self::Refuted | Self::Uncertain => self.as_str(),
         }
     }
 
@@ -69,13 +83,46 @@ pub struct Challenge {
     pub notes: Vec<String>,
 }
 
+/// Why the skeptic's answer holds no verdict on a finding although the
+/// model answered: what it said is its answer, kept in the run store like
+/// a verdict and asked again only when what it rests on changes. A call
+/// that failed is not one of these ([`Challenge::not_asked`]). A provider's
+/// refusal is meant to be a further variant.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NoVerdict {
+    /// The answer was no JSON object with a list of verdicts (prose, a
+    /// list of findings), even after the repair turn.
+    #[error("its answer was not a JSON object with a list of verdicts")]
+    NotVerdicts,
+    /// The list had no entry for this finding.
+    #[error("it gave no verdict for this finding")]
+    NoEntry,
+    /// The entry for this finding was unusable.
+    #[error("its entry was broken: {0}")]
+    Broken(EntryError),
+}
+
 impl Challenge {
-    /// The challenge of a finding the skeptic gave no usable answer for.
-    pub(crate) fn no_answer(why: &str) -> Self {
+    /// The challenge of a finding the skeptic answered without a usable
+    /// verdict.
+    pub(crate) fn no_verdict(why: &NoVerdict) -> Self {
         Self {
-            stance: Stance::Uncertain,
+            stance: Stance::NoVerdict,
             confidence: None,
-            reason: format!("the skeptic gave no usable answer: {why}"),
+            // The stance says "no verdict"; the reason says why.
+            reason: why.to_string(),
+            flow: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// The challenge of a finding whose call failed (a provider error, a
+    /// stop): no verdict, and nothing of it is kept, so the next run asks.
+    pub(crate) fn not_asked(error: &str) -> Self {
+        Self {
+            stance: Stance::NoVerdict,
+            confidence: None,
+            reason: format!("the skeptic's call failed ({error}); the next run asks again"),
             flow: Vec::new(),
             notes: Vec::new(),
         }
@@ -87,7 +134,7 @@ impl Challenge {
             .confidence
             .map(|c| format!(" (confidence {c}/10)"))
             .unwrap_or_default();
-        format!("{}{confidence}: {}", self.stance.as_str(), self.reason)
+        format!("{}{confidence}: {}", self.stance.label(), self.reason)
     }
 }
 

@@ -9,12 +9,14 @@
 //! preloaded, through the one agent loop ([`Loop`]) and the provider's
 //! structured output ([`verdicts_output`]). A located claim the skeptic
 //! confirms becomes verified, its evidence the file's text at the cited
-//! lines. Every verdict the skeptic gave (with a confidence or without,
-//! a refutation counted as uncertain included) is kept in the run store by
+//! lines. Every answer the skeptic gave is kept in the run store by
 //! finding fingerprint, the files read and their content, agent and model,
-//! so that an unchanged re-scan asks nothing; what stands for no verdict
-//! (a failed call, a broken or missing entry) is not kept, and is asked
-//! again. The calls count in the run's budget and progress
+//! so that an unchanged re-scan asks nothing: a verdict (with a confidence
+//! or without, a refutation counted as uncertain included), and an answer
+//! that is no usable verdict (a findings list, a broken or missing entry:
+//! `no_verdict`, the finding keeps its place). What stands for an answer
+//! of a call that failed (a provider error, a stop) is not kept, and is
+//! asked again. The calls count in the run's budget and progress
 //! like any agent's; when the run is stopped (a budget, Ctrl-C), the
 //! findings not yet challenged stay as they are, and the notes say so.
 
@@ -25,6 +27,7 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::agents::AgentStatus;
 use crate::agents::router::{ReadOnlyTools, ToolRouter};
 use crate::agents::turns::{Finish, Loop, Reader, Start};
 use crate::agents::{AgentDefinition, Harness, UnknownAgent};
@@ -32,7 +35,9 @@ use crate::engine::source_check::{self, Files, Patterns, SourceTable};
 use crate::llm::budget::Spend;
 use crate::llm::conversation::{ChallengeFact, FileRead};
 use crate::llm::events::EventSink;
-use crate::model::challenge::{Answer, Challenge, Stance, check, read_answer, verdicts_output};
+use crate::model::challenge::{
+    Answer, Challenge, NoVerdict, Stance, check, read_answer, verdicts_output,
+};
 use crate::model::findings::{Finding, Origin, Severity};
 use crate::pipeline::context::Ui;
 use crate::stages::verify::Checked;
@@ -53,7 +58,8 @@ const AFTER: usize = 15;
 /// Bumped whenever a stored answer would mean something else.
 /// 2: every verdict is kept, also one without a confidence and a
 /// refutation counted as uncertain (1 kept only those with a confidence).
-const FORMAT_VERSION: u32 = 2;
+/// 3: an answer in full that is no verdict is kept too, as `no_verdict`.
+const FORMAT_VERSION: u32 = 3;
 
 /// One finding as the skeptic is asked about it.
 #[derive(Clone, Debug)]
@@ -159,9 +165,11 @@ struct Called {
 struct Heard {
     fingerprint: String,
     challenge: Challenge,
-    /// Whether it is the skeptic's verdict (kept in the store), not what
-    /// stands for none (a failed call, a broken or missing entry).
-    verdict: bool,
+    /// Whether it is the model's answer, kept in the store: a verdict, or
+    /// an answer in full that is none (a findings list, a broken or
+    /// missing entry). Not kept: what stands for an answer of a call that
+    /// failed or was cut short.
+    kept: bool,
 }
 
 impl Stage<'_> {
@@ -227,9 +235,10 @@ impl Stage<'_> {
                 continue;
             };
             for heard in list {
-                // A verdict is kept whatever its confidence; no verdict is
-                // never kept, so the next run asks again.
-                if called.complete && heard.verdict {
+                // The model's answer is kept, a verdict (whatever its
+                // confidence) or none; a failed call's is not, so the next
+                // run asks again.
+                if called.complete && heard.kept {
                     self.keep(
                         &heard.fingerprint,
                         &batch,
@@ -421,11 +430,19 @@ impl Stage<'_> {
         let patterns = Patterns::default();
         // The batch's file, read once, if a refutation is to be weighed.
         let text = std::cell::OnceCell::new();
+        // The model answered in full: what it said is kept, a verdict or
+        // not. A call that failed, or was hurried by a budget or an
+        // interrupt, keeps only its verdicts.
+        let in_full = failed.is_none()
+            && matches!(
+                outcome.status,
+                AgentStatus::Complete | AgentStatus::MaxRounds
+            );
         let answers = batch
             .iter()
             .zip(&ids)
             .map(|(t, id)| {
-                let (challenge, verdict) = match (answer.by_id.get(id), &failed) {
+                let (challenge, kept) = match (answer.by_id.get(id), &failed) {
                     (Some(Ok(said)), _) => (
                         self.against_trace(
                             &t.finding,
@@ -436,25 +453,19 @@ impl Stage<'_> {
                         true,
                     ),
                     (Some(Err(why)), _) => (
-                        Challenge::no_answer(&format!("its entry was broken: {why}")),
-                        false,
+                        Challenge::no_verdict(&NoVerdict::Broken(why.clone())),
+                        in_full,
                     ),
-                    (None, Some(error)) => (Challenge::no_answer(error), false),
-                    (None, None) if !answer.parsed => (
-                        Challenge::no_answer(
-                            "its answer was not a JSON object with a list of verdicts",
-                        ),
-                        false,
-                    ),
-                    (None, None) => (
-                        Challenge::no_answer("it gave no verdict for this finding"),
-                        false,
-                    ),
+                    (None, Some(error)) => (Challenge::not_asked(error), false),
+                    (None, None) if !answer.parsed => {
+                        (Challenge::no_verdict(&NoVerdict::NotVerdicts), in_full)
+                    }
+                    (None, None) => (Challenge::no_verdict(&NoVerdict::NoEntry), in_full),
                 };
                 Heard {
                     fingerprint: t.fingerprint.clone(),
                     challenge,
-                    verdict,
+                    kept,
                 }
             })
             .collect();
@@ -631,12 +642,18 @@ fn notes(answers: &BTreeMap<String, Challenge>, cached: usize, not_asked: usize)
     let mut notes = Vec::new();
     if !answers.is_empty() {
         let of = |s: Stance| answers.values().filter(|c| c.stance == s).count();
+        let none = of(Stance::NoVerdict);
         notes.push(format!(
-            "the skeptic challenged {}: {} confirmed, {} refuted, {} uncertain{}",
+            "the skeptic challenged {}: {} confirmed, {} refuted, {} uncertain{}{}",
             count(answers.len(), "finding"),
             of(Stance::Confirmed),
             of(Stance::Refuted),
             of(Stance::Uncertain),
+            if none > 0 {
+                format!(", {none} without a verdict")
+            } else {
+                String::new()
+            },
             if cached > 0 {
                 format!(" ({} from the run store)", count(cached, "answer"))
             } else {

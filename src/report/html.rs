@@ -985,15 +985,12 @@ fn finding_facts(
         ),
     );
     if let Some(c) = &m.challenge {
-        let stance = serde_json::to_value(c.stance)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
+        let stance = c.stance.label();
         kv(
             "Skeptic",
             format!(
                 "{}{} — {}",
-                text(&stance),
+                text(stance),
                 c.confidence
                     .map(|n| format!(", confidence {n}/10"))
                     .unwrap_or_default(),

@@ -417,6 +417,34 @@ pub(crate) struct Written {
     pub brief: Option<Brief>,
     /// What the report says about it (cut, skipped, failed).
     pub notes: Vec<String>,
+    /// The model answered in full, but with nothing usable as a brief (no
+    /// text, text addressed to AI agents): that answer, kept in the run
+    /// store like a brief so that an unchanged re-scan does not ask again.
+    /// None for a brief and for a call that failed or was not made.
+    pub none: Option<NoBrief>,
+}
+
+/// An answer of the brief agent that is no brief: why, and the files it
+/// read with their SHA-256 (it is asked again when one changes).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct NoBrief {
+    pub no_brief: String,
+    pub files_read: Vec<(String, String)>,
+}
+
+/// What the run store keeps under a brief's key: a brief, or the agent's
+/// answer that was none. Untagged: a store written before answers that
+/// are no brief were kept holds bare briefs, which read as they did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Kept {
+    Brief(Brief),
+    None(NoBrief),
+}
+
+/// The note of a run without a brief.
+fn no_brief_note(why: &str) -> String {
+    format!("no repository brief: {why}; the auditors ran without one")
 }
 
 /// What the brief agent runs with.
@@ -490,12 +518,6 @@ impl Writer<'_> {
         .await;
         self.spend.release(BUDGET_GROUP);
         // Its usage was counted by the loop, under the brief agent's name.
-        let failed = |why: String| Written {
-            brief: None,
-            notes: vec![format!(
-                "no repository brief: {why}; the auditors ran without one"
-            )],
-        };
         if !matches!(
             outcome.status,
             AgentStatus::Complete | AgentStatus::MaxRounds | AgentStatus::WrappedUp
@@ -506,8 +528,29 @@ impl Writer<'_> {
                 outcome.error.map(|e| format!(" ({e})")).unwrap_or_default()
             ));
         }
+        // A brief hurried by a budget or an interrupt is kept; an answer
+        // that is none only when the agent ran to its own end.
+        let in_full = matches!(
+            outcome.status,
+            AgentStatus::Complete | AgentStatus::MaxRounds
+        );
+        let tools = Arc::clone(&self.tools);
+        let read: Vec<String> = outcome.files_read.into_iter().collect();
+        let Ok(files_read) = tokio::task::spawn_blocking(move || tools.hashes(read)).await else {
+            return failed(
+                "hashing the files it read failed: a fanscan bug, please report it".into(),
+            );
+        };
+        let answered_none = |why: String| Written {
+            brief: None,
+            notes: vec![no_brief_note(&why)],
+            none: in_full.then(|| NoBrief {
+                no_brief: why,
+                files_read: files_read.clone(),
+            }),
+        };
         let Some(text) = outcome.answer.filter(|t| !t.trim().is_empty()) else {
-            return failed("the brief agent gave no text".into());
+            return answered_none("the brief agent gave no text".into());
         };
         let detector = match self.tools.injection_detector() {
             Ok(detector) => detector,
@@ -518,7 +561,7 @@ impl Writer<'_> {
             }
         };
         if let Some(hit) = detector.scan("brief", &text).into_iter().next() {
-            return failed(format!(
+            return answered_none(format!(
                 "the brief agent's answer holds text addressed to AI agents (line {}), so it is not put into the auditors' prompts",
                 hit.line
             ));
@@ -530,13 +573,6 @@ impl Writer<'_> {
                 "the repository brief was cut to {MAX_BRIEF_BYTES} bytes (~800 tokens)"
             ));
         }
-        let tools = Arc::clone(&self.tools);
-        let read: Vec<String> = outcome.files_read.into_iter().collect();
-        let Ok(files_read) = tokio::task::spawn_blocking(move || tools.hashes(read)).await else {
-            return failed(
-                "hashing the files it read failed: a fanscan bug, please report it".into(),
-            );
-        };
         Written {
             brief: Some(Brief {
                 text,
@@ -544,7 +580,17 @@ impl Writer<'_> {
                 files_read,
             }),
             notes,
+            none: None,
         }
+    }
+}
+
+/// A run without a brief because of `why`, where nothing is kept.
+fn failed(why: String) -> Written {
+    Written {
+        brief: None,
+        notes: vec![no_brief_note(&why)],
+        none: None,
     }
 }
 
@@ -560,10 +606,10 @@ fn when_stopped(stop: Stop) -> String {
 
 /// Where briefs are kept between runs (the run store).
 pub(crate) trait Stored: Sync {
-    /// The brief stored under `key`, if any.
-    fn brief(&self, key: &str) -> Option<Brief>;
-    /// Keeps `brief` under `key`.
-    fn keep_brief(&self, key: &str, brief: &Brief);
+    /// The brief (or answer that was none) stored under `key`, if any.
+    fn brief(&self, key: &str) -> Option<Kept>;
+    /// Keeps `kept` under `key`.
+    fn keep_brief(&self, key: &str, kept: &Kept);
 }
 
 /// The brief stage, before the fan-out: the repository's own brief when it
@@ -584,18 +630,12 @@ impl Stage<'_> {
             return Written {
                 brief: Some(brief),
                 notes,
+                none: None,
             };
         }
         let shape = match self.shape(inventory).await {
             Ok(shape) => shape,
-            Err(why) => {
-                return Written {
-                    brief: None,
-                    notes: vec![format!(
-                        "no repository brief: {why}; the auditors ran without one"
-                    )],
-                };
-            }
+            Err(why) => return failed(why.to_string()),
         };
         self.writer
             .harness
@@ -615,17 +655,32 @@ impl Stage<'_> {
             .model_for(self.writer.definition)
             .to_string();
         let key = cache_key(self.writer.definition, &model, shape);
-        if let Some(stored) = self.stored.and_then(|s| s.brief(&key))
-            && self.unchanged(&stored.files_read).await
-        {
-            return Written {
-                brief: Some(stored),
-                notes: Vec::new(),
+        if let Some(stored) = self.stored.and_then(|s| s.brief(&key)) {
+            let files_read = match &stored {
+                Kept::Brief(brief) => &brief.files_read,
+                Kept::None(none) => &none.files_read,
             };
+            if self.unchanged(files_read).await {
+                return match stored {
+                    Kept::Brief(brief) => Written {
+                        brief: Some(brief),
+                        ..Written::default()
+                    },
+                    Kept::None(none) => Written {
+                        notes: vec![no_brief_note(&none.no_brief)],
+                        ..Written::default()
+                    },
+                };
+            }
         }
         let written = self.writer.write(shape).await;
-        if let (Some(brief), Some(store)) = (&written.brief, self.stored) {
-            store.keep_brief(&key, brief);
+        let kept = match (&written.brief, &written.none) {
+            (Some(brief), _) => Some(Kept::Brief(brief.clone())),
+            (None, Some(none)) => Some(Kept::None(none.clone())),
+            (None, None) => None,
+        };
+        if let (Some(kept), Some(store)) = (kept, self.stored) {
+            store.keep_brief(&key, &kept);
         }
         written
     }
@@ -686,7 +741,7 @@ impl Question for Briefing<'_> {
     async fn counted(&self) -> Written {
         Written {
             brief: offline(self.shape),
-            notes: Vec::new(),
+            ..Written::default()
         }
     }
 }

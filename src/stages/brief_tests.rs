@@ -337,3 +337,24 @@ fn the_cache_key_follows_the_agent_the_model_and_the_shape() {
     assert_ne!(grown, shape);
     assert_eq!(key, cache_key(&fixture.definition, "m", &grown));
 }
+
+#[test]
+fn a_brief_stored_by_an_earlier_version_reads_as_a_brief_and_no_brief_round_trips() {
+    // The body an earlier fanscan kept: a bare brief.
+    let old = r#"{"text":"**What it is**: a shop.","source":{"kind":"agent","model":"m"},"files_read":[["Cargo.toml","ab"]]}"#;
+    let kept: Kept = serde_json::from_str(old).unwrap();
+    assert_eq!(
+        kept,
+        Kept::Brief(Brief {
+            text: "**What it is**: a shop.".into(),
+            source: BriefSource::Agent { model: "m".into() },
+            files_read: vec![("Cargo.toml".into(), "ab".into())],
+        })
+    );
+    let none = Kept::None(NoBrief {
+        no_brief: "the brief agent gave no text".into(),
+        files_read: Vec::new(),
+    });
+    let body = serde_json::to_string(&none).unwrap();
+    assert_eq!(serde_json::from_str::<Kept>(&body).unwrap(), none);
+}

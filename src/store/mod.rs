@@ -894,13 +894,13 @@ fn write_gitignore(dir: &Path) -> std::io::Result<()> {
 }
 
 impl crate::stages::brief::Stored for ScanStore {
-    fn brief(&self, key: &str) -> Option<crate::stages::brief::Brief> {
+    fn brief(&self, key: &str) -> Option<crate::stages::brief::Kept> {
         // A body that no longer reads (another version's) is written anew.
         serde_json::from_str(&self.session.stored("brief", key)?).ok()
     }
 
-    fn keep_brief(&self, key: &str, brief: &crate::stages::brief::Brief) {
-        if let Ok(body) = serde_json::to_string(brief) {
+    fn keep_brief(&self, key: &str, kept: &crate::stages::brief::Kept) {
+        if let Ok(body) = serde_json::to_string(kept) {
             self.session.keep("brief", key, &body);
         }
     }

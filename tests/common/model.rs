@@ -35,6 +35,9 @@ struct Model {
     /// How many requests (the brief's aside) have arrived.
     arrived: Arc<tokio::sync::watch::Sender<usize>>,
     anthropic: bool,
+    /// What the brief agent is answered ([`BRIEF_TEXT`] unless a test
+    /// gives its own).
+    brief: String,
 }
 
 /// What the mock answers the brief agent, before any scripted behaviour:
@@ -67,10 +70,10 @@ impl Respond for Model {
             });
             let answer = if self.anthropic {
                 json!({"id": "msg_brief", "type": "message", "role": "assistant", "model": "mock-model",
-                       "content": [{"type": "text", "text": BRIEF_TEXT}], "stop_reason": "end_turn",
+                       "content": [{"type": "text", "text": self.brief}], "stop_reason": "end_turn",
                        "usage": {"input_tokens": 100, "output_tokens": 10}})
             } else {
-                text_turn(BRIEF_TEXT)
+                text_turn(&self.brief)
             };
             return ResponseTemplate::new(200).set_body_json(answer);
         }
@@ -101,15 +104,21 @@ pub struct MockModel {
 impl MockModel {
     /// Serves OpenAI Chat Completions at `/v1/chat/completions`.
     pub async fn openai(behaviour: Behaviour) -> Self {
-        Self::at("/v1/chat/completions", behaviour).await
+        Self::at("/v1/chat/completions", behaviour, BRIEF_TEXT).await
+    }
+
+    /// Serves OpenAI Chat Completions, answering the brief agent `brief`
+    /// (an empty one: a model that gave no brief).
+    pub async fn openai_with_brief(behaviour: Behaviour, brief: &str) -> Self {
+        Self::at("/v1/chat/completions", behaviour, brief).await
     }
 
     /// Serves Anthropic Messages at `/v1/messages`.
     pub async fn anthropic(behaviour: Behaviour) -> Self {
-        Self::at("/v1/messages", behaviour).await
+        Self::at("/v1/messages", behaviour, BRIEF_TEXT).await
     }
 
-    async fn at(route: &str, behaviour: Behaviour) -> Self {
+    async fn at(route: &str, behaviour: Behaviour, brief: &str) -> Self {
         let server = MockServer::start().await;
         let log = Arc::new(Mutex::new(Vec::new()));
         let briefs = Arc::new(Mutex::new(Vec::new()));
@@ -122,6 +131,7 @@ impl MockModel {
                 briefs: Arc::clone(&briefs),
                 arrived: Arc::clone(&arrived),
                 anthropic: route == "/v1/messages",
+                brief: brief.to_string(),
             })
             .mount(&server)
             .await;

@@ -235,9 +235,9 @@ async fn an_uncertain_finding_stays() {
 }
 
 #[tokio::test]
-async fn broken_answers_are_uncertain_never_refuted_never_lost() {
+async fn broken_answers_are_no_verdict_never_refuted_never_lost() {
     for (verdict, says, requests) in [
-        // Not JSON: the one repair turn, then uncertain.
+        // Not JSON: the one repair turn, then no verdict.
         (
             "no json at all",
             "not a JSON object with a list of verdicts",
@@ -259,7 +259,7 @@ async fn broken_answers_are_uncertain_never_refuted_never_lost() {
         let c = report.findings[0].challenge.as_ref().unwrap();
         assert_eq!(
             (c.stance, c.confidence),
-            (Stance::Uncertain, None),
+            (Stance::NoVerdict, None),
             "{verdict}"
         );
         assert!(c.reason.contains(says), "{verdict}: {}", c.reason);
@@ -269,7 +269,7 @@ async fn broken_answers_are_uncertain_never_refuted_never_lost() {
 }
 
 /// A verdict is a verdict without its confidence: an unusable one is left
-/// out and noted (it was a broken entry, uncertain, asked again each run).
+/// out and noted (it was a broken entry, without a verdict).
 #[tokio::test]
 async fn a_verdict_with_an_unusable_confidence_stands_without_it() {
     let repo = repo();
@@ -326,10 +326,11 @@ NAME = sys.argv[1]
     assert_eq!(c.confidence, None, "a verdict without one");
 }
 
-/// What stands for no verdict (an answer that is not JSON) is not kept:
-/// the next run asks again, where a verdict would have been reused.
+/// An answer that is no verdict (not JSON) is the model's answer: kept,
+/// so the next run asks nothing (issue 35). A call that failed is no
+/// answer: nothing is kept, and the next run asks again.
 #[tokio::test]
-async fn no_verdict_is_not_kept_and_is_asked_again() {
+async fn an_answer_that_is_no_verdict_is_kept_and_a_failed_call_is_asked_again() {
     let repo = repo();
     let mock = MockModel::openai(model(sink_finding(), "no json at all")).await;
     let _ = run(&mock, repo.path()).await;
@@ -339,9 +340,40 @@ async fn no_verdict_is_not_kept_and_is_asked_again() {
         "a turn, the verdicts, the repair"
     );
     let again = run(&mock, repo.path()).await;
-    assert_eq!(skeptic_requests(&mock), 6, "asked again");
+    assert_eq!(skeptic_requests(&mock), 3, "kept: not asked again");
     let c = again.findings[0].challenge.as_ref().unwrap();
-    assert_eq!((c.stance, c.confidence), (Stance::Uncertain, None));
+    assert_eq!((c.stance, c.confidence), (Stance::NoVerdict, None));
+    assert!(
+        c.reason
+            .contains("not a JSON object with a list of verdicts"),
+        "{}",
+        c.reason
+    );
+
+    // The skeptic's calls fail (a request the server refuses).
+    let repo = self::repo();
+    let finding = sink_finding();
+    let mock = MockModel::openai(Box::new(move |body, _| {
+        if is_skeptic(body) {
+            ResponseTemplate::new(400)
+                .set_body_json(json!({"error": {"type": "invalid_request_error", "message": "no"}}))
+        } else {
+            ResponseTemplate::new(200).set_body_json(reply(&finding, "", body))
+        }
+    }))
+    .await;
+    let first = run(&mock, repo.path()).await;
+    let asked = skeptic_requests(&mock);
+    assert!(asked >= 1);
+    let c = first.findings[0].challenge.as_ref().unwrap();
+    assert_eq!(c.stance, Stance::NoVerdict);
+    assert!(
+        c.reason.contains("the skeptic's call failed"),
+        "{}",
+        c.reason
+    );
+    let _ = run(&mock, repo.path()).await;
+    assert_eq!(skeptic_requests(&mock), 2 * asked, "asked again");
 }
 
 #[tokio::test]
@@ -1052,4 +1084,225 @@ fn the_offline_skeptic_does_not_refute_what_a_string_interpolates() {
         );
     }
     assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
+}
+
+/// The directory of a task's file: the first `<dir>/` of its first line's
+/// path (`TASK: challenge 2 findings in c/five.py`) or file tag.
+fn task_dir(task: &str) -> Option<char> {
+    let path = task
+        .lines()
+        .next()
+        .and_then(|l| l.rsplit(" in ").next())
+        .filter(|p| p.contains('/'))
+        .map(str::to_string)
+        .or_else(|| {
+            task.split("<file path=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .map(str::to_string)
+        })?;
+    path.chars().next()
+}
+
+/// A model that answers badly half the time, as small ones do: the brief
+/// empty; the auditor of `b/` prose with no findings block (and the
+/// repair turn too), that of `c/` its findings with lead answers that
+/// are no answer; the skeptic verdicts on `a/one.py`, an empty list of
+/// verdicts on `a/two.py`, a list of findings on `c/five.py`, entries
+/// whose verdict is none on `c/six.py`; the reducer prose.
+fn bad_model() -> crate::common::Behaviour {
+    let small = small_model();
+    Box::new(move |body, index| {
+        let task = task_of(body);
+        let final_turn = body.get("response_format").is_some() || body["tool_choice"] == "none";
+        let ids: Vec<String> = task
+            .lines()
+            .filter_map(|l| l.strip_prefix("- id "))
+            .filter_map(|l| l.split(':').next())
+            .map(str::to_string)
+            .collect();
+        let reply = if task.starts_with("TASK: reduce") {
+            text_turn("I merged the reports; the findings look serious.")
+        } else if task.starts_with("TASK: challenge") && final_turn {
+            let first = task.lines().next().unwrap_or_default();
+            let answer = if first.ends_with("a/one.py") {
+                let verdicts: Vec<Value> = ids
+                    .iter()
+                    .map(|id| json!({"id": id, "verdict": "confirmed", "why": "argv reaches it", "flow": []}))
+                    .collect();
+                json!({ "verdicts": verdicts })
+            } else if first.ends_with("a/two.py") {
+                json!({"verdicts": []})
+            } else if first.ends_with("c/five.py") {
+                json!({"findings": [{"path": "c/five.py", "line": 5, "severity": "critical",
+                                     "title": "command injection"}]})
+            } else {
+                let verdicts: Vec<Value> = ids
+                    .iter()
+                    .map(|id| json!({"id": id, "verdict": "probably", "why": "hard to say", "flow": []}))
+                    .collect();
+                json!({ "verdicts": verdicts })
+            };
+            text_turn(&answer.to_string())
+        } else if task.starts_with("TASK: challenge") {
+            return small(body, index);
+        } else if final_turn && task_dir(&task) == Some('b') {
+            text_turn("I reviewed the files carefully and they look mostly fine to me.")
+        } else if final_turn && task_dir(&task) == Some('c') {
+            let mut answer = small_findings(body);
+            answer["leads"] = json!([{"id": "nothing", "verdict": "maybe"}, "garbage"]);
+            text_turn(&format!("```json\n{answer}\n```"))
+        } else {
+            return small(body, index);
+        };
+        ResponseTemplate::new(200).set_body_json(reply)
+    })
+}
+
+async fn bad_scan(mock: &MockModel, repo: &Repo, full: bool) -> Report {
+    let args = RunArgs {
+        scan: fanscan::ScanArgs {
+            group_tokens: Some(100),
+            jobs: Some(2),
+            no_cache: full,
+            ..fanscan::ScanArgs::default()
+        },
+        ..challenge(FailOn::High)
+    };
+    let ctx = Context::new(mock.settings_with(repo.path(), args)).unwrap();
+    fanscan::scan(&ctx, &Ui::hidden()).await.unwrap()
+}
+
+/// Issue 35: a model's answer that is no usable verdict (a findings list,
+/// an empty list, an entry that is no verdict), an empty brief, a reducer
+/// in prose and an auditor with no findings block were asked again every
+/// night. Each is now kept like a verdict: an unchanged re-scan makes no
+/// request in any stage, a changed file re-asks only what rests on it,
+/// and `--full` asks everything again. The report says "no verdict".
+#[tokio::test]
+async fn answers_that_are_no_verdict_are_kept_and_an_unchanged_rescan_asks_nothing() {
+    let repo = small_repo();
+    let mock = MockModel::openai_with_brief(bad_model(), "").await;
+    let cold = bad_scan(&mock, &repo, false).await;
+    assert!(cold.complete, "{:?}", cold.incomplete_reasons);
+    assert_eq!(cold.plan.groups.len(), 3, "{:?}", cold.plan.groups);
+    assert!(cold.brief.is_none(), "an empty brief is no brief");
+    assert!(
+        cold.notes
+            .iter()
+            .any(|n| n.contains("no repository brief: the brief agent gave no text")),
+        "{:?}",
+        cold.notes
+    );
+    let first = by_stage(&mock, 0);
+    assert_eq!(mock.brief_requests().len(), 1);
+    assert_eq!(first.get("reduce"), Some(&1), "{first:?}");
+    // What the skeptic said, by file: a verdict on a/one.py, none on the
+    // others (their findings keep their place, and say so).
+    let said = |path: &str| -> Vec<String> {
+        let mut all: Vec<String> = cold
+            .findings
+            .iter()
+            .chain(&cold.unverified)
+            .filter(|m| m.finding.path == path)
+            .filter_map(|m| m.challenge.as_ref())
+            .map(|c| {
+                serde_json::to_value(c.stance)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    };
+    assert_eq!(said("a/one.py"), vec!["confirmed"]);
+    for path in ["a/two.py", "c/five.py", "c/six.py"] {
+        assert_eq!(said(path), vec!["no_verdict"], "{path}");
+    }
+    let md = cold.render(Format::Md).unwrap();
+    assert!(
+        md.contains("no verdict: its answer was not a JSON object with a list of verdicts"),
+        "{md}"
+    );
+    assert!(md.contains("it gave no verdict for this finding"), "{md}");
+    assert!(md.contains("its entry was broken"), "{md}");
+    let json: Value = serde_json::from_str(&cold.render(Format::Json).unwrap()).unwrap();
+    assert!(json.to_string().contains("\"stance\":\"no_verdict\""));
+    // How the Markdown shows what the skeptic said, and its note.
+    let shown: Vec<&str> = md
+        .lines()
+        .filter(|l| l.contains("_Skeptic (") || l.contains("the skeptic challenged"))
+        .collect();
+    insta::assert_snapshot!("no_verdict_markdown", shown.join("\n"));
+
+    // Nothing changed: no request in any stage, the same report.
+    let before = mock.requests().len();
+    let again = bad_scan(&mock, &repo, false).await;
+    assert_eq!(
+        by_stage(&mock, before),
+        std::collections::BTreeMap::new(),
+        "an unchanged re-scan asks nothing: {:?}",
+        again.notes
+    );
+    assert_eq!(mock.brief_requests().len(), 1, "nor the brief");
+    assert_eq!(again.findings, cold.findings);
+    assert_eq!(again.unverified, cold.unverified);
+    assert_eq!(again.summary, cold.summary);
+    assert!(again.brief.is_none());
+    assert!(
+        again
+            .notes
+            .iter()
+            .any(|n| n.contains("no repository brief: the brief agent gave no text")),
+        "{:?}",
+        again.notes
+    );
+
+    // One file changes: its own audit, the one call on its findings and
+    // the reducer; nothing else, not the brief.
+    repo.write("c/five.py", &format!("{}# changed\n", sinks("five")));
+    let before = mock.requests().len();
+    let third = bad_scan(&mock, &repo, false).await;
+    assert!(third.complete, "{:?}", third.incomplete_reasons);
+    let asked = by_stage(&mock, before);
+    assert_eq!(asked.get("reduce"), Some(&1), "{asked:?}");
+    let audited: Vec<Vec<String>> = mock.requests()[before..]
+        .iter()
+        .filter(|s| stage_of(&s.body) == "audit")
+        .map(|s| task_files(&s.body))
+        .collect();
+    assert!(!audited.is_empty());
+    assert!(
+        audited.iter().all(|f| f == &vec!["c/five.py".to_string()]),
+        "{audited:?}"
+    );
+    let challenged: Vec<String> = mock.requests()[before..]
+        .iter()
+        .filter(|s| stage_of(&s.body) == "skeptic")
+        .map(|s| {
+            task_of(&s.body)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert!(!challenged.is_empty());
+    assert!(
+        challenged.iter().all(|t| t.ends_with("in c/five.py")),
+        "{challenged:?}"
+    );
+    assert_eq!(mock.brief_requests().len(), 1, "the brief rests on no file");
+
+    // --full asks every stage again.
+    let before = mock.requests().len();
+    let _ = bad_scan(&mock, &repo, true).await;
+    let full = by_stage(&mock, before);
+    assert_eq!(full.get("audit"), first.get("audit"), "{full:?}");
+    assert_eq!(full.get("skeptic"), first.get("skeptic"), "{full:?}");
+    assert_eq!(full.get("reduce"), Some(&1), "{full:?}");
+    assert_eq!(mock.brief_requests().len(), 2, "--full asks the brief too");
 }
