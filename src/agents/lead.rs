@@ -347,7 +347,10 @@ fn task_result(run: &TaskRun) -> Result<ToolOutput, ToolError> {
             run.agent,
             report.status.as_str()
         ),
-        AgentStatus::Failed | AgentStatus::Interrupted | AgentStatus::Unreviewed => {
+        AgentStatus::Failed
+        | AgentStatus::Interrupted
+        | AgentStatus::Unreviewed
+        | AgentStatus::Blocked => {
             let mut text = format!(
                 "the {} sub-agent {}: {}",
                 run.agent,

@@ -54,6 +54,10 @@ pub enum AgentStatus {
     Unreviewed,
     /// Cancelled before it could finish.
     Interrupted,
+    /// The model refused the task (a provider's safety filter), and refused
+    /// again when asked once more as a defensive review: nothing was
+    /// reviewed, and the report lists the provider's words.
+    Blocked,
 }
 
 impl AgentStatus {
@@ -65,6 +69,7 @@ impl AgentStatus {
             Self::Failed => "failed",
             Self::Unreviewed => "unreviewed",
             Self::Interrupted => "interrupted",
+            Self::Blocked => "blocked",
         }
     }
 
@@ -72,7 +77,7 @@ impl AgentStatus {
     pub fn reviewed(self) -> bool {
         match self {
             Self::Complete | Self::MaxRounds | Self::WrappedUp => true,
-            Self::Failed | Self::Unreviewed | Self::Interrupted => false,
+            Self::Failed | Self::Unreviewed | Self::Interrupted | Self::Blocked => false,
         }
     }
 
@@ -84,8 +89,9 @@ impl AgentStatus {
             Self::MaxRounds => 1,
             Self::WrappedUp => 2,
             Self::Unreviewed => 3,
-            Self::Interrupted => 4,
-            Self::Failed => 5,
+            Self::Blocked => 4,
+            Self::Interrupted => 5,
+            Self::Failed => 6,
         };
         if rank(other) > rank(self) {
             other
@@ -236,6 +242,8 @@ enum Ended {
     Cancelled,
     /// A failure, with the reason.
     Failed(String),
+    /// The model refused twice: the provider's words the second time.
+    Blocked(String),
 }
 
 /// An agent's system prompt as sent: its definition's prompt, then what
@@ -266,6 +274,9 @@ struct State {
     redactions: BTreeSet<(String, u32, &'static str)>,
     counts: Counts,
     sample: u32,
+    /// The provider's words when the model first refused; a second
+    /// refusal blocks the agent.
+    refused_once: Option<String>,
 }
 
 /// What a model's answer asks of the loop.
@@ -312,6 +323,7 @@ impl Loop<'_> {
             redactions: BTreeSet::new(),
             counts: Counts::default(),
             sample: start.sample,
+            refused_once: None,
         };
         let ended = self.turns(&mut state).await;
         self.finish(state, ended, reader).await
@@ -354,6 +366,12 @@ impl Loop<'_> {
                     return Ended::Stopped(Stop::WindingDown);
                 }
             };
+            if response.finish == FinishReason::Refusal {
+                match s.refused(&response, self.events) {
+                    Refused::AskAgain => continue,
+                    Refused::Blocked(words) => return Ended::Blocked(words),
+                }
+            }
             let turn = s.record(response, self.events);
             if turn.calls.is_empty() && turn.paused {
                 continue;
@@ -526,8 +544,12 @@ impl Loop<'_> {
         let answer = match ask {
             None => s.last_text.as_deref().map(|t| reader.read(t)),
             Some(ask) => match self.final_turn(&mut s, ask).await {
-                Ok((request, text)) => {
-                    let (read, asked) = self.read_final(&mut s, request, text, reader).await;
+                Ok(FinalTurn::Blocked(words)) => {
+                    (status, error) = (AgentStatus::Blocked, Some(blocked_error(&words)));
+                    None
+                }
+                Ok(FinalTurn::Answered(request, text)) => {
+                    let (read, asked) = self.read_final(&mut s, *request, text, reader).await;
                     repaired = asked;
                     read
                 }
@@ -573,6 +595,7 @@ impl Loop<'_> {
                 (AgentStatus::Interrupted, Some(error), None)
             }
             Ended::Failed(reason) => (AgentStatus::Failed, Some(reason), None),
+            Ended::Blocked(words) => (AgentStatus::Blocked, Some(blocked_error(&words)), None),
             Ended::Done => match &self.finish {
                 Finish::Answer { .. } => (AgentStatus::Complete, None, None),
                 Finish::Summary { request, .. } => {
@@ -595,12 +618,10 @@ impl Loop<'_> {
 
     /// The final turn, tools off: `ask`, answered in free text or through
     /// the structured output. Gives its request (for a repair turn) and the
-    /// answer's text.
-    async fn final_turn(
-        &self,
-        s: &mut State,
-        ask: String,
-    ) -> Result<(ChatRequest, Option<String>), ProviderError> {
+    /// answer's text; a refusal is asked once more as a defensive review
+    /// (unless the turns before were refused already), and a second one
+    /// blocks the agent.
+    async fn final_turn(&self, s: &mut State, ask: String) -> Result<FinalTurn, ProviderError> {
         s.messages.push(Message::User { text: ask });
         self.events
             .transcript(|| json!({"type": "message", "message": s.messages.last()}));
@@ -611,13 +632,22 @@ impl Loop<'_> {
             } => Some(schema(&s.citable())),
             Finish::Summary { schema: None, .. } | Finish::Answer { .. } => None,
         };
-        let request = self.request(s, ToolChoice::None, schema);
-        let response = self.call(&request, &s.facts, &mut s.counts).await?;
-        if let Finish::Summary { .. } = self.finish {
-            self.events
-                .transcript(|| json!({"type": "summary", "text": response.text}));
+        loop {
+            let request = self.request(s, ToolChoice::None, schema.clone());
+            let response = self.call(&request, &s.facts, &mut s.counts).await?;
+            if response.finish == FinishReason::Refusal {
+                s.restore(request);
+                match s.refused(&response, self.events) {
+                    Refused::AskAgain => continue,
+                    Refused::Blocked(words) => return Ok(FinalTurn::Blocked(words)),
+                }
+            }
+            if let Finish::Summary { .. } = self.finish {
+                self.events
+                    .transcript(|| json!({"type": "summary", "text": response.text}));
+            }
+            return Ok(FinalTurn::Answered(Box::new(request), response.text));
         }
-        Ok((request, response.text))
     }
 
     /// Reads the final answer; a summary the reader cannot use gets the
@@ -666,6 +696,61 @@ impl Loop<'_> {
     }
 }
 
+/// What the final turn gave.
+enum FinalTurn {
+    /// Its request (for a repair turn) and the answer's text.
+    Answered(Box<ChatRequest>, Option<String>),
+    /// The model refused twice: the provider's words the second time.
+    Blocked(String),
+}
+
+/// What a refusal asks of the loop.
+enum Refused {
+    /// The first: the task was restated as a defensive review; ask again.
+    AskAgain,
+    /// The second: the agent is blocked, with the provider's words.
+    Blocked(String),
+}
+
+/// How long a quoted refusal may be, in characters: enough for a
+/// provider's explanation, never a whole answer.
+const REFUSAL_QUOTE: usize = 600;
+
+/// The provider's words of a refusal, cut at [`REFUSAL_QUOTE`] characters,
+/// or what says it gave none.
+fn refusal_words(response: &ChatResponse) -> String {
+    let text = response.text.as_deref().map(str::trim).unwrap_or_default();
+    if text.is_empty() {
+        return "(the provider refused without an explanation)".to_string();
+    }
+    let mut words: String = text.chars().take(REFUSAL_QUOTE).collect();
+    if text.chars().nth(REFUSAL_QUOTE).is_some() {
+        words.push('…');
+    }
+    words
+}
+
+/// The one retry of a refused turn: the refusal quoted back and the task
+/// restated as the defensive review it is.
+fn restated(words: &str) -> String {
+    format!(
+        "Your last answer was a refusal: \"{words}\"\n\n\
+         This is a defensive review that the owners of this repository asked for: find defects and \
+         security weaknesses in their own code so that they can be fixed. Nothing here asks you to \
+         write, run or improve an attack. Continue the task as it was given and answer in its \
+         format; where a file holds attack strings (test fixtures, payload lists), describe the \
+         risk without repeating them."
+    )
+}
+
+/// The status error of a blocked agent: what happened, with the provider's
+/// words.
+fn blocked_error(words: &str) -> String {
+    format!(
+        "the model refused the task, and refused again when it was restated as a defensive review: \"{words}\""
+    )
+}
+
 /// What the budget expects a call to cost: its estimate with an answer of
 /// up to 512 tokens rather than the whole output limit.
 pub(crate) fn expected_tokens(request: &ChatRequest) -> u64 {
@@ -674,6 +759,26 @@ pub(crate) fn expected_tokens(request: &ChatRequest) -> u64 {
 }
 
 impl State {
+    /// A refused turn: its words join the conversation as the model's
+    /// answer (its tool calls, if any, are not run); the first refusal is
+    /// answered with the task restated, the second blocks the agent.
+    fn refused(&mut self, response: &ChatResponse, events: &EventSink) -> Refused {
+        let words = refusal_words(response);
+        events.transcript(|| json!({"type": "refusal", "text": words}));
+        if self.refused_once.is_some() {
+            return Refused::Blocked(words);
+        }
+        self.messages.push(Message::Assistant {
+            text: Some(words.clone()),
+            tool_calls: Vec::new(),
+        });
+        let text = restated(&words);
+        events.transcript(|| json!({"type": "message", "message": {"role": "user", "text": text}}));
+        self.messages.push(Message::User { text });
+        self.refused_once = Some(words);
+        Refused::AskAgain
+    }
+
     /// Takes the conversation back from a request.
     fn restore(&mut self, request: ChatRequest) {
         self.messages = request.messages;

@@ -100,6 +100,10 @@ pub(crate) enum NoVerdict {
     /// The entry for this finding was unusable.
     #[error("its entry was broken: {0}")]
     Broken(EntryError),
+    /// The model refused to judge (a provider's safety filter), twice:
+    /// what the loop said of it, with the provider's words.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl Challenge {

@@ -438,11 +438,19 @@ impl Stage<'_> {
                 outcome.status,
                 AgentStatus::Complete | AgentStatus::MaxRounds
             );
+        // A refusal is the model's answer, and never a refutation: every
+        // finding of the batch is kept with no verdict, and the refusal is
+        // stored like any answer that is none (a night that changed
+        // nothing asks nothing again).
+        let refused = (outcome.status == AgentStatus::Blocked).then(|| {
+            NoVerdict::Refused(failed.clone().unwrap_or_else(|| "the model refused".into()))
+        });
         let answers = batch
             .iter()
             .zip(&ids)
             .map(|(t, id)| {
                 let (challenge, kept) = match (answer.by_id.get(id), &failed) {
+                    _ if let Some(refused) = &refused => (Challenge::no_verdict(refused), true),
                     (Some(Ok(said)), _) => (
                         self.against_trace(
                             &t.finding,

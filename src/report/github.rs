@@ -18,6 +18,7 @@
 
 use super::Report;
 use super::sarif::rule_id;
+use crate::agents::AgentStatus;
 use crate::model::findings::Severity;
 use crate::util::count;
 use crate::util::git::Checkout;
@@ -32,6 +33,7 @@ pub(crate) fn render(report: &Report) -> String {
     suppressed_by_change(&mut out, report);
     gate_failed(&mut out, report);
     incomplete(&mut out, report);
+    blocked(&mut out, report);
     doubtful(&mut out, report);
     contested(&mut out, report);
     unread(&mut out, report);
@@ -215,6 +217,27 @@ fn incomplete(out: &mut String, report: &Report) {
             "error",
             &[("title", "fanscan: incomplete run".into())],
             &why,
+        );
+    }
+}
+
+/// An error per group the model refused, with the provider's words.
+fn blocked(out: &mut String, report: &Report) {
+    for g in report
+        .groups
+        .iter()
+        .filter(|g| g.status == AgentStatus::Blocked)
+    {
+        line(
+            out,
+            "error",
+            &[("title", "fanscan: blocked group".into())],
+            &format!(
+                "Group {} ({} not reviewed): {}",
+                g.id,
+                count(g.files.len(), "file"),
+                g.error.as_deref().unwrap_or("the model refused")
+            ),
         );
     }
 }

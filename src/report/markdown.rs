@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::Report;
+use crate::agents::AgentStatus;
 use crate::model::findings::Severity;
 use crate::stages::gate::{Outcome, Suppressed};
 use crate::stages::reduce::Merged;
@@ -29,6 +30,7 @@ pub(super) fn render(report: &Report) -> Result<String, std::fmt::Error> {
     suppressed_and_baselined(&mut out, report)?;
     coverage(&mut out, report)?;
     failed_groups(&mut out, report)?;
+    blocked_groups(&mut out, report)?;
     cost(&mut out, report)?;
     brief(&mut out, report)?;
     notes(&mut out, report)?;
@@ -430,7 +432,11 @@ fn diff_scan(out: &mut String, d: &ChangeSet) -> std::fmt::Result {
 
 /// The groups that failed, with their error.
 fn failed_groups(out: &mut String, report: &Report) -> std::fmt::Result {
-    let failed: Vec<_> = report.groups.iter().filter(|g| g.error.is_some()).collect();
+    let failed: Vec<_> = report
+        .groups
+        .iter()
+        .filter(|g| g.error.is_some() && g.status != AgentStatus::Blocked)
+        .collect();
     if !failed.is_empty() {
         writeln!(out, "## Failed groups\n")?;
         for g in failed {
@@ -444,6 +450,35 @@ fn failed_groups(out: &mut String, report: &Report) -> std::fmt::Result {
         }
         out.push('\n');
     }
+    Ok(())
+}
+
+/// The groups the model refused, with the provider's words.
+fn blocked_groups(out: &mut String, report: &Report) -> std::fmt::Result {
+    let blocked: Vec<_> = report
+        .groups
+        .iter()
+        .filter(|g| g.status == AgentStatus::Blocked)
+        .collect();
+    if blocked.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "## Blocked groups\n")?;
+    writeln!(
+        out,
+        "The model refused these groups, and refused again when the task was restated as a defensive review: their files were not reviewed.\n"
+    )?;
+    for g in blocked {
+        writeln!(
+            out,
+            "- `{}` ({}, {}): {}",
+            g.id,
+            g.agent,
+            count(g.files.len(), "file"),
+            g.error.as_deref().unwrap_or("refused")
+        )?;
+    }
+    out.push('\n');
     Ok(())
 }
 

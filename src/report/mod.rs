@@ -634,11 +634,25 @@ fn incomplete_reasons(
     coverage: &Coverage,
 ) -> Vec<String> {
     let mut reasons = stopped;
-    let failed_groups = reports.iter().filter(|r| !r.status.reviewed()).count();
+    let blocked = reports
+        .iter()
+        .filter(|r| r.status == AgentStatus::Blocked)
+        .count();
+    let failed_groups = reports
+        .iter()
+        .filter(|r| !r.status.reviewed() && r.status != AgentStatus::Blocked)
+        .count();
     if failed_groups > 0 {
         reasons.push(format!(
             "{} failed.",
             crate::util::count(failed_groups, "group")
+        ));
+    }
+    if blocked > 0 {
+        reasons.push(format!(
+            "{} blocked: the model refused to review {} (see the blocked groups).",
+            crate::util::count(blocked, "group"),
+            if blocked == 1 { "it" } else { "them" }
         ));
     }
     if !not_started.is_empty() {

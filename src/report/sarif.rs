@@ -54,6 +54,7 @@ use serde_json::{Value, json};
 use serde_sarif::sarif as s;
 
 use super::Report;
+use crate::agents::AgentStatus;
 use crate::model::cwe::CweId;
 use crate::model::findings::{Finding, Origin, Severity};
 use crate::stages::gate::Baselined;
@@ -813,6 +814,12 @@ fn failed_group_notes(notes: &mut Vec<s::Notification>, report: &Report) {
         }
     }
     for (group, reason, files) in groups {
+        // A group the model refused is told apart: the remedy differs (a
+        // fallback model, or leaving its files out), not a retry.
+        let blocked = report
+            .groups
+            .iter()
+            .any(|g| g.id == group && g.status == AgentStatus::Blocked);
         notes.push(notification(
             "error",
             &format!(
@@ -821,7 +828,14 @@ fn failed_group_notes(notes: &mut Vec<s::Notification>, report: &Report) {
                 listing(&files)
             ),
             [
-                ("kind", json!("failed_group")),
+                (
+                    "kind",
+                    json!(if blocked {
+                        "blocked_group"
+                    } else {
+                        "failed_group"
+                    }),
+                ),
                 ("group", json!(group)),
                 ("files", json!(files)),
             ],

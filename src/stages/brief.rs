@@ -518,6 +518,24 @@ impl Writer<'_> {
         .await;
         self.spend.release(BUDGET_GROUP);
         // Its usage was counted by the loop, under the brief agent's name.
+        if outcome.status == AgentStatus::Blocked {
+            // A refusal is no reason to audit without a brief: the rule
+            // engine's, written from the shape alone, takes its place.
+            let why = outcome.error.unwrap_or_default();
+            let brief = offline(shape);
+            let instead = if brief.is_some() {
+                "the rule engine's brief, written from the repository's shape, is used instead"
+            } else {
+                "the rule engine recognised no framework or entry point to write one from, so the auditors ran without a brief"
+            };
+            return Written {
+                brief,
+                notes: vec![format!(
+                    "the brief agent was refused by the model ({why}); {instead}"
+                )],
+                none: None,
+            };
+        }
         if !matches!(
             outcome.status,
             AgentStatus::Complete | AgentStatus::MaxRounds | AgentStatus::WrappedUp

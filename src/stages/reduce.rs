@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::agents::{AgentDefinition, GroupReport, Harness, Question};
-use crate::llm::conversation::{ChatRequest, Message, ToolChoice, Usage};
+use crate::llm::conversation::{ChatRequest, FinishReason, Message, ToolChoice, Usage};
 use crate::model::challenge::{Challenge, Stance};
 use crate::model::findings::{Finding, Origin, Severity};
 use crate::stages::verify::Checked;
@@ -275,6 +275,8 @@ enum Counted {
     /// A language model ran, but the run stopped early (budget, Ctrl-C),
     /// so the reducer was not asked.
     StoppedEarly,
+    /// The reducer model refused to write the summary.
+    Refused,
 }
 
 /// How the reducer runs.
@@ -613,6 +615,15 @@ impl Reducer<'_> {
             ..ChatRequest::default()
         };
         match self.harness.provider().chat(&request).await {
+            Ok(response) if response.finish == FinishReason::Refusal => {
+                usage.add(response.usage_or_estimate(&request));
+                let words = response.text.as_deref().map(str::trim).unwrap_or_default();
+                notes.push(format!(
+                    "the reducer model refused to write the summary (\"{}\"); the summary is counted, not written",
+                    words.chars().take(300).collect::<String>()
+                ));
+                Some(counted_summary(input, Counted::Refused))
+            }
             Ok(response) => {
                 usage.add(response.usage_or_estimate(&request));
                 let text = response.text.unwrap_or_default();
@@ -704,6 +715,9 @@ fn counted_summary(input: &ReduceInput, counted: Counted) -> ReduceAnswer {
         ),
         Counted::StoppedEarly => String::from(
             "Counted summary: the run stopped early, so the reducer model was not asked; these counts are not a model's words.\n\n",
+        ),
+        Counted::Refused => String::from(
+            "Counted summary: the reducer model refused to write one; these counts are not a model's words.\n\n",
         ),
     };
     if !input.batch_summaries.is_empty() {

@@ -257,14 +257,17 @@ impl KeyBase {
     }
 }
 
-/// Whether a stored result may be reused.
+/// Whether a stored result may be reused. What reviewed nothing is asked
+/// again: a blocked group too, since a provider's filter changes and a
+/// `fallback_model` may be set since.
 pub(crate) fn reusable(status: AgentStatus) -> bool {
     match status {
         AgentStatus::Complete | AgentStatus::MaxRounds => true,
         AgentStatus::WrappedUp
         | AgentStatus::Failed
         | AgentStatus::Unreviewed
-        | AgentStatus::Interrupted => false,
+        | AgentStatus::Interrupted
+        | AgentStatus::Blocked => false,
     }
 }
 

@@ -33,6 +33,7 @@ mod leads;
 mod module_graph;
 mod pipeline;
 mod prompts;
+mod refusals;
 mod resilience;
 mod review;
 mod samples;
