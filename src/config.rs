@@ -72,6 +72,8 @@ pub struct ProviderArgs {
     pub max_retry_wait: Option<u64>,
     /// `--anthropic-version`.
     pub anthropic_version: Option<String>,
+    /// `--fallback-model`.
+    pub fallback_model: Option<String>,
     /// `--retry-budget`.
     pub retry_budget: Option<u64>,
     /// `--prices`.
@@ -252,6 +254,7 @@ pub(crate) struct FileConfig {
     pub max_attempts: Option<u32>,
     pub max_retry_wait: Option<u64>,
     pub anthropic_version: Option<String>,
+    pub fallback_model: Option<String>,
     pub retry_budget: Option<u64>,
     pub prices: Option<PathBuf>,
     pub include: Option<Vec<String>>,
@@ -311,6 +314,9 @@ pub struct Settings {
     pub(crate) max_attempts: u32,
     pub(crate) max_retry_wait: Duration,
     pub(crate) anthropic_version: String,
+    /// The model a group the run's model refused twice is sent to once
+    /// (`fallback_model`); none: a blocked group stays blocked.
+    pub(crate) fallback_model: Option<String>,
     pub(crate) retry_budget: u64,
     pub(crate) prices: Option<PathBuf>,
     pub(crate) include: Vec<String>,
@@ -614,6 +620,14 @@ pub enum ConfigError {
     )]
     BatchOffline,
     #[error(
+        "fallback_model names a model to send a group to when the run's model refuses it: pass --provider openai or anthropic (the offline engine never refuses), or leave fallback_model out"
+    )]
+    FallbackOffline,
+    #[error(
+        "fallback_model is empty: name a model of the same provider (e.g. the one you run with --model), or leave it out"
+    )]
+    FallbackEmpty,
+    #[error(
         "--batch-poll {0} is not a wait between polls; give seconds, more than 0 and at most 86400 (default 60)"
     )]
     BatchPoll(String),
@@ -707,6 +721,7 @@ impl Settings {
         let file = source.file;
         let provider = resolve_provider(&args.provider, &file, env, !args.no_key_needed)?;
         let mut limits = resolve_limits(&args.provider, &args.scan, &file)?;
+        let fallback_model = resolve_fallback(&args.provider, &file, provider.kind)?;
         let mut budget = resolve_budget(&args.scan, &file)?;
         let shard_quota = match shard {
             Some(shard) => Some(share_limits(
@@ -742,6 +757,7 @@ impl Settings {
             max_attempts: limits.max_attempts,
             max_retry_wait: limits.max_retry_wait,
             anthropic_version: limits.anthropic_version,
+            fallback_model,
             retry_budget: limits.retry_budget,
             prices: files.prices,
             include: or_file(&scan.include, file.include),
@@ -1075,6 +1091,28 @@ fn resolve_provider(
         api_key_env,
         api_key,
     })
+}
+
+/// `fallback_model` (flag, then file): a model of the run's provider.
+fn resolve_fallback(
+    provider: &ProviderArgs,
+    file: &FileConfig,
+    kind: ProviderKind,
+) -> Result<Option<String>, ConfigError> {
+    let Some(model) = provider
+        .fallback_model
+        .clone()
+        .or_else(|| file.fallback_model.clone())
+    else {
+        return Ok(None);
+    };
+    if model.trim().is_empty() {
+        return Err(ConfigError::FallbackEmpty);
+    }
+    if kind == ProviderKind::Offline {
+        return Err(ConfigError::FallbackOffline);
+    }
+    Ok(Some(model.trim().to_string()))
 }
 
 /// How much a run may ask of the provider at once and per call.

@@ -38,6 +38,8 @@ pub(crate) struct Harness {
     jobs: usize,
     /// The rules whose hits are put to the auditors as leads (`--leads`).
     rule_leads: Option<Arc<RuleSet>>,
+    /// The model a blocked group is sent to once (`fallback_model`).
+    fallback_model: Option<String>,
 }
 
 impl Harness {
@@ -48,7 +50,20 @@ impl Harness {
             max_output_tokens,
             jobs,
             rule_leads: None,
+            fallback_model: None,
         }
+    }
+
+    /// The harness that sends a group the run's model refused to `model`
+    /// once.
+    pub(crate) fn with_fallback_model(mut self, model: Option<String>) -> Self {
+        self.fallback_model = model;
+        self
+    }
+
+    /// The model a blocked group is sent to once, if any.
+    pub(crate) fn fallback_model(&self) -> Option<&str> {
+        self.fallback_model.as_deref()
     }
 
     /// The harness whose auditors are given `rules`' hits as leads.

@@ -216,6 +216,32 @@ pub struct GroupReport {
     /// unanswered ones are also in `findings`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub leads: Vec<LeadResult>,
+    /// The model the group was sent to after the run's model refused it
+    /// twice (`fallback_model`); its status says whether it answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+}
+
+impl GroupReport {
+    /// This report after a blocked one of the same group (the fallback
+    /// model's try): it counts the first try's calls and tokens too, and a
+    /// second block names both models' words.
+    pub(crate) fn after_blocked(mut self, first: &GroupReport, fallback: &str) -> Self {
+        self.rounds += first.rounds;
+        self.tool_calls += first.tool_calls;
+        self.tool_errors += first.tool_errors;
+        self.usage.add(first.usage);
+        self.fallback = Some(fallback.to_string());
+        if self.status == AgentStatus::Blocked {
+            self.error = Some(format!(
+                "{}: {}; the fallback model {fallback} too: {}",
+                first.model,
+                first.error.as_deref().unwrap_or("refused"),
+                self.error.as_deref().unwrap_or("refused")
+            ));
+        }
+        self
+    }
 }
 
 /// What a sub-agent runs with.
@@ -321,6 +347,7 @@ impl GroupReport {
             carried: std::collections::BTreeMap::new(),
             findings: Vec::new(),
             leads: Vec::new(),
+            fallback: None,
         }
     }
 }
@@ -352,6 +379,7 @@ impl GroupReport {
             findings: Vec::new(),
             carried: std::collections::BTreeMap::new(),
             leads: Vec::new(),
+            fallback: None,
         }
     }
 

@@ -57,6 +57,11 @@ pub(crate) struct ProviderFlags {
     /// The anthropic-version header.
     #[arg(long, value_name = "VERSION")]
     anthropic_version: Option<String>,
+    /// A model of the same provider that a group is sent to once when the
+    /// run's model refuses it twice (a safety filter); the report names
+    /// the groups it answered.
+    #[arg(long, value_name = "MODEL")]
+    fallback_model: Option<String>,
     /// Retries allowed in the whole run, across all agents.
     #[arg(long, value_name = "N")]
     retry_budget: Option<u64>,
@@ -82,6 +87,7 @@ impl From<ProviderFlags> for ProviderArgs {
             max_attempts: f.max_attempts,
             max_retry_wait: f.max_retry_wait,
             anthropic_version: f.anthropic_version,
+            fallback_model: f.fallback_model,
             retry_budget: f.retry_budget,
             prices: f.prices,
         }

@@ -176,7 +176,8 @@ impl Context {
             },
         )?;
         let harness = Harness::new(provider, settings.max_output_tokens, settings.jobs)
-            .with_rule_leads(settings.leads.rules.then(|| Arc::clone(&rules)));
+            .with_rule_leads(settings.leads.rules.then(|| Arc::clone(&rules)))
+            .with_fallback_model(settings.fallback_model.clone());
         Ok(Self {
             settings,
             agents,

@@ -31,6 +31,7 @@ pub(super) fn render(report: &Report) -> Result<String, std::fmt::Error> {
     coverage(&mut out, report)?;
     failed_groups(&mut out, report)?;
     blocked_groups(&mut out, report)?;
+    fallback_groups(&mut out, report)?;
     cost(&mut out, report)?;
     brief(&mut out, report)?;
     notes(&mut out, report)?;
@@ -476,6 +477,36 @@ fn blocked_groups(out: &mut String, report: &Report) -> std::fmt::Result {
             g.agent,
             count(g.files.len(), "file"),
             g.error.as_deref().unwrap_or("refused")
+        )?;
+    }
+    out.push('\n');
+    Ok(())
+}
+
+/// The groups the fallback model answered after the run's model refused
+/// them.
+fn fallback_groups(out: &mut String, report: &Report) -> std::fmt::Result {
+    let answered: Vec<_> = report
+        .groups
+        .iter()
+        .filter(|g| g.fallback.is_some() && g.status != AgentStatus::Blocked)
+        .collect();
+    if answered.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "## Answered by the fallback model\n")?;
+    writeln!(
+        out,
+        "The run's model refused these groups twice; the fallback model reviewed them.\n"
+    )?;
+    for g in answered {
+        writeln!(
+            out,
+            "- `{}` ({}): {}, {}",
+            g.id,
+            g.fallback.as_deref().unwrap_or_default(),
+            g.status.as_str(),
+            count(g.files.len(), "file")
         )?;
     }
     out.push('\n');

@@ -146,6 +146,10 @@ pub struct GroupOutcome {
     /// nothing else: it may have obeyed (listed in [`Report::contested`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub contested: bool,
+    /// The model the group was sent to after the run's model refused it
+    /// (`fallback_model`); it answered unless the status is `blocked`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 /// How a group's result came from the run store.
@@ -175,6 +179,7 @@ impl From<&GroupReport> for GroupOutcome {
             resumed: false,
             doubtful: false,
             contested: false,
+            fallback: r.fallback.clone(),
         }
     }
 }
@@ -686,6 +691,20 @@ fn status_notes(reports: &[GroupReport]) -> Vec<String> {
             "{max_rounds} agents reached max_rounds; their summaries were still taken"
         ));
     }
+    // Which groups the fallback model answered, by model.
+    let mut answered: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for r in reports.iter().filter(|r| r.status.reviewed()) {
+        if let Some(model) = &r.fallback {
+            answered.entry(model).or_default().push(&r.group);
+        }
+    }
+    for (model, groups) in answered {
+        notes.push(format!(
+            "the fallback model {model} answered {} the run's model refused: {}",
+            crate::util::count(groups.len(), "group"),
+            groups.join(", ")
+        ));
+    }
     notes
 }
 
@@ -1009,6 +1028,7 @@ mod tests {
             carried: Default::default(),
             findings,
             leads: Vec::new(),
+            fallback: None,
         }
     }
 

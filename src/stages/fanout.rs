@@ -386,7 +386,7 @@ impl GroupRun {
         let _permit = permit;
         let report = match prepared {
             Ok((prepared, _)) => {
-                let agent = run_ready(self.agent_run(), &task, Some(prepared));
+                let agent = self.audit(&task, prepared);
                 let report = match member {
                     Some(member) => member.scope(agent).await,
                     None => agent.await,
@@ -418,6 +418,34 @@ impl GroupRun {
                 (index, report)
             }
         }
+    }
+}
+
+impl GroupRun {
+    /// The group's audit; a group the run's model refused twice is sent
+    /// once to `fallback_model`, under the same reservation, and its
+    /// report counts both tries.
+    async fn audit(&self, task: &AgentTask, prepared: Ready) -> GroupReport {
+        let report = run_ready(self.agent_run(), task, Some(prepared)).await;
+        let fallback = match self.harness.fallback_model() {
+            Some(model) if report.status == AgentStatus::Blocked && report.model != model => {
+                model.to_string()
+            }
+            Some(_) | None => return report,
+        };
+        let definition = AgentDefinition {
+            model: Some(fallback.clone()),
+            ..(*self.definition).clone()
+        };
+        let run = AgentRun {
+            definition: &definition,
+            ..self.agent_run()
+        };
+        let again = match prepare_group(&run, task).await {
+            Ok(ready) => run_ready(run, task, Some(ready)).await,
+            Err(failed) => failed,
+        };
+        again.after_blocked(&report, &fallback)
     }
 }
 

@@ -509,6 +509,7 @@ mod tests {
             carried: Default::default(),
             findings,
             leads: Vec::new(),
+            fallback: None,
         }
     }
 
@@ -696,6 +697,7 @@ mod tests {
                 finding("a.rs", 4, Some("k = \"[REDACTED:aws-access-key]\"")),
             ],
             leads: Vec::new(),
+            fallback: None,
         };
         let checked = verify(&[report], &inv, &tools);
         let verdicts: Vec<(bool, u32)> = checked

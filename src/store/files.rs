@@ -583,6 +583,7 @@ fn carried_report(p: &Partial) -> GroupReport {
             .iter()
             .flat_map(|c| c.record.leads.iter().cloned())
             .collect(),
+        fallback: None,
     }
 }
 

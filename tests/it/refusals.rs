@@ -292,3 +292,247 @@ fn a_refused_challenge_is_no_verdict_and_a_refused_reducer_is_counted() {
         report.notes
     );
 }
+
+/// Refuses the marked group on the run's model `m`; the fallback model
+/// answers it when `fallback_answers`.
+fn refusing_but_the_fallback(fallback_answers: bool) -> Behaviour {
+    Box::new(move |body, _| {
+        let on_fallback = body["model"] == "fb";
+        let refused = task(body).contains(MARKER) && !(on_fallback && fallback_answers);
+        let answer = if refused {
+            openai_refusal()
+        } else if is_reduce(body) {
+            reducer_turn()
+        } else {
+            findings_turn(json!([]))
+        };
+        ResponseTemplate::new(200).set_body_json(answer)
+    })
+}
+
+#[test]
+fn a_blocked_group_is_sent_once_to_the_fallback_model_and_the_report_says_it_answered() {
+    let repo = repo();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt.block_on(MockModel::openai(refusing_but_the_fallback(true)));
+    let out = fanscan(&[
+        "scan",
+        repo.path().to_str().unwrap(),
+        "--format",
+        "json",
+        "--quiet",
+        "--no-store",
+        "--provider",
+        "openai",
+        "--base-url",
+        &mock.base_url(),
+        "--model",
+        "m",
+        "--group-tokens",
+        "100",
+        "--fallback-model",
+        "fb",
+    ]);
+    assert_eq!(out.status.code(), Some(exit::OK), "{out:?}");
+    let report = report_of(&out);
+    assert!(report.complete, "{:?}", report.incomplete_reasons);
+    let answered = report
+        .groups
+        .iter()
+        .find(|g| g.files.iter().any(|f| f.starts_with("exploit/")))
+        .unwrap();
+    assert_eq!(answered.status, AgentStatus::Complete);
+    assert_eq!(answered.fallback.as_deref(), Some("fb"));
+    // Both tries are counted: two refused calls on `m`, then the
+    // fallback's answer and its summary.
+    let on = |model: &str| {
+        refused_requests(&mock)
+            .iter()
+            .filter(|b| b["model"] == model)
+            .count()
+    };
+    assert_eq!(on("m"), 2);
+    assert!(on("fb") >= 1);
+    assert_eq!(answered.rounds as usize, on("m") + on("fb"));
+    // The group the run's model answered never went to the fallback.
+    let other = report
+        .groups
+        .iter()
+        .find(|g| g.files.iter().any(|f| f.starts_with("app/")))
+        .unwrap();
+    assert_eq!(other.fallback, None);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("the fallback model fb answered 1 group")),
+        "{:?}",
+        report.notes
+    );
+    let markdown = report.render(Format::Md).unwrap();
+    assert!(
+        markdown.contains("## Answered by the fallback model"),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn a_group_the_fallback_model_refuses_too_stays_blocked_with_both_models_words() {
+    let repo = repo();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt.block_on(MockModel::openai(refusing_but_the_fallback(false)));
+    let out = fanscan(&[
+        "scan",
+        repo.path().to_str().unwrap(),
+        "--format",
+        "json",
+        "--quiet",
+        "--no-store",
+        "--provider",
+        "openai",
+        "--base-url",
+        &mock.base_url(),
+        "--model",
+        "m",
+        "--group-tokens",
+        "100",
+        "--fallback-model",
+        "fb",
+    ]);
+    assert_eq!(out.status.code(), Some(exit::INCOMPLETE), "{out:?}");
+    let report = report_of(&out);
+    let blocked = report
+        .groups
+        .iter()
+        .find(|g| g.status == AgentStatus::Blocked)
+        .unwrap();
+    assert_eq!(blocked.fallback.as_deref(), Some("fb"));
+    let error = blocked.error.as_deref().unwrap();
+    assert!(
+        error.starts_with("m: ") && error.contains("the fallback model fb too"),
+        "{error}"
+    );
+    // Sent once to the fallback (its own two tries), never more.
+    assert_eq!(refused_requests(&mock).len(), 4);
+}
+
+#[test]
+fn a_fallback_model_with_the_offline_engine_is_a_setup_error() {
+    let repo = repo();
+    let out = fanscan(&[
+        "scan",
+        repo.path().to_str().unwrap(),
+        "--quiet",
+        "--no-store",
+        "--fallback-model",
+        "fb",
+    ]);
+    assert_eq!(out.status.code(), Some(exit::USAGE), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("fallback_model") && stderr.contains("--provider openai or anthropic"),
+        "{stderr}"
+    );
+}
+
+/// An OpenAI stream whose answer is a refusal (`delta.refusal`).
+fn refusal_stream() -> ResponseTemplate {
+    let mut out = String::new();
+    for chunk in [
+        json!({"choices": [{"index": 0, "delta": {"refusal": "I can't help "}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {"refusal": "with analysing malicious code."}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        json!({"choices": [], "usage": {"prompt_tokens": 70, "completion_tokens": 7}}),
+    ] {
+        out.push_str(&format!("data: {chunk}\n\n"));
+    }
+    out.push_str("data: [DONE]\n\n");
+    ResponseTemplate::new(200).set_body_raw(out, "text/event-stream")
+}
+
+#[test]
+fn a_streamed_refusal_of_the_lead_is_asked_once_more_and_then_ends_the_answer_incomplete() {
+    let repo = repo();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt.block_on(MockModel::openai(Box::new(|body, _| {
+        assert_eq!(body["stream"], true, "the lead streams");
+        refusal_stream()
+    })));
+    let out = fanscan(&[
+        "ask",
+        "where does input reach a shell?",
+        repo.path().to_str().unwrap(),
+        "--provider",
+        "openai",
+        "--base-url",
+        &mock.base_url(),
+        "--model",
+        "m",
+    ]);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(exit::INCOMPLETE), "{all}");
+    assert!(all.contains("blocked"), "{all}");
+    assert!(all.contains(WORDS), "{all}");
+    let asked = mock.requests();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[1].raw.contains("defensive review"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_in_a_batch_line_blocks_its_group_like_a_synchronous_one() {
+    use crate::common::batch::{BatchServer, Faults};
+    let repo = repo();
+    let server = BatchServer::openai(
+        Box::new(|body: &Value| {
+            if task(body).contains(MARKER) {
+                openai_refusal()
+            } else if is_reduce(body) {
+                reducer_turn()
+            } else {
+                findings_turn(json!([]))
+            }
+        }),
+        Faults::default(),
+    )
+    .await;
+    let provider = fanscan::ProviderArgs {
+        provider: Some(fanscan::ProviderKind::Openai),
+        model: Some("m".into()),
+        base_url: Some(server.base_url(false)),
+        timeout: Some(10),
+        ..fanscan::ProviderArgs::default()
+    };
+    let scan = fanscan::ScanArgs {
+        group_tokens: Some(100),
+        batch: true,
+        batch_poll: Some(0.02),
+        no_store: true,
+        ..fanscan::ScanArgs::default()
+    };
+    let settings =
+        fanscan::Settings::resolve(repo.path(), &provider, &scan, None, &|_| None).unwrap();
+    let ctx = fanscan::Context::new(settings).unwrap();
+    let report = fanscan::scan(&ctx, &fanscan::Ui::hidden()).await.unwrap();
+    let blocked = report
+        .groups
+        .iter()
+        .find(|g| g.files.iter().any(|f| f.starts_with("exploit/")))
+        .unwrap();
+    assert_eq!(blocked.status, AgentStatus::Blocked, "{:?}", report.groups);
+    assert!(blocked.error.as_deref().unwrap().contains(WORDS));
+    assert!(!report.complete);
+    assert_eq!(report.exit_code(), exit::INCOMPLETE);
+    // The refused line was asked once more in a later round, restated.
+    let refused: Vec<Value> = server
+        .batches()
+        .into_iter()
+        .flat_map(|b| b.lines.into_iter().map(|(_, body)| body))
+        .filter(|body| task(body).contains(MARKER))
+        .collect();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused[1].to_string().contains("defensive review"));
+}
