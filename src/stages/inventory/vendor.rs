@@ -316,6 +316,13 @@ mod tests {
             "types/index.d.ts",
             "gradlew",
             "docs/_build/html/x.js",
+            ".venv/lib/python3.12/site-packages/flask/app.py",
+            "app/venv/bin/activate_this.py",
+            "env/lib/python3.11/site-packages/requests/api.py",
+            "usr/lib/python3/dist-packages/yaml/a.py",
+            "__pypackages__/3.11/lib/click/core.py",
+            ".tox/py311/lib/x.py",
+            ".virtualenvs/app/lib/x.py",
         ];
         for path in vendored {
             let kind = builtin_kind(path).map(|(k, _)| k);
@@ -358,6 +365,9 @@ mod tests {
             ".github/workflows/ci.yml",
             "src/Cargo.lock.rs",
             "tools/release.sh",
+            "src/venvtools/create.py",
+            "app/environment.py",
+            "src/packages/site.py",
         ];
         for path in own {
             assert_eq!(builtin_kind(path), None, "{path}");
