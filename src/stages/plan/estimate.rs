@@ -13,8 +13,8 @@
 //! re-sends what it read every round: three calls at best, six at worst.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::Plan;
@@ -221,41 +221,23 @@ impl Content {
             .enumerate()
             .flat_map(|(i, g)| g.files.iter().map(move |f| (i, f.as_str())))
             .collect();
-        let next = AtomicUsize::new(0);
-        let workers = std::thread::available_parallelism().map_or(1, usize::from);
-        // A file that cannot be read gives its path, counted at bytes / 3.
-        let counted: Vec<Vec<(usize, Result<u64, &str>)>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..workers)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut out = Vec::new();
-                        loop {
-                            let at = next.fetch_add(1, Ordering::Relaxed);
-                            let Some((group, path)) = files.get(at) else {
-                                break;
-                            };
-                            let tokens = std::fs::read(inventory.root.join(path))
-                                .map(|bytes| counter.count_bytes(&bytes))
-                                .map_err(|_| *path);
-                            out.push((*group, tokens));
-                        }
-                        out
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_default())
-                .collect()
-        });
+        // CPU-bound over many files: rayon's pool, one task per file. A
+        // file that cannot be read gives its path, counted at bytes / 3.
+        let counted: Vec<(usize, Result<u64, &str>)> = files
+            .par_iter()
+            .map(|(group, path)| {
+                let tokens = std::fs::read(inventory.root.join(path))
+                    .map(|bytes| counter.count_bytes(&bytes))
+                    .map_err(|_| *path);
+                (*group, tokens)
+            })
+            .collect();
         let mut content = Self {
             tokens: vec![0; plan.groups.len()],
             counted_with: counter,
             unread: Vec::new(),
         };
-        let mut seen = 0;
-        for (group, tokens) in counted.into_iter().flatten() {
-            seen += 1;
+        for (group, tokens) in counted {
             content.tokens[group] += match tokens {
                 Ok(tokens) => tokens,
                 Err(path) => {
@@ -265,15 +247,6 @@ impl Content {
                     tokens
                 }
             };
-        }
-        if seen < files.len() {
-            // A counting thread panicked (a bug): the plan's own bytes / 3
-            // estimates, whole, and the estimate says bytes / 3.
-            tracing::warn!(
-                "counting the files' tokens with {} failed part-way (a fanscan bug, please report it): the estimate counts bytes / 3",
-                counter.name()
-            );
-            return Self::walked(plan);
         }
         content.unread.sort();
         content
