@@ -13,3 +13,4 @@ pub(crate) mod live;
 pub(crate) mod offline;
 pub(crate) mod rules;
 pub(crate) mod source_check;
+pub(crate) mod syntax;

@@ -25,7 +25,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use rayon::prelude::*;
+
 use super::source_check::{self, Patterns, SourceTable};
+use super::syntax::{Trees, Unparsed};
 use crate::engine::rules::RuleSet;
 use crate::llm::conversation::{
     ChatRequest, ChatResponse, Facts, FileRead, FinishReason, LeadFact, MAX_CALLS_PER_TURN,
@@ -72,7 +75,7 @@ impl Offline {
             if !calls.is_empty() {
                 return Ok(reply(None, calls));
             }
-            let judged = skeptic_judge(&self.patterns, facts, &seen);
+            let judged = skeptic_judge(&self.patterns, &self.rules.trees, facts, &seen);
             // A class the value is returned by that no file read declares:
             // searched for once, then its files are read (above).
             let calls = skeptic_searches(request, facts, &judged, &seen);
@@ -98,12 +101,31 @@ impl Offline {
     ) -> Result<String, ProviderError> {
         let unusable = |e: &crate::engine::rules::RuleError| ProviderError::Engine(e.to_string());
         let rule_count = self.rules.rules().map_err(unusable)?.len();
+        // Each file is parsed and matched on rayon's pool: CPU work over
+        // many files, in file order whatever finishes first.
+        let applied: Vec<_> = seen
+            .contents
+            .par_iter()
+            .map(|(path, lines)| {
+                let lines: Vec<(u32, String)> =
+                    lines.iter().map(|(n, l)| (*n, l.clone())).collect();
+                let applied = self.rules.apply_read(path, &lines).map_err(unusable)?;
+                Ok::<_, ProviderError>((path, lines.len(), applied))
+            })
+            .collect::<Result<_, _>>()?;
         let mut findings: Vec<Finding> = Vec::new();
         let mut line_count = 0usize;
-        for (path, lines) in &seen.contents {
-            let lines: Vec<(u32, String)> = lines.iter().map(|(n, l)| (*n, l.clone())).collect();
-            line_count += lines.len();
-            findings.extend(self.rules.apply(path, &lines).map_err(unusable)?);
+        let mut trees = 0usize;
+        let mut by_lines: Vec<String> = Vec::new();
+        for (path, count, (found, read)) in applied {
+            line_count += count;
+            findings.extend(found);
+            match read {
+                Ok(_) => trees += 1,
+                // A language the engine has no grammar for is no news.
+                Err(Unparsed::NoGrammar) => {}
+                Err(why) => by_lines.push(format!("{path} ({why})")),
+            }
         }
         // A lead's line is answered by the lead (confirmed, dismissed or
         // left standing), not repeated as a finding of the engine's own.
@@ -119,8 +141,13 @@ impl Offline {
             .filter_map(|s| by_severity.get(s).map(|n| format!("{n} {}", s.as_str())))
             .collect::<Vec<_>>()
             .join(", ");
+        let by_lines = if by_lines.is_empty() {
+            String::new()
+        } else {
+            format!("; read by their lines alone: {}", by_lines.join(", "))
+        };
         let summary = format!(
-            "Offline rule engine (not a language model): {} rules applied to {line_count} lines of {} files; {} findings{}.",
+            "Offline rule engine (not a language model): {} rules applied to {line_count} lines of {} files ({trees} read as syntax trees{by_lines}); {} findings{}.",
             rule_count,
             seen.contents.len(),
             findings.len(),
@@ -163,6 +190,7 @@ impl Offline {
                 let judged = source_check::judge(
                     table,
                     &self.patterns,
+                    &self.rules.trees,
                     &l.path,
                     &seen.contents,
                     l.line,
@@ -198,6 +226,7 @@ impl Offline {
 /// shown of its file and the other files read (see [`super::source_check`]).
 fn skeptic_judge(
     patterns: &Patterns,
+    trees: &Trees,
     facts: &Facts,
     seen: &Conversation,
 ) -> Vec<source_check::Judged> {
@@ -208,6 +237,7 @@ fn skeptic_judge(
             Ok(table) => source_check::judge(
                 table,
                 patterns,
+                trees,
                 &c.path,
                 &seen.contents,
                 c.line,

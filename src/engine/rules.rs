@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::Deserialize;
 
+use super::syntax::{Grammar, Syntax, Trees, Unparsed, whole_text};
 use crate::model::findings::{Finding, FindingCwe, Origin, Severity};
 use crate::util::language::language_of;
 
@@ -77,11 +78,15 @@ impl Rule {
     /// Whether this rule reports `line` in non-test code: the pattern
     /// matches (outside a comment when the rule skips comments) and the
     /// `not_pattern` does not.
-    fn reports(&self, line: &str) -> bool {
-        let code = if self.skip_comments {
-            strip_comment(line)
-        } else {
-            line
+    ///
+    /// `code` is the line with its comments and docstrings blanked, from
+    /// the file's syntax tree; without a tree, a comment is told by its
+    /// marker (`//`, `#`, …) outside quotes.
+    fn reports(&self, line: &str, code: Option<&str>) -> bool {
+        let code = match (self.skip_comments, code) {
+            (false, _) => line,
+            (true, Some(code)) => code,
+            (true, None) => strip_comment(line),
         };
         self.pattern.is_match(code) && !self.not_pattern.as_ref().is_some_and(|n| n.is_match(line))
     }
@@ -121,6 +126,9 @@ pub(crate) struct RuleSet {
     /// The rule text, kept for a set compiled on first use.
     text: &'static str,
     compiled: OnceLock<Result<Vec<Rule>, RuleError>>,
+    /// The run's syntax trees: every file these rules read is parsed once
+    /// a run, and the source check reads the same trees.
+    pub(crate) trees: Trees,
 }
 
 impl RuleSet {
@@ -132,6 +140,7 @@ impl RuleSet {
             hash: crate::util::sha256_hex(text.as_bytes()),
             text: "",
             compiled: OnceLock::from(Ok(rules)),
+            trees: Trees::default(),
         })
     }
 
@@ -167,6 +176,7 @@ impl RuleSet {
             hash: crate::util::sha256_hex(text.as_bytes()),
             text,
             compiled: OnceLock::new(),
+            trees: Trees::default(),
         }
     }
 
@@ -181,13 +191,36 @@ impl RuleSet {
     }
 
     /// Applies every rule to the numbered lines of one file. `lines` must be
-    /// in ascending order; they need not be the whole file.
+    /// in ascending order; they need not be the whole file. The whole file
+    /// of a language with a grammar is read as its syntax tree (comments
+    /// and docstrings are not code); a part, or a file without one, by its
+    /// lines alone.
     pub(crate) fn apply(
         &self,
         path: &str,
         lines: &[(u32, String)],
     ) -> Result<Vec<Finding>, &RuleError> {
+        self.apply_read(path, lines).map(|(findings, _)| findings)
+    }
+
+    /// [`RuleSet::apply`], and how the file was read: `Ok` as a syntax tree,
+    /// else why by its lines alone.
+    pub(crate) fn apply_read(
+        &self,
+        path: &str,
+        lines: &[(u32, String)],
+    ) -> Result<(Vec<Finding>, Result<Grammar, Unparsed>), &RuleError> {
         let rules = self.rules()?;
+        let parsed = match whole_text(lines.iter().map(|(n, l)| (*n, l.as_str()))) {
+            Some(text) => self.trees.get(path, &text),
+            None => std::sync::Arc::new(Err(Unparsed::Partial)),
+        };
+        let code = parsed.as_ref().as_ref().ok().map(Syntax::code_lines);
+        let read = parsed
+            .as_ref()
+            .as_ref()
+            .map(|s| s.grammar)
+            .map_err(Clone::clone);
         let language = language_of(path);
         let test_file = is_test_path(path);
         // In Rust, code after `#[cfg(test)]` is test code.
@@ -205,11 +238,12 @@ impl RuleSet {
             if rule.skip_tests && test_file {
                 continue;
             }
-            for (number, line) in lines {
+            for (i, (number, line)) in lines.iter().enumerate() {
                 if rule.skip_tests && test_from.is_some_and(|t| *number >= t) {
                     break;
                 }
-                if !rule.reports(line) {
+                let code = code.as_ref().and_then(|c| c.get(i)).map(String::as_str);
+                if !rule.reports(line, code) {
                     continue;
                 }
                 out.push(Finding {
@@ -232,7 +266,7 @@ impl RuleSet {
             }
         }
         out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
-        Ok(out)
+        Ok((out, read))
     }
 }
 
@@ -292,12 +326,12 @@ fn compile(source: &str, text: &str) -> Result<Vec<Rule>, RuleError> {
             skip_comments: raw.skip_comments,
             cwe: raw.cwe,
         };
-        if let Some(line) = raw.examples.iter().find(|l| !rule.reports(l)) {
+        if let Some(line) = raw.examples.iter().find(|l| !rule.reports(l, None)) {
             return Err(at(format!(
                 "example {line:?} is not reported: fix the pattern/not_pattern or the example"
             )));
         }
-        if let Some(line) = raw.counterexamples.iter().find(|l| rule.reports(l)) {
+        if let Some(line) = raw.counterexamples.iter().find(|l| rule.reports(l, None)) {
             return Err(at(format!(
                 "counterexample {line:?} is reported: fix the pattern/not_pattern or the counterexample"
             )));

@@ -71,6 +71,7 @@ use crate::util::{builtin_regex, relock};
 use serde::Deserialize;
 
 use super::live::Family;
+use super::syntax::{Trees, whole_text};
 use crate::util::language::language_of;
 
 mod foreign;
@@ -355,6 +356,7 @@ fn family(path: &str) -> Option<Family> {
 pub(crate) fn judge(
     table: &SourceTable,
     patterns: &Patterns,
+    trees: &Trees,
     path: &str,
     files: &Files,
     line: u32,
@@ -373,7 +375,8 @@ pub(crate) fn judge(
     if !lines.contains_key(&line) {
         return Judged::uncertain(format!("line {line} was not shown"));
     }
-    let (start, params) = enclosing(family, lines, line);
+    let (start, params) =
+        tree_enclosing(trees, path, lines, line).unwrap_or_else(|| enclosing(family, lines, line));
     let shown = lines;
     // The function as it runs: dead arms blanked, collection reads
     // replaced by what was put there.
@@ -642,7 +645,27 @@ fn php_interpolates(body: &str) -> bool {
     })
 }
 
-/// The first line of the function around `line` and its parameters' names.
+/// The header line of the function around `line` and its parameters'
+/// names, from the file's syntax tree when the whole file was shown and
+/// parses: `None` when it was not, or did not.
+fn tree_enclosing(
+    trees: &Trees,
+    path: &str,
+    lines: &BTreeMap<u32, String>,
+    line: u32,
+) -> Option<(u32, BTreeSet<String>)> {
+    let text = whole_text(lines.iter().map(|(n, l)| (*n, l.as_str())))?;
+    let parsed = trees.get(path, &text);
+    let syntax = parsed.as_ref().as_ref().ok()?;
+    Some(match syntax.function_around(line) {
+        Some(f) => (f.header, f.params.iter().cloned().collect()),
+        // Code outside any function: from the top of the file.
+        None => (1, BTreeSet::new()),
+    })
+}
+
+/// The first line of the function around `line` and its parameters' names,
+/// told from the lines alone (a part of a file, or one that does not parse).
 fn enclosing(family: Family, lines: &BTreeMap<u32, String>, line: u32) -> (u32, BTreeSet<String>) {
     let first = lines.keys().next().copied().unwrap_or(1);
     let above = lines.range(..line).rev();
@@ -1740,9 +1763,13 @@ impl Trace<'_> {
         )) else {
             return false;
         };
-        self.lines
-            .range(self.start + 1..self.end)
-            .any(|(_, t)| re.is_match(&code_of(t, self.family).0))
+        // A function whose header is the flagged line sets nothing above it.
+        let from = self.start.saturating_add(1);
+        from < self.end
+            && self
+                .lines
+                .range(from..self.end)
+                .any(|(_, t)| re.is_match(&code_of(t, self.family).0))
     }
 
     fn unknown(&mut self, what: String) {
@@ -2244,7 +2271,15 @@ mod tests {
             .map(|i| (i + 1) as u32)
             .unwrap();
         let files = Files::from([(path.to_string(), lines)]);
-        judge(table, &Patterns::default(), path, &files, line, Some(rule))
+        judge(
+            table,
+            &Patterns::default(),
+            &Trees::default(),
+            path,
+            &files,
+            line,
+            Some(rule),
+        )
     }
 
     #[test]
@@ -2776,8 +2811,17 @@ mod tests {
                     let lines = crate::util::numbered(&text);
                     let files = Files::from([(path.to_string(), lines)]);
                     let patterns = Patterns::default();
+                    let trees = Trees::default();
                     for line in 0..=5 {
-                        let _ = judge(table, &patterns, path, &files, line, Some("sql/concat"));
+                        let _ = judge(
+                            table,
+                            &patterns,
+                            &trees,
+                            path,
+                            &files,
+                            line,
+                            Some("sql/concat"),
+                        );
                     }
                 }
             }

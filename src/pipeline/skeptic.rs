@@ -428,6 +428,7 @@ impl Stage<'_> {
         let failed = outcome.error.clone();
         let exists = |p: &str, line: u32| self.line_exists(p, line);
         let patterns = Patterns::default();
+        let trees = crate::engine::syntax::Trees::default();
         // The batch's file, read once, if a refutation is to be weighed.
         let text = std::cell::OnceCell::new();
         // The model answered in full: what it said is kept, a verdict or
@@ -455,7 +456,7 @@ impl Stage<'_> {
                         self.against_trace(
                             &t.finding,
                             check(said.clone(), &exists),
-                            &patterns,
+                            (&patterns, &trees),
                             &text,
                         ),
                         true,
@@ -496,7 +497,7 @@ impl Stage<'_> {
         &self,
         finding: &Finding,
         challenge: Challenge,
-        patterns: &Patterns,
+        (patterns, trees): (&Patterns, &crate::engine::syntax::Trees),
         text: &std::cell::OnceCell<Option<Files>>,
     ) -> Challenge {
         if challenge.stance != Stance::Refuted {
@@ -522,6 +523,7 @@ impl Stage<'_> {
         let traced = source_check::judge(
             table,
             patterns,
+            trees,
             &finding.path,
             files,
             finding.line,

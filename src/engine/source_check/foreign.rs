@@ -378,6 +378,7 @@ mod tests {
         judge(
             table,
             &Patterns::default(),
+            &crate::engine::syntax::Trees::default(),
             "web/Main.java",
             &files,
             line,

@@ -1,0 +1,432 @@
+//! The engine reads code as syntax trees: each file with a grammar (see
+//! [`Grammar`]) is parsed once a run by tree-sitter, and its tree tells
+//! the rules what is a comment or a docstring and tells the source check
+//! where each function starts and what its parameters are.
+//!
+//! The code under review is written by whoever opened the pull request, so
+//! a parse is bounded before it starts: a file over [`Limits::max_bytes`]
+//! is not parsed, a parse that runs past [`Limits::budget`] is cancelled
+//! (tree-sitter's progress callback), and a tree deeper than
+//! [`Limits::max_depth`] is not used. Every walk over a tree goes by a
+//! cursor, never by recursion, so no input can overflow the stack. A file
+//! that is not parsed, for any of these reasons or because its language
+//! has no grammar in this build, is read by the line rules alone and the
+//! engine says which files and why ([`Unparsed`]).
+
+mod grammar;
+
+use std::cell::Cell;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::ops::{ControlFlow, Range};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub(crate) use grammar::Grammar;
+use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
+
+/// How far a parse may go.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// A larger file is not parsed.
+    pub(crate) max_bytes: usize,
+    /// A parse that takes longer is cancelled.
+    pub(crate) budget: Duration,
+    /// A deeper tree is not used.
+    pub(crate) max_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_bytes: 4 << 20,
+            budget: Duration::from_secs(2),
+            max_depth: 4_000,
+        }
+    }
+}
+
+/// Why a file was read by the line rules alone.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Unparsed {
+    #[error("no grammar for its language")]
+    NoGrammar,
+    #[error("this build leaves out the {0} grammar (cargo feature {1})")]
+    LeftOut(&'static str, &'static str),
+    #[error("only part of it was read")]
+    Partial,
+    #[error("{bytes} bytes, over the parse limit of {limit}")]
+    TooLarge { bytes: usize, limit: usize },
+    #[error("its parse ran past the budget of {0} ms")]
+    OverTime(u128),
+    #[error("its syntax tree is over {0} levels deep")]
+    TooDeep(usize),
+    #[error("the {0} grammar could not be loaded: {1}")]
+    Grammar(&'static str, String),
+}
+
+/// A function, method or lambda of a parsed file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Function {
+    /// The line of its name (of its first token when it has none): its
+    /// header, without the annotations or decorators above it.
+    pub(crate) header: u32,
+    /// Its last line.
+    pub(crate) last: u32,
+    /// Every name between its parameters' brackets (types included).
+    pub(crate) params: Vec<String>,
+}
+
+/// A parsed file: its grammar, what of it is comment, and its functions.
+pub(crate) struct Syntax {
+    pub(crate) grammar: Grammar,
+    text: String,
+    /// Comments and docstrings, as byte ranges in order.
+    comments: Vec<Range<usize>>,
+    /// In the order they start.
+    functions: Vec<Function>,
+    /// How many nodes the parser could not read (`ERROR`, missing tokens).
+    pub(crate) errors: usize,
+}
+
+impl std::fmt::Debug for Syntax {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Syntax")
+            .field("grammar", &self.grammar)
+            .field("bytes", &self.text.len())
+            .field("comments", &self.comments.len())
+            .field("functions", &self.functions.len())
+            .field("errors", &self.errors)
+            .finish()
+    }
+}
+
+/// Node kinds that make a function, across the grammars.
+const FUNCTION_KINDS: &[&str] = &[
+    "function_definition",
+    "function_declaration",
+    "function_item",
+    "method_declaration",
+    "method_definition",
+    "constructor_declaration",
+    "function_expression",
+    "arrow_function",
+    "generator_function_declaration",
+    "anonymous_function",
+    "anonymous_function_creation_expression",
+    "arrow_function_expression",
+    "func_literal",
+    "method",
+    "singleton_method",
+    "local_function_statement",
+    "lambda_expression",
+    "closure_expression",
+];
+
+/// Parses `text`, the whole of `path`, within `limits`.
+pub(crate) fn parse(path: &str, text: &str, limits: &Limits) -> Result<Syntax, Unparsed> {
+    let grammar = Grammar::of_path(path).ok_or(Unparsed::NoGrammar)?;
+    let language = grammar
+        .language()
+        .ok_or(Unparsed::LeftOut(grammar.name(), grammar.feature()))?;
+    if text.len() > limits.max_bytes {
+        return Err(Unparsed::TooLarge {
+            bytes: text.len(),
+            limit: limits.max_bytes,
+        });
+    }
+    let mut parser = Parser::new();
+    parser
+        .set_language(&language)
+        .map_err(|e| Unparsed::Grammar(grammar.name(), e.to_string()))?;
+    let started = Instant::now();
+    let over = Cell::new(false);
+    let mut progress = |_: &ParseState| {
+        if started.elapsed() > limits.budget {
+            over.set(true);
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    let bytes = text.as_bytes();
+    let tree = parser.parse_with_options(
+        &mut |at, _| bytes.get(at..).unwrap_or_default(),
+        None,
+        Some(ParseOptions::new().progress_callback(&mut progress)),
+    );
+    let over_time = || Unparsed::OverTime(limits.budget.as_millis());
+    let tree = tree.ok_or_else(over_time)?;
+    if over.get() {
+        return Err(over_time());
+    }
+    Syntax::read(grammar, tree, text.to_string(), limits)
+}
+
+impl Syntax {
+    /// One walk over `tree` by its cursor: the comments, docstrings and
+    /// functions, and the depth checked on the way.
+    fn read(grammar: Grammar, tree: Tree, text: String, limits: &Limits) -> Result<Self, Unparsed> {
+        let mut out = Self {
+            grammar,
+            text,
+            comments: Vec::new(),
+            functions: Vec::new(),
+            errors: 0,
+        };
+        let mut cursor = tree.walk();
+        let mut depth = 0usize;
+        loop {
+            let node = cursor.node();
+            if depth > limits.max_depth {
+                return Err(Unparsed::TooDeep(limits.max_depth));
+            }
+            if node.is_error() || node.is_missing() {
+                out.errors += 1;
+            }
+            let kind = node.kind();
+            if kind.ends_with("comment") || out.is_docstring(node) {
+                out.comments.push(node.byte_range());
+            } else if FUNCTION_KINDS.contains(&kind) {
+                out.functions.push(out.function(node));
+            }
+            // Comments hold nothing to read further.
+            if !kind.ends_with("comment") && cursor.goto_first_child() {
+                depth += 1;
+                continue;
+            }
+            loop {
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                if !cursor.goto_parent() {
+                    return Ok(out);
+                }
+                depth -= 1;
+            }
+        }
+    }
+
+    /// A Python string that is a statement of its own: a docstring (or
+    /// a string left as a comment), never a value.
+    fn is_docstring(&self, node: Node<'_>) -> bool {
+        self.grammar == Grammar::Python
+            && node.kind() == "expression_statement"
+            && node.named_child_count() == 1
+            && node
+                .named_child(0)
+                .is_some_and(|c| matches!(c.kind(), "string" | "concatenated_string"))
+    }
+
+    fn function(&self, node: Node<'_>) -> Function {
+        let header = node
+            .child_by_field_name("name")
+            .unwrap_or(node)
+            .start_position()
+            .row;
+        let params = Self::parameters(node)
+            .map(|p| self.names_in(p))
+            .unwrap_or_default();
+        Function {
+            header: line_number(header),
+            last: line_number(node.end_position().row),
+            params,
+        }
+    }
+
+    /// The node that holds a function's parameters: its `parameters` field,
+    /// an arrow function's single `parameter`, or (C, C++) its declarator's.
+    fn parameters(node: Node<'_>) -> Option<Node<'_>> {
+        node.child_by_field_name("parameters")
+            .or_else(|| node.child_by_field_name("parameter"))
+            .or_else(|| {
+                let mut declarator = node.child_by_field_name("declarator")?;
+                // `*f(…)`, `&f(…)`: the function declarator is inside.
+                for _ in 0..8 {
+                    if let Some(p) = declarator.child_by_field_name("parameters") {
+                        return Some(p);
+                    }
+                    declarator = declarator.child_by_field_name("declarator")?;
+                }
+                None
+            })
+    }
+
+    /// Every name under `node` (its leaves that are names, a PHP `$name`
+    /// whole), in order, by a cursor.
+    fn names_in(&self, node: Node<'_>) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut cursor = node.walk();
+        loop {
+            let here = cursor.node();
+            let whole = here.kind() == "variable_name" || here.child_count() == 0;
+            if whole {
+                let text = &self.text[here.byte_range()];
+                let name_like = text
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+                    && text
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || c == '_' || c == '$');
+                if name_like {
+                    names.push(text.to_string());
+                }
+            }
+            if !whole && cursor.goto_first_child() {
+                continue;
+            }
+            loop {
+                if cursor.node() == node {
+                    return names;
+                }
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                if !cursor.goto_parent() {
+                    return names;
+                }
+            }
+        }
+    }
+
+    /// The file's lines with every comment and docstring blanked (spaces
+    /// in their place, so columns keep), for rules that read code.
+    pub(crate) fn code_lines(&self) -> Vec<String> {
+        let mut bytes = self.text.clone().into_bytes();
+        for range in &self.comments {
+            if let Some(span) = bytes.get_mut(range.clone()) {
+                for b in span.iter_mut().filter(|b| **b != b'\n') {
+                    *b = b' ';
+                }
+            }
+        }
+        // Comments start and end on character boundaries: the text stays
+        // UTF-8, but it is checked rather than assumed.
+        let code = String::from_utf8(bytes).unwrap_or_else(|_| self.text.clone());
+        code.split('\n')
+            .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
+            .collect()
+    }
+
+    /// The innermost function around `line`.
+    pub(crate) fn function_around(&self, line: u32) -> Option<&Function> {
+        self.functions
+            .iter()
+            .filter(|f| f.header <= line && line <= f.last)
+            .max_by_key(|f| f.header)
+    }
+}
+
+fn line_number(row: usize) -> u32 {
+    u32::try_from(row).map_or(u32::MAX, |r| r.saturating_add(1))
+}
+
+/// Text that `lines` (numbered, in order) make when they are the whole file
+/// from its first line: `None` for a part.
+pub(crate) fn whole_text<'a>(lines: impl Iterator<Item = (u32, &'a str)>) -> Option<String> {
+    let mut text = String::new();
+    for (expected, (number, line)) in (1u32..).zip(lines) {
+        if number != expected {
+            return None;
+        }
+        if expected > 1 {
+            text.push('\n');
+        }
+        text.push_str(line);
+    }
+    Some(text)
+}
+
+/// The run's parsed files: a file's text is parsed once, whatever asks for
+/// it (the rules, the source check), and kept while the texts kept stay
+/// under a size, the oldest let go first. The key is the path and the
+/// text, so a changed file is parsed again.
+pub(crate) struct Trees {
+    limits: Limits,
+    /// The most source bytes kept parsed.
+    keep_bytes: usize,
+    kept: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    parsed: HashMap<Key, Arc<Result<Syntax, Unparsed>>>,
+    order: VecDeque<Key>,
+    bytes: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    path: String,
+    len: usize,
+    hash: u64,
+}
+
+impl Default for Trees {
+    fn default() -> Self {
+        Self::new(Limits::default())
+    }
+}
+
+impl std::fmt::Debug for Trees {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trees")
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl Trees {
+    pub(crate) fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            keep_bytes: 64 << 20,
+            kept: Mutex::new(Kept::default()),
+        }
+    }
+
+    /// `text`, the whole of `path`, parsed (once a run while it is kept).
+    pub(crate) fn get(&self, path: &str, text: &str) -> Arc<Result<Syntax, Unparsed>> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut hasher);
+        let key = Key {
+            path: path.to_string(),
+            len: text.len(),
+            hash: hasher.finish(),
+        };
+        if let Some(found) = self.lock().parsed.get(&key) {
+            return Arc::clone(found);
+        }
+        // Parsed outside the lock: other files parse meanwhile.
+        let parsed = Arc::new(parse(path, text, &self.limits));
+        let mut kept = self.lock();
+        if kept
+            .parsed
+            .insert(key.clone(), Arc::clone(&parsed))
+            .is_none()
+        {
+            kept.order.push_back(key);
+            kept.bytes += text.len();
+        }
+        while kept.bytes > self.keep_bytes && kept.order.len() > 1 {
+            let Some(old) = kept.order.pop_front() else {
+                break;
+            };
+            kept.parsed.remove(&old);
+            kept.bytes -= old.len;
+        }
+        parsed
+    }
+
+    /// The lock; a thread that panicked holding it left whole entries only
+    /// (each insert is one step), so the map is used as it is.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests;
