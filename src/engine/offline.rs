@@ -121,10 +121,12 @@ impl Offline {
             line_count += count;
             findings.extend(found);
             match read {
-                Ok(_) => trees += 1,
+                // No rule's match needed the tree.
+                None => {}
+                Some(Ok(_)) => trees += 1,
                 // A language the engine has no grammar for is no news.
-                Err(Unparsed::NoGrammar) => {}
-                Err(why) => by_lines.push(format!("{path} ({why})")),
+                Some(Err(Unparsed::NoGrammar)) => {}
+                Some(Err(why)) => by_lines.push(format!("{path} ({why})")),
             }
         }
         // A lead's line is answered by the lead (confirmed, dismissed or
@@ -147,7 +149,7 @@ impl Offline {
             format!("; read by their lines alone: {}", by_lines.join(", "))
         };
         let summary = format!(
-            "Offline rule engine (not a language model): {} rules applied to {line_count} lines of {} files ({trees} read as syntax trees{by_lines}); {} findings{}.",
+            "Offline rule engine (not a language model): {} rules applied to {line_count} lines of {} files ({trees} parsed as syntax trees where a match needed one{by_lines}); {} findings{}.",
             rule_count,
             seen.contents.len(),
             findings.len(),

@@ -8,7 +8,8 @@
 //! not report: a sample that disagrees with the rule is a load error, so a
 //! pattern edit cannot silently stop matching what it was written for.
 
-use std::sync::OnceLock;
+use std::cell::OnceCell;
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
 use serde::Deserialize;
@@ -91,6 +92,10 @@ impl Rule {
         self.pattern.is_match(code) && !self.not_pattern.as_ref().is_some_and(|n| n.is_match(line))
     }
 }
+
+/// How a file was read: as a syntax tree of its grammar, or why by its
+/// lines alone.
+pub(crate) type Read = Result<Grammar, Unparsed>;
 
 /// A rule file that cannot be used: names the file, the rule and the fix.
 #[derive(Debug, thiserror::Error)]
@@ -203,24 +208,30 @@ impl RuleSet {
         self.apply_read(path, lines).map(|(findings, _)| findings)
     }
 
-    /// [`RuleSet::apply`], and how the file was read: `Ok` as a syntax tree,
-    /// else why by its lines alone.
+    /// [`RuleSet::apply`], and how the file was read: `None` when no rule
+    /// needed its tree (no rule that skips comments matched a line), else
+    /// `Ok` as a syntax tree or why by its lines alone.
+    ///
+    /// A file is parsed only when a rule that skips comments matches one
+    /// of its lines as written: most files of a clean tree match none, and
+    /// parsing them would tell nothing (a comment only ever takes a match
+    /// away).
     pub(crate) fn apply_read(
         &self,
         path: &str,
         lines: &[(u32, String)],
-    ) -> Result<(Vec<Finding>, Result<Grammar, Unparsed>), &RuleError> {
+    ) -> Result<(Vec<Finding>, Option<Read>), &RuleError> {
         let rules = self.rules()?;
-        let parsed = match whole_text(lines.iter().map(|(n, l)| (*n, l.as_str()))) {
-            Some(text) => self.trees.get(path, &text),
-            None => std::sync::Arc::new(Err(Unparsed::Partial)),
+        let parsed: OnceCell<Arc<Result<Syntax, Unparsed>>> = OnceCell::new();
+        let parse = || {
+            parsed.get_or_init(
+                || match whole_text(lines.iter().map(|(n, l)| (*n, l.as_str()))) {
+                    Some(text) => self.trees.get(path, &text),
+                    None => Arc::new(Err(Unparsed::Partial)),
+                },
+            )
         };
-        let code = parsed.as_ref().as_ref().ok().map(Syntax::code_lines);
-        let read = parsed
-            .as_ref()
-            .as_ref()
-            .map(|s| s.grammar)
-            .map_err(Clone::clone);
+        let code_lines: OnceCell<Option<Vec<String>>> = OnceCell::new();
         let language = language_of(path);
         let test_file = is_test_path(path);
         // In Rust, code after `#[cfg(test)]` is test code.
@@ -242,7 +253,20 @@ impl RuleSet {
                 if rule.skip_tests && test_from.is_some_and(|t| *number >= t) {
                     break;
                 }
-                let code = code.as_ref().and_then(|c| c.get(i)).map(String::as_str);
+                let code = if rule.skip_comments {
+                    // A line the pattern misses as written has no match
+                    // once its comments are blanked either.
+                    if !rule.pattern.is_match(line) {
+                        continue;
+                    }
+                    code_lines
+                        .get_or_init(|| parse().as_ref().as_ref().ok().map(Syntax::code_lines))
+                        .as_ref()
+                        .and_then(|c| c.get(i))
+                        .map(String::as_str)
+                } else {
+                    None
+                };
                 if !rule.reports(line, code) {
                     continue;
                 }
@@ -266,6 +290,9 @@ impl RuleSet {
             }
         }
         out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
+        let read = parsed
+            .get()
+            .map(|p| p.as_ref().as_ref().map(|s| s.grammar).map_err(Clone::clone));
         Ok((out, read))
     }
 }
@@ -410,6 +437,24 @@ mod tests {
             .enumerate()
             .map(|(i, l)| (i as u32 + 1, l.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_file_is_parsed_only_when_a_rule_that_skips_comments_matches_it() {
+        let rules = RuleSet::builtin();
+        // No rule matches: the tree would tell nothing, so none is made.
+        let clean = "def add(a, b):\n    return a + b\n";
+        let (found, read) = rules.apply_read("m.py", &numbered(clean)).unwrap();
+        assert!(found.is_empty(), "{found:?}");
+        assert!(read.is_none(), "{read:?}");
+        // A match in a block comment sends the file to the parser, which
+        // takes the match away; the same call in code stays.
+        let code = "/*\n  Runtime.getRuntime().exec(cmd);\n*/\nclass A { void r(String cmd) throws Exception { Runtime.getRuntime().exec(cmd); } }\n";
+        let (found, read) = rules.apply_read("A.java", &numbered(code)).unwrap();
+        assert!(matches!(read, Some(Ok(_))), "{read:?}");
+        let lines: Vec<u32> = found.iter().map(|f| f.line).collect();
+        assert!(!lines.contains(&2), "{found:?}");
+        assert!(lines.contains(&4), "{found:?}");
     }
 
     #[test]
