@@ -443,16 +443,30 @@ pub(crate) fn judge(
             None => {}
         }
     }
-    if let Some(kind) = table.source_in(&table.unsanitized(flagged)) {
+    // A query run with bound parameters: only the query is the value.
+    let sql = rule.is_some_and(|r| r.starts_with("sql/"));
+    let value = sql
+        .then(|| sql_query_arg(&code))
+        .flatten()
+        .or_else(|| written_args(&code))
+        .unwrap_or_else(|| value_of(&code));
+    // A source in the value the sink takes confirms it, and so does one
+    // inside a string of the line (PHP's `"…$_GET[id]…"`); one elsewhere in
+    // the line's code (the sink's own call reading a file, the variable it
+    // is assigned to) is not that value.
+    let sourced = std::iter::once(value.as_str())
+        .chain(interps.iter().map(String::as_str))
+        .find_map(|part| table.source_in(&table.unsanitized(part)))
+        .or_else(|| {
+            let in_code = table.source_in(&table.unsanitized(&code));
+            in_code
+                .is_none()
+                .then(|| table.source_in(&table.unsanitized(flagged)))
+                .flatten()
+        });
+    if let Some(kind) = sourced {
         trace.source = Some((line, kind.to_string()));
     } else {
-        // A query run with bound parameters: only the query is the value.
-        let sql = rule.is_some_and(|r| r.starts_with("sql/"));
-        let value = sql
-            .then(|| sql_query_arg(&code))
-            .flatten()
-            .or_else(|| written_args(&code))
-            .unwrap_or_else(|| value_of(&code));
         trace.expr(&value, &interps, 0);
     }
     // A read replaced by the value put: the put is part of the flow.
@@ -2291,6 +2305,33 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn a_source_confirms_only_in_the_value_the_sink_takes() {
+        // The sink's own call reads a file: that is what it does, not where
+        // its path comes from.
+        let j = judge_text(
+            "Env.java",
+            "class Env {\n    static String read(String name) throws Exception {\n        byte[] b = Files.readAllBytes(Paths.get(name)); // SINK\n        return new String(b);\n    }\n}\n",
+            "path/jvm-file-from-input",
+        );
+        assert_eq!(j.verdict, "uncertain", "{j:?}");
+        assert!(j.why.contains("parameter `name`"), "{j:?}");
+        // A source in the value still confirms, and so does one inside a
+        // string of the line (PHP interpolates it).
+        let j = judge_text(
+            "Env.java",
+            "class Env {\n    void get(HttpServletRequest request) throws Exception {\n        byte[] b = Files.readAllBytes(Paths.get(request.getParameter(\"f\"))); // SINK\n    }\n}\n",
+            "path/jvm-file-from-input",
+        );
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        let j = judge_text(
+            "q.php",
+            "<?php\nfunction q($db) {\n    $r = mysqli_query($db, \"SELECT * FROM t WHERE id = '$_GET[id]'\"); // SINK\n}\n",
+            "sql/interpolation",
+        );
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
     }
 
     #[test]
