@@ -451,20 +451,19 @@ pub(crate) fn judge(
         .or_else(|| written_args(&code))
         .unwrap_or_else(|| value_of(&code));
     // A source in the value the sink takes confirms it, and so does one
-    // inside a string of the line (PHP's `"…$_GET[id]…"`); one elsewhere in
-    // the line's code (the sink's own call reading a file, the variable it
-    // is assigned to) is not that value.
-    let sourced = std::iter::once(value.as_str())
+    // inside a string of the line (PHP's `"…$_GET[id]…"`). One elsewhere in
+    // the line's code (the sink's own call reading a file, or a value the
+    // line-based reading did not take for the sink's) does not confirm,
+    // and it forbids a refutation: the check may have read the wrong value.
+    let in_value = std::iter::once(value.as_str())
         .chain(interps.iter().map(String::as_str))
-        .find_map(|part| table.source_in(&table.unsanitized(part)))
-        .or_else(|| {
-            let in_code = table.source_in(&table.unsanitized(&code));
-            in_code
-                .is_none()
-                .then(|| table.source_in(&table.unsanitized(flagged)))
-                .flatten()
-        });
-    if let Some(kind) = sourced {
+        .find_map(|part| table.source_in(&table.unsanitized(part)));
+    let in_code = table.source_in(&table.unsanitized(&code));
+    let in_string = in_code
+        .is_none()
+        .then(|| table.source_in(&table.unsanitized(flagged)))
+        .flatten();
+    if let Some(kind) = in_value.or(in_string) {
         trace.source = Some((line, kind.to_string()));
     } else {
         trace.expr(&value, &interps, 0);
@@ -477,7 +476,13 @@ pub(crate) fn judge(
         .filter_map(|n| live.via.get(n).copied())
         .collect();
     trace.flow.extend(puts);
-    trace.verdict(start, line)
+    let judged = trace.verdict(start, line);
+    match in_code {
+        Some(kind) if judged.verdict == "refuted" => Judged::uncertain(format!(
+            "line {line} reads {kind} outside the value the rule engine took for the sink's; it does not refute what it may have misread"
+        )),
+        _ => judged,
+    }
 }
 
 impl Trace<'_> {
@@ -2332,6 +2337,14 @@ mod tests {
             "sql/interpolation",
         );
         assert_eq!(j.verdict, "confirmed", "{j:?}");
+        // A source on the line outside the value read (here the sink is
+        // the source) never lets the check refute.
+        let j = judge_text(
+            "main.c",
+            "#include <stdio.h>\nint main(void) {\n    char line[80];\n    gets(line); // SINK\n    return 0;\n}\n",
+            "c/gets",
+        );
+        assert_eq!(j.verdict, "uncertain", "{j:?}");
     }
 
     #[test]
