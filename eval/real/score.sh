@@ -89,6 +89,11 @@ import json, sys, collections
 out, rows = sys.argv[1], sys.argv[2]
 HIGH = {"critical", "high"}
 
+def table(title, columns):
+    print(f"\n## {title}\n")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+
 def f(x):
     return "–" if x is None else f"{x:+.2f}" if isinstance(x, float) else str(x)
 
@@ -124,18 +129,17 @@ for line in open(rows):
         clean.append((name, lang, len(fs), len(hi), len(hr), len(hi) + len(hr), gate,
                        complete, secs, ", ".join(f"{r}×{n}" for r, n in rules.most_common(4))))
 
-print("\n## Vulnerable applications (fanscan eval, --fail-on never; macro = mean of the classes' rates)\n")
-print("| app | language | TP | FP | FN | TN | TPR | FPR | TPR−FPR (macro) | TPR−FPR (micro) | findings | not reviewed | complete | s |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+table("Vulnerable applications (fanscan eval, --fail-on never; macro = mean of the classes' rates)",
+      ["app", "language", "TP", "FP", "FN", "TN", "TPR", "FPR", "TPR−FPR (macro)", "TPR−FPR (micro)",
+       "findings", "not reviewed", "complete", "s"])
 for r in vuln:
     if len(r) == 3:
         print(f"| {r[0]} | {r[1]} | {r[2]} |"); continue
     n, l, tp, fp, fn, tn, tpr, fpr, s, mi, nf, nr, cp, secs = r
     print(f"| {n} | {l} | {tp} | {fp} | {fn} | {tn} | {f(tpr).lstrip('+')} | {f(fpr).lstrip('+')} | {f(s)} | {f(mi)} | {nf} | {f(nr)} | {cp} | {secs} |")
 
-print("\n## Per CWE class, summed over the vulnerable applications\n")
-print("| CWE | TP | FP | FN | TN | TPR | FPR | TPR−FPR |")
-print("|---|---|---|---|---|---|---|---|")
+table("Per CWE class, summed over the vulnerable applications",
+      ["CWE", "TP", "FP", "FN", "TN", "TPR", "FPR", "TPR−FPR"])
 def key(c):
     try: return int(c.split("-")[-1])
     except ValueError: return 0
@@ -146,9 +150,9 @@ for c in sorted(per_class, key=key):
     sc = (tpr - fpr) if tpr is not None and fpr is not None else None
     print(f"| {c} | {tp} | {fp} | {fn} | {tn} | {f(tpr).lstrip('+')} | {f(fpr).lstrip('+')} | {f(sc)} |")
 
-print("\n## Clean libraries (default gate: --fail-on high, skeptic on high+; every high+ finding is a false alarm)\n")
-print("| app | language | findings (open) | high+ open | high+ refuted | high+ before skeptic | default gate | complete | s | top high+ rules |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+table("Clean libraries (default gate: --fail-on high, skeptic on high+; every high+ finding is a false alarm)",
+      ["app", "language", "findings (open)", "high+ open", "high+ refuted", "high+ before skeptic",
+       "default gate", "complete", "s", "top high+ rules"])
 for r in clean:
     if len(r) == 3:
         print(f"| {r[0]} | {r[1]} | {r[2]} |"); continue

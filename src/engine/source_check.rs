@@ -2324,27 +2324,32 @@ mod tests {
         assert_eq!(j.verdict, "uncertain", "{j:?}");
         assert!(j.why.contains("parameter `name`"), "{j:?}");
         // A source in the value still confirms, and so does one inside a
-        // string of the line (PHP interpolates it).
-        let j = judge_text(
-            "Env.java",
-            "class Env {\n    void get(HttpServletRequest request) throws Exception {\n        byte[] b = Files.readAllBytes(Paths.get(request.getParameter(\"f\"))); // SINK\n    }\n}\n",
-            "path/jvm-file-from-input",
-        );
-        assert_eq!(j.verdict, "confirmed", "{j:?}");
-        let j = judge_text(
-            "q.php",
-            "<?php\nfunction q($db) {\n    $r = mysqli_query($db, \"SELECT * FROM t WHERE id = '$_GET[id]'\"); // SINK\n}\n",
-            "sql/interpolation",
-        );
-        assert_eq!(j.verdict, "confirmed", "{j:?}");
-        // A source on the line outside the value read (here the sink is
-        // the source) never lets the check refute.
-        let j = judge_text(
-            "main.c",
-            "#include <stdio.h>\nint main(void) {\n    char line[80];\n    gets(line); // SINK\n    return 0;\n}\n",
-            "c/gets",
-        );
-        assert_eq!(j.verdict, "uncertain", "{j:?}");
+        // string of the line (PHP interpolates it); a source on the line
+        // outside the value read (here the sink is the source) never lets
+        // the check refute.
+        for (path, text, rule, verdict) in [
+            (
+                "Env.java",
+                "class Env {\n    void get(HttpServletRequest request) throws Exception {\n        byte[] b = Files.readAllBytes(Paths.get(request.getParameter(\"f\"))); // SINK\n    }\n}\n",
+                "path/jvm-file-from-input",
+                "confirmed",
+            ),
+            (
+                "q.php",
+                "<?php\nfunction q($db) {\n    $r = mysqli_query($db, \"SELECT * FROM t WHERE id = '$_GET[id]'\"); // SINK\n}\n",
+                "sql/interpolation",
+                "confirmed",
+            ),
+            (
+                "main.c",
+                "#include <stdio.h>\nint main(void) {\n    char line[80];\n    gets(line); // SINK\n    return 0;\n}\n",
+                "c/gets",
+                "uncertain",
+            ),
+        ] {
+            let j = judge_text(path, text, rule);
+            assert_eq!(j.verdict, verdict, "{path}: {j:?}");
+        }
     }
 
     #[test]
