@@ -8,8 +8,9 @@
 //! or index is replaced by the value put there (the line of the put is
 //! kept, for the data flow). A condition is constant when it is made of
 //! integer and string literals and of locals the function sets exactly
-//! once, to such a value (`int num = 86;`, `guess = "ABC"`,
-//! `target = guess.charAt(2)`). Anything it cannot evaluate, or a
+//! once, to such a value (`int limit = 4;`, `mode = "b"`). Calls and
+//! methods (even on a literal) are not evaluated. Anything it cannot
+//! evaluate, or a
 //! collection used in a way it does not know, leaves the lines as they
 //! were: the check then judges them as before.
 //!
@@ -340,54 +341,7 @@ impl Eval<'_> {
         if self.eat("-") {
             return Some(Val::Int(int(&self.unary()?)?.checked_neg()?));
         }
-        self.postfix()
-    }
-
-    fn postfix(&mut self) -> Option<Val> {
-        let mut v = self.primary()?;
-        loop {
-            if self.eat("[") {
-                let i = int(&self.or()?)?;
-                if !self.eat("]") {
-                    return None;
-                }
-                v = Val::Str(char_at(&v, i)?);
-            } else if self.peek().is_some_and(|t| t.is(".")) {
-                self.at += 1;
-                let name = self.peek()?.ident()?.to_string();
-                self.at += 1;
-                let args = self.args()?;
-                v = match (name.as_str(), args.as_slice()) {
-                    ("charAt", [i]) => Val::Str(char_at(&v, int(i)?)?),
-                    ("length", []) => Val::Int(i64::try_from(text(&v)?.chars().count()).ok()?),
-                    ("equals", [o]) => Val::Bool(&v == o),
-                    ("toString" | "trim" | "strip", []) => Val::Str(text(&v)?.trim().to_string()),
-                    _ => return None,
-                };
-            } else {
-                return Some(v);
-            }
-        }
-    }
-
-    /// `(a, b)` after a method's name, or nothing (JavaScript's `.length`).
-    fn args(&mut self) -> Option<Vec<Val>> {
-        let mut out = Vec::new();
-        if !self.eat("(") {
-            return Some(out);
-        }
-        if self.eat(")") {
-            return Some(out);
-        }
-        loop {
-            out.push(self.or()?);
-            if self.eat(")") {
-                return Some(out);
-            }
-            if !self.eat(",") {
-                return None;
-            }
-        }
+        self.primary()
     }
 
     fn primary(&mut self) -> Option<Val> {
@@ -397,7 +351,7 @@ impl Eval<'_> {
             Kind::Num(n) => n.map(Val::Int),
             Kind::Str(s) => s.clone().map(Val::Str),
             Kind::Punct("(") => {
-                // A cast (`(int)`, `(char)`) or a parenthesised expression.
+                // A cast (`(int)`) or a parenthesised expression.
                 if let (Some(a), Some(b)) = (self.toks.get(self.at), self.toks.get(self.at + 1))
                     && a.ident().is_some_and(|w| CASTS.contains(&w))
                     && b.is(")")
@@ -411,13 +365,6 @@ impl Eval<'_> {
             Kind::Ident(w) => match w.as_str() {
                 "true" | "True" => Some(Val::Bool(true)),
                 "false" | "False" => Some(Val::Bool(false)),
-                "len" | "strlen" => {
-                    let args = self.args()?;
-                    match args.as_slice() {
-                        [s] => Some(Val::Int(i64::try_from(text(s)?.chars().count()).ok()?)),
-                        _ => None,
-                    }
-                }
                 _ => self.consts.get(w).cloned(),
             },
             Kind::Punct(_) => None,
@@ -425,7 +372,7 @@ impl Eval<'_> {
     }
 }
 
-const CASTS: &[&str] = &["int", "long", "char", "short", "byte"];
+const CASTS: &[&str] = &["int", "long", "short", "byte"];
 
 fn truth(v: &Val) -> Option<bool> {
     match v {
@@ -440,18 +387,6 @@ fn int(v: &Val) -> Option<i64> {
         Val::Int(n) => Some(*n),
         _ => None,
     }
-}
-
-fn text(v: &Val) -> Option<&str> {
-    match v {
-        Val::Str(s) => Some(s),
-        _ => None,
-    }
-}
-
-fn char_at(v: &Val, i: i64) -> Option<String> {
-    let i = usize::try_from(i).ok()?;
-    text(v)?.chars().nth(i).map(String::from)
 }
 
 /// The function's lines as they run, and where a rewritten read's value
@@ -1427,11 +1362,14 @@ mod tests {
 
     #[test]
     fn arithmetic_comparisons_and_strings_evaluate() {
-        assert_eq!(constant("(7 * 42) - 86 > 200"), Some(Val::Bool(true)));
-        assert_eq!(constant("(7 * 18) - 86 > 200"), Some(Val::Bool(false)));
-        assert_eq!(constant("(500 / 42) + 196 > 200"), Some(Val::Bool(true)));
-        assert_eq!(constant("\"ABC\".charAt(2)"), Some(Val::Str("C".into())));
-        assert_eq!(constant("'C' == \"ABC\"[2]"), Some(Val::Bool(true)));
+        assert_eq!(constant("(3 * 5) - 4 > 10"), Some(Val::Bool(true)));
+        assert_eq!(constant("(3 * 2) - 4 > 10"), Some(Val::Bool(false)));
+        assert_eq!(constant("(90 / 8) + 1 > 10"), Some(Val::Bool(true)));
+        assert_eq!(constant("\"b\" == \"b\""), Some(Val::Bool(true)));
+        // Methods and subscripts are not evaluated, even on a literal.
+        assert_eq!(constant("\"ABC\".charAt(2)"), None);
+        assert_eq!(constant("'C' == \"ABC\"[2]"), None);
+        assert_eq!(constant("len(\"ab\") > 1"), None);
         assert_eq!(constant("!(1 < 2) || 3 == 3"), Some(Val::Bool(true)));
         assert_eq!(constant("x > 2"), None);
         assert_eq!(constant("1 / 0"), None);
@@ -1442,16 +1380,19 @@ mod tests {
 
     #[test]
     fn a_constant_if_blanks_the_arm_that_never_runs() {
-        let java = "void f() {\n  int num = 86;\n  if ((7 * 42) - num > 200) bar = \"x\";\n  else bar = param;\n  use(bar);\n}\n";
+        let java = "void f() {\n  int limit = 4;\n  if ((3 * 5) - limit > 10) bar = \"x\";\n  else bar = param;\n  use(bar);\n}\n";
         let l = run(Family::Braces, java);
         assert!(l.lines[&3].contains("bar = \"x\""), "{:?}", l.lines);
         assert!(!l.lines[&4].contains("param"), "{:?}", l.lines);
-        let flipped = java.replace("7 * 42", "7 * 18");
+        let flipped = java.replace("3 * 5", "3 * 2");
         let l = run(Family::Braces, &flipped);
         assert!(!l.lines[&3].contains("bar"), "{:?}", l.lines);
         assert!(l.lines[&4].contains("param"), "{:?}", l.lines);
         // A condition on a value set twice is not constant.
-        let twice = java.replace("  int num = 86;\n", "  int num = 86;\n  num = read();\n");
+        let twice = java.replace(
+            "  int limit = 4;\n",
+            "  int limit = 4;\n  limit = read();\n",
+        );
         let l = run(Family::Braces, &twice);
         assert!(l.lines.values().any(|t| t.contains("param")));
         assert!(l.lines.values().any(|t| t.contains("\"x\"")));
@@ -1459,7 +1400,7 @@ mod tests {
 
     #[test]
     fn braced_arms_and_go_conditions_are_blanked() {
-        let go = "func f() {\n\tnum := 86\n\tif (7*42)-num > 200 {\n\t\tbar = \"x\"\n\t} else {\n\t\tbar = param\n\t}\n}\n";
+        let go = "func f() {\n\tlimit := 4\n\tif (3*5)-limit > 10 {\n\t\tbar = \"x\"\n\t} else {\n\t\tbar = param\n\t}\n}\n";
         let l = run(Family::Braces, go);
         assert!(l.lines[&4].contains("\"x\""));
         assert!(!l.lines[&6].contains("param"), "{:?}", l.lines);
@@ -1467,13 +1408,13 @@ mod tests {
 
     #[test]
     fn a_switch_on_a_constant_keeps_the_arm_it_runs_through_fall_through() {
-        let java = "void f() {\n  String guess = \"ABC\";\n  char target = guess.charAt(2);\n  switch (target) {\n    case 'A':\n      bar = param;\n      break;\n    case 'B':\n      bar = \"b\";\n      break;\n    case 'C':\n    case 'D':\n      bar = param;\n      break;\n    default:\n      bar = \"d\";\n  }\n}\n";
+        let java = "void f() {\n  String unused = \"\";\n  char target = 'C';\n  switch (target) {\n    case 'A':\n      bar = param;\n      break;\n    case 'B':\n      bar = \"b\";\n      break;\n    case 'C':\n    case 'D':\n      bar = param;\n      break;\n    default:\n      bar = \"d\";\n  }\n}\n";
         let l = run(Family::Braces, java);
         assert!(!l.lines[&6].contains("param"), "{:?}", l.lines);
         assert!(!l.lines[&9].contains("\"b\""), "{:?}", l.lines);
         assert!(l.lines[&13].contains("param"), "{:?}", l.lines);
         assert!(!l.lines[&16].contains("\"d\""), "{:?}", l.lines);
-        let b = java.replace("charAt(2)", "charAt(1)");
+        let b = java.replace("target = 'C'", "target = 'B'");
         let l = run(Family::Braces, &b);
         assert!(l.lines[&9].contains("\"b\""), "{:?}", l.lines);
         assert!(!l.lines[&13].contains("param"), "{:?}", l.lines);
@@ -1481,7 +1422,7 @@ mod tests {
 
     #[test]
     fn go_switch_arms_end_at_the_next_case() {
-        let go = "func f() {\n\tguess := \"ABC\"\n\ttarget := guess[1]\n\tswitch target {\n\tcase 'A':\n\t\tbar = param\n\tcase 'B':\n\t\tbar = \"b\"\n\tcase 'C', 'D':\n\t\tbar = param\n\tdefault:\n\t\tbar = \"d\"\n\t}\n}\n";
+        let go = "func f() {\n\tunused := 0\n\ttarget := 'B'\n\tswitch target {\n\tcase 'A':\n\t\tbar = param\n\tcase 'B':\n\t\tbar = \"b\"\n\tcase 'C', 'D':\n\t\tbar = param\n\tdefault:\n\t\tbar = \"d\"\n\t}\n}\n";
         let l = run(Family::Braces, go);
         assert!(!l.lines[&6].contains("param"));
         assert!(l.lines[&8].contains("\"b\""));
@@ -1492,12 +1433,12 @@ mod tests {
     fn ternaries_keep_the_arm_taken() {
         let l = run(
             Family::Braces,
-            "void f() {\n  int num = 86;\n  bar = (7 * 42) - num > 200 ? \"x\" : param;\n}\n",
+            "void f() {\n  int limit = 4;\n  bar = (3 * 5) - limit > 10 ? \"x\" : param;\n}\n",
         );
         assert!(!l.lines[&3].contains("param") && l.lines[&3].contains("\"x\""));
         let l = run(
             Family::Indent,
-            "def f():\n    num = 106\n    bar = \"x\" if (7 * 18) - num > 200 else param\n",
+            "def f():\n    limit = 4\n    bar = \"x\" if (3 * 2) - limit > 10 else param\n",
         );
         assert!(
             l.lines[&3].contains("param") && !l.lines[&3].contains("\"x\""),
@@ -1508,11 +1449,11 @@ mod tests {
 
     #[test]
     fn python_if_chains_and_match_statements() {
-        let py = "def f():\n    num = 86\n    if (7 * 42) - num > 200:\n        bar = \"x\"\n    else:\n        bar = param\n    use(bar)\n";
+        let py = "def f():\n    limit = 4\n    if (3 * 5) - limit > 10:\n        bar = \"x\"\n    else:\n        bar = param\n    use(bar)\n";
         let l = run(Family::Indent, py);
         assert!(l.lines[&4].contains("\"x\""));
         assert!(!l.lines[&6].contains("param"));
-        let py = "def f():\n    guess = \"ABC\"\n    target = guess[2]\n    match target:\n        case \"A\":\n            bar = param\n        case \"B\":\n            bar = \"b\"\n        case \"C\" | \"D\":\n            bar = param\n        case _:\n            bar = \"d\"\n";
+        let py = "def f():\n    unused = 0\n    target = \"C\"\n    match target:\n        case \"A\":\n            bar = param\n        case \"B\":\n            bar = \"b\"\n        case \"C\" | \"D\":\n            bar = param\n        case _:\n            bar = \"d\"\n";
         let l = run(Family::Indent, py);
         assert!(!l.lines[&6].contains("param"));
         assert!(!l.lines[&8].contains("\"b\""));

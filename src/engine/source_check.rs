@@ -2501,29 +2501,30 @@ mod tests {
 
     #[test]
     fn a_constant_condition_rules_out_an_arm() {
-        let body = "    int num = 86;\n    if ((7 * 42) - num > 200) bar = \"fixed\";\n    else bar = param;";
+        let body =
+            "    int num = 4;\n    if ((3 * 5) - num > 10) bar = \"fixed\";\n    else bar = param;";
         twins(
             "A.java",
             "sql/concat",
             &servlet(body),
-            &servlet(&body.replace("7 * 42", "7 * 18")),
+            &servlet(&body.replace("3 * 5", "3 * 2")),
         );
-        let body = "    int num = 86;\n    bar = (7 * 42) - num > 200 ? \"fixed\" : param;";
+        let body = "    int num = 4;\n    bar = (3 * 5) - num > 10 ? \"fixed\" : param;";
         twins(
             "A.java",
             "sql/concat",
             &servlet(body),
-            &servlet(&body.replace("7 * 42", "7 * 18")),
+            &servlet(&body.replace("3 * 5", "3 * 2")),
         );
-        let py = "def f():\n    param = request.args['v']\n    num = 86\n    if (7 * 42) - num > 200:\n        bar = 'fixed'\n    else:\n        bar = param\n    os.system('ping ' + bar)  # SINK\n";
+        let py = "def f():\n    param = request.args['v']\n    num = 4\n    if (3 * 5) - num > 10:\n        bar = 'fixed'\n    else:\n        bar = param\n    os.system('ping ' + bar)  # SINK\n";
         twins(
             "a.py",
             "exec/python-os-system",
             py,
-            &py.replace("7 * 42", "7 * 18"),
+            &py.replace("3 * 5", "3 * 2"),
         );
         // A sink in an arm that never runs.
-        let never = "function f(req) {\n  const num = 86;\n  if ((7 * 18) - num > 200) {\n    db.query('SELECT * FROM t WHERE n = ' + req.query.v); // SINK\n  }\n}\n";
+        let never = "function f(req) {\n  const num = 4;\n  if ((3 * 2) - num > 10) {\n    db.query('SELECT * FROM t WHERE n = ' + req.query.v); // SINK\n  }\n}\n";
         let j = judge_text("a.js", never, "sql/concat");
         assert_eq!(j.verdict, "refuted", "{j:?}");
         assert!(j.why.contains("never runs"), "{j:?}");
@@ -2531,27 +2532,27 @@ mod tests {
 
     #[test]
     fn a_switch_on_a_constant_runs_one_arm() {
-        let body = "    String guess = \"ABC\";\n    char target = guess.charAt(1);\n    switch (target) {\n      case 'A':\n        bar = param;\n        break;\n      case 'B':\n        bar = \"fixed\";\n        break;\n      case 'C':\n      case 'D':\n        bar = param;\n        break;\n      default:\n        bar = \"other\";\n        break;\n    }";
+        let body = "    char target = 'B';\n    switch (target) {\n      case 'A':\n        bar = param;\n        break;\n      case 'B':\n        bar = \"fixed\";\n        break;\n      case 'C':\n      case 'D':\n        bar = param;\n        break;\n      default:\n        bar = \"other\";\n        break;\n    }";
         twins(
             "A.java",
             "sql/concat",
             &servlet(body),
-            &servlet(&body.replace("charAt(1)", "charAt(2)")),
+            &servlet(&body.replace("target = 'B'", "target = 'C'")),
         );
     }
 
     #[test]
     fn collections_are_read_under_the_key_or_index_they_were_filled_at() {
-        let body = "    java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"keyA-1\", \"a_Value\");\n    map.put(\"keyB-2\", param);\n    bar = (String) map.get(\"keyA-1\");";
+        let body = "    java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"first\", \"fixed\");\n    map.put(\"second\", param);\n    bar = (String) map.get(\"first\");";
         twins(
             "A.java",
             "sql/concat",
             &servlet(body),
-            &servlet(&body.replace("get(\"keyA-1\")", "get(\"keyB-2\")")),
+            &servlet(&body.replace("get(\"first\")", "get(\"second\")")),
         );
         let j = judge_text(
             "A.java",
-            &servlet(&body.replace("get(\"keyA-1\")", "get(\"keyB-2\")")),
+            &servlet(&body.replace("get(\"first\")", "get(\"second\")")),
             "sql/concat",
         );
         // The put is part of the flow.
@@ -2649,14 +2650,14 @@ mod tests {
 
     #[test]
     fn a_helper_of_the_same_file_is_followed_into_its_return_value() {
-        let inner = "  private class Test {\n    public String doSomething(HttpServletRequest request, String param) throws Exception {\n      String bar = \"safe!\";\n      java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n      map.put(\"keyA-1\", \"a_Value\");\n      map.put(\"keyB-2\", param);\n      bar = (String) map.get(\"keyA-1\");\n      return bar;\n    }\n  }";
+        let inner = "  private class Test {\n    public String doSomething(HttpServletRequest request, String param) throws Exception {\n      String bar = \"safe!\";\n      java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n      map.put(\"first\", \"fixed\");\n      map.put(\"second\", param);\n      bar = (String) map.get(\"first\");\n      return bar;\n    }\n  }";
         twins(
             "A.java",
             "sql/concat",
             &with_helper("new Test().doSomething(request, param)", inner),
             &with_helper(
                 "new Test().doSomething(request, param)",
-                &inner.replace("get(\"keyA-1\")", "get(\"keyB-2\")"),
+                &inner.replace("get(\"first\")", "get(\"second\")"),
             ),
         );
         // A static helper, called without a receiver.
@@ -2848,7 +2849,7 @@ mod tests {
             "v = v[1:]",
             "é = ü;",
             "def f(:",
-            "bar = (7 * 42) - num > 200 ? \"x\" : param;",
+            "bar = (3 * 5) - num > 10 ? \"x\" : param;",
             "else bar = param;",
             "map.put(\"k\", request.getParameter(\"v\"));",
             "SELECT * FROM t WHERE n = '\" + x",

@@ -571,8 +571,8 @@ fn servlet(shape: &str) -> String {
 #[test]
 fn the_offline_skeptic_follows_the_value_not_the_shape() {
     let safe = [
-        "    int num = 86;\n    if ((7 * 42) - num > 200) bar = \"fixed\";\n    else bar = param;",
-        "    java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"keyA-1\", \"a_Value\");\n    map.put(\"keyB-2\", param);\n    bar = (String) map.get(\"keyA-1\");",
+        "    int num = 4;\n    if ((3 * 5) - num > 10) bar = \"fixed\";\n    else bar = param;",
+        "    java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"first\", \"fixed\");\n    map.put(\"second\", param);\n    bar = (String) map.get(\"first\");",
         "    bar = param;\n    bar = \"fixed\";",
     ];
     let files: Vec<(String, String)> = safe
@@ -596,10 +596,7 @@ fn the_offline_skeptic_follows_the_value_not_the_shape() {
         String::from_utf8_lossy(&out.stdout)
     );
     // The twin whose branch takes the input fails the gate.
-    repo.write(
-        "web/S0.java",
-        &servlet(&safe[0].replace("7 * 42", "7 * 18")),
-    );
+    repo.write("web/S0.java", &servlet(&safe[0].replace("3 * 5", "3 * 2")));
     let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
     let report: Report = serde_json::from_slice(&out.stdout).unwrap();
     let confirmed = report
