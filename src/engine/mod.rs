@@ -2,7 +2,8 @@
 //! through the same [`Provider`](crate::llm::providers::Provider) protocol as a
 //! remote model. Takes requests; gives answers a model would give: the
 //! read-only tool calls a careful auditor makes, then the rule set's
-//! findings ([`offline`]), and the skeptic's verdicts from a small,
+//! findings ([`offline`]) and its taint rules' traced findings
+//! ([`taint`]), and the skeptic's verdicts from a small,
 //! documented source check per language family ([`source_check`]), which
 //! reads a function as it runs ([`live`]).
 //!
@@ -14,3 +15,4 @@ pub(crate) mod offline;
 pub(crate) mod rules;
 pub(crate) mod source_check;
 pub(crate) mod syntax;
+pub(crate) mod taint;

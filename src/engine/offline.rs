@@ -189,7 +189,7 @@ impl Offline {
             .iter()
             .filter_map(|l| {
                 let rule = self.rule_like(l, table);
-                let judged = source_check::judge(
+                let judged = crate::engine::taint::judge(
                     table,
                     &self.patterns,
                     &self.rules.trees,
@@ -212,7 +212,11 @@ impl Offline {
     /// has it, else the engine's first rule of the lead's CWE.
     fn rule_like(&self, lead: &LeadFact, table: &SourceTable) -> Option<String> {
         let rules = self.rules.rules().ok()?;
-        if rules.iter().any(|r| r.id == lead.rule) {
+        let taint_rule = self
+            .rules
+            .taint()
+            .is_ok_and(|t| t.table().sink(&lead.rule).is_some());
+        if taint_rule || rules.iter().any(|r| r.id == lead.rule) {
             return Some(lead.rule.clone());
         }
         let cwe = lead.cwe?;
@@ -236,7 +240,7 @@ fn skeptic_judge(
         .challenges
         .iter()
         .map(|c| match SourceTable::bundled() {
-            Ok(table) => source_check::judge(
+            Ok(table) => crate::engine::taint::judge(
                 table,
                 patterns,
                 trees,

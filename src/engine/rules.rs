@@ -15,6 +15,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use super::syntax::{Grammar, Syntax, Trees, Unparsed, whole_text};
+use super::taint::{Flow, Taint};
 use crate::model::findings::{Finding, FindingCwe, Origin, Severity};
 use crate::util::language::language_of;
 
@@ -113,6 +114,9 @@ pub enum RuleError {
         id: String,
         problem: String,
     },
+    /// The bundled taint table does not read: a fanscan bug.
+    #[error("the taint rules cannot run: {0}")]
+    Taint(String),
 }
 
 /// A rule set: where it came from, its hash and its compiled rules.
@@ -126,11 +130,15 @@ pub enum RuleError {
 pub(crate) struct RuleSet {
     /// Where it came from (`builtin` or a path), for the run manifest.
     pub source: String,
-    /// SHA-256 of the rule text, for the run manifest.
+    /// SHA-256 of the rule text and of what the taint rules depend on, for
+    /// the run manifest and the keys of stored answers.
     pub hash: String,
     /// The rule text, kept for a set compiled on first use.
     text: &'static str,
     compiled: OnceLock<Result<Vec<Rule>, RuleError>>,
+    /// The taint rules (built in, whatever the rule file), checked on
+    /// first use.
+    taint: OnceLock<Result<&'static Taint, RuleError>>,
     /// The run's syntax trees: every file these rules read is parsed once
     /// a run, and the source check reads the same trees.
     pub(crate) trees: Trees,
@@ -142,9 +150,10 @@ impl RuleSet {
         let rules = compile(source, text)?;
         Ok(Self {
             source: source.to_string(),
-            hash: crate::util::sha256_hex(text.as_bytes()),
+            hash: hash(text),
             text: "",
             compiled: OnceLock::from(Ok(rules)),
+            taint: OnceLock::new(),
             trees: Trees::default(),
         })
     }
@@ -155,6 +164,14 @@ impl RuleSet {
         self.compiled
             .get_or_init(|| compile(&self.source, self.text))
             .as_deref()
+    }
+
+    /// The taint rules, checked on their first use.
+    pub(crate) fn taint(&self) -> Result<&'static Taint, &RuleError> {
+        self.taint
+            .get_or_init(|| Taint::bundled().map_err(|e| RuleError::Taint(e.to_string())))
+            .as_ref()
+            .map(|t| *t)
     }
 
     /// The CWE ids of rule `id` (see [`Rule::cwe`]), if the set has it: a
@@ -178,9 +195,10 @@ impl RuleSet {
     pub(crate) fn compiled_on_first_use(source: &str, text: &'static str) -> Self {
         Self {
             source: source.to_string(),
-            hash: crate::util::sha256_hex(text.as_bytes()),
+            hash: hash(text),
             text,
             compiled: OnceLock::new(),
+            taint: OnceLock::new(),
             trees: Trees::default(),
         }
     }
@@ -289,12 +307,73 @@ impl RuleSet {
                 });
             }
         }
+        // The taint rules, on the tree of a file with a line that names
+        // one of its language's sinks.
+        if !test_file && let Some(language) = language {
+            let taint = self.taint()?;
+            if taint.covers(language)
+                && lines.iter().any(|(_, l)| taint.may_hold(language, l))
+                && let Ok(syntax) = parse().as_ref()
+            {
+                let flows = taint.flows(path, syntax);
+                // A line rule's finding of the same weakness on a traced
+                // line gives way to the finding with the trace.
+                let traced: Vec<Finding> = flows
+                    .iter()
+                    .filter_map(|f| traced_finding(taint, path, lines, f))
+                    .collect();
+                out.retain(|f| {
+                    !traced
+                        .iter()
+                        .any(|t| t.line == f.line && t.cwe.id == f.cwe.id)
+                });
+                out.extend(traced);
+            }
+        }
         out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
         let read = parsed
             .get()
             .map(|p| p.as_ref().as_ref().map(|s| s.grammar).map_err(Clone::clone));
         Ok((out, read))
     }
+}
+
+/// A set's hash: its rule text and what the taint rules depend on.
+fn hash(text: &str) -> String {
+    crate::util::sha256_hex(format!("{text}{}", super::taint::identity()).as_bytes())
+}
+
+/// The finding of a traced flow: its class's title and message, and the
+/// trace.
+fn traced_finding(
+    taint: &Taint,
+    path: &str,
+    lines: &[(u32, String)],
+    flow: &Flow,
+) -> Option<Finding> {
+    let sink = taint.table().sink(&flow.sink)?;
+    let class = taint.table().class_of(sink);
+    let evidence = lines
+        .iter()
+        .find(|(n, _)| *n == flow.line)
+        .map(|(_, l)| l.trim().to_string())?;
+    Some(Finding {
+        path: path.to_string(),
+        line: flow.line,
+        end_line: None,
+        severity: class.severity,
+        title: class.title.clone(),
+        detail: format!(
+            "{} Traced on the syntax tree: {}.",
+            class.message,
+            flow.trace()
+        ),
+        evidence: Some(evidence),
+        rule: Some(flow.sink.clone()),
+        cwe: FindingCwe::number(class.cwe),
+        origin: Origin::Agent,
+        seen: None,
+    })
 }
 
 /// Parses and compiles rule text: every rule's pattern, CWE and samples.
@@ -471,7 +550,9 @@ mod tests {
     fn the_builtin_set_is_compiled_on_first_use_and_a_bad_one_fails_there() {
         let rules = RuleSet::builtin();
         assert!(rules.compiled.get().is_none(), "not compiled by builtin()");
-        assert_eq!(
+        // The hash covers the rules and what the taint rules depend on.
+        assert_eq!(rules.hash, hash(BUILTIN_RULES));
+        assert_ne!(
             rules.hash,
             crate::util::sha256_hex(BUILTIN_RULES.as_bytes())
         );

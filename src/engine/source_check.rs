@@ -212,7 +212,8 @@ impl SourceTable {
         BUNDLED.as_ref()
     }
 
-    fn source_in(&self, text: &str) -> Option<&str> {
+    /// The kind of the first source whose pattern `text` matches.
+    pub(crate) fn source_in(&self, text: &str) -> Option<&str> {
         self.sources
             .iter()
             .find(|(_, patterns)| patterns.iter().any(|p| p.is_match(text)))

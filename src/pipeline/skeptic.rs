@@ -31,7 +31,7 @@ use crate::agents::AgentStatus;
 use crate::agents::router::{ReadOnlyTools, ToolRouter};
 use crate::agents::turns::{Finish, Loop, Reader, Start};
 use crate::agents::{AgentDefinition, Harness, UnknownAgent};
-use crate::engine::source_check::{self, Files, Patterns, SourceTable};
+use crate::engine::source_check::{Files, Patterns, SourceTable};
 use crate::llm::budget::Spend;
 use crate::llm::conversation::{ChallengeFact, FileRead};
 use crate::llm::events::EventSink;
@@ -324,9 +324,10 @@ impl Stage<'_> {
         let run = self.run?;
         let base = run.skeptic_base(self.definition);
         let hash = self.hash(&target.finding.path, hashes)?;
-        // The source check answers for the rule engine and weighs a
-        // model's refutations: a new check may answer differently.
-        let check = source_check::identity();
+        // The source check and the taint rules answer for the rule engine
+        // and weigh a model's refutations: a new check may answer
+        // differently.
+        let check = crate::engine::taint::identity();
         Some(crate::util::sha256_hex(
             format!(
                 "fanscan skeptic v{FORMAT_VERSION}\nagent {} {}\nprovider {}\nmodel {}{check}\nfinding {} {}\nfile {}\0{hash}\n",
@@ -520,7 +521,7 @@ impl Stage<'_> {
         let Some(files) = files.as_ref().filter(|f| f.contains_key(&finding.path)) else {
             return challenge;
         };
-        let traced = source_check::judge(
+        let traced = crate::engine::taint::judge(
             table,
             patterns,
             trees,

@@ -81,6 +81,8 @@ pub(crate) struct Function {
 pub(crate) struct Syntax {
     pub(crate) grammar: Grammar,
     text: String,
+    /// The tree itself, for the walks of taint rules.
+    tree: Tree,
     /// Comments and docstrings, as byte ranges in order.
     comments: Vec<Range<usize>>,
     /// In the order they start.
@@ -102,7 +104,7 @@ impl std::fmt::Debug for Syntax {
 }
 
 /// Node kinds that make a function, across the grammars.
-const FUNCTION_KINDS: &[&str] = &[
+pub(crate) const FUNCTION_KINDS: &[&str] = &[
     "function_definition",
     "function_declaration",
     "function_item",
@@ -170,6 +172,7 @@ impl Syntax {
         let mut out = Self {
             grammar,
             text,
+            tree: tree.clone(),
             comments: Vec::new(),
             functions: Vec::new(),
             errors: 0,
@@ -256,38 +259,25 @@ impl Syntax {
     /// whole), in order, by a cursor.
     fn names_in(&self, node: Node<'_>) -> Vec<String> {
         let mut names = Vec::new();
-        let mut cursor = node.walk();
-        loop {
-            let here = cursor.node();
+        walk(node, |here, _| {
             let whole = here.kind() == "variable_name" || here.child_count() == 0;
-            if whole {
-                let text = &self.text[here.byte_range()];
-                let name_like = text
+            if !whole {
+                return Visit::Enter;
+            }
+            let text = &self.text[here.byte_range()];
+            let name_like = text
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+                && text
                     .chars()
-                    .next()
-                    .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
-                    && text
-                        .chars()
-                        .all(|c| c.is_alphanumeric() || c == '_' || c == '$');
-                if name_like {
-                    names.push(text.to_string());
-                }
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '$');
+            if name_like {
+                names.push(text.to_string());
             }
-            if !whole && cursor.goto_first_child() {
-                continue;
-            }
-            loop {
-                if cursor.node() == node {
-                    return names;
-                }
-                if cursor.goto_next_sibling() {
-                    break;
-                }
-                if !cursor.goto_parent() {
-                    return names;
-                }
-            }
-        }
+            Visit::Skip
+        });
+        names
     }
 
     /// The file's lines with every comment and docstring blanked (spaces
@@ -309,12 +299,67 @@ impl Syntax {
             .collect()
     }
 
+    /// The tree's root node.
+    pub(crate) fn root(&self) -> Node<'_> {
+        self.tree.root_node()
+    }
+
+    /// The text of `node`: empty when its range does not fall on
+    /// character boundaries (a node of an `ERROR` can cut one).
+    pub(crate) fn text_of(&self, node: Node<'_>) -> &str {
+        self.text.get(node.byte_range()).unwrap_or_default()
+    }
+
     /// The innermost function around `line`.
     pub(crate) fn function_around(&self, line: u32) -> Option<&Function> {
         self.functions
             .iter()
             .filter(|f| f.header <= line && line <= f.last)
             .max_by_key(|f| f.header)
+    }
+}
+
+/// What a walk does after a node: go into its children, pass over them,
+/// or end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Visit {
+    Enter,
+    Skip,
+    Stop,
+}
+
+/// Walks `root` and its descendants in order, by a cursor (never by
+/// recursion), asking `visit` of each node (with the field it is in, in
+/// its parent) whether to go into it. Returns `false` when `visit` ended
+/// the walk.
+pub(crate) fn walk<'t>(
+    root: Node<'t>,
+    mut visit: impl FnMut(Node<'t>, Option<&str>) -> Visit,
+) -> bool {
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        let field = if node == root {
+            None
+        } else {
+            cursor.field_name()
+        };
+        match visit(node, field) {
+            Visit::Stop => return false,
+            Visit::Enter if cursor.goto_first_child() => continue,
+            Visit::Enter | Visit::Skip => {}
+        }
+        loop {
+            if cursor.node() == root {
+                return true;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return true;
+            }
+        }
     }
 }
 
@@ -339,15 +384,21 @@ pub(crate) fn whole_text<'a>(lines: impl Iterator<Item = (u32, &'a str)>) -> Opt
 }
 
 /// The run's parsed files: a file's text is parsed once, whatever asks for
-/// it (the rules, the source check), and kept while the texts kept stay
-/// under a size, the oldest let go first. The key is the path and the
+/// it (the rules, the taint rules, the source check), and kept while what
+/// is kept stays under a size (a text and its tree count
+/// [`TREE_WEIGHT`] times the text's bytes), the oldest let go first. The key is the path and the
 /// text, so a changed file is parsed again.
 pub(crate) struct Trees {
     limits: Limits,
-    /// The most source bytes kept parsed.
+    /// The most bytes kept parsed, texts and trees.
     keep_bytes: usize,
     kept: Mutex<Kept>,
 }
+
+/// What a parsed file is taken to hold per byte of its text: the text and
+/// its tree (tree-sitter keeps a node of tens of bytes for every few
+/// bytes of code).
+const TREE_WEIGHT: usize = 16;
 
 #[derive(Default)]
 struct Kept {
@@ -381,7 +432,7 @@ impl Trees {
     pub(crate) fn new(limits: Limits) -> Self {
         Self {
             limits,
-            keep_bytes: 64 << 20,
+            keep_bytes: 256 << 20,
             kept: Mutex::new(Kept::default()),
         }
     }
@@ -407,14 +458,14 @@ impl Trees {
             .is_none()
         {
             kept.order.push_back(key);
-            kept.bytes += text.len();
+            kept.bytes += text.len().saturating_mul(TREE_WEIGHT);
         }
         while kept.bytes > self.keep_bytes && kept.order.len() > 1 {
             let Some(old) = kept.order.pop_front() else {
                 break;
             };
             kept.parsed.remove(&old);
-            kept.bytes -= old.len;
+            kept.bytes -= old.len.saturating_mul(TREE_WEIGHT);
         }
         parsed
     }

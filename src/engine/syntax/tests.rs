@@ -172,7 +172,7 @@ fn the_run_parses_a_text_once_and_a_changed_text_again() {
 #[test]
 fn the_run_keeps_parsed_texts_under_its_size() {
     let trees = Trees {
-        keep_bytes: 12,
+        keep_bytes: 12 * TREE_WEIGHT,
         ..Trees::default()
     };
     let a = trees.get("a.py", "x = 1\n");
@@ -180,7 +180,7 @@ fn the_run_keeps_parsed_texts_under_its_size() {
     trees.get("c.py", "z = 1\n");
     // `a.py` was let go: asked again, it is parsed again.
     assert!(!Arc::ptr_eq(&a, &trees.get("a.py", "x = 1\n")));
-    assert!(trees.lock().bytes <= 12);
+    assert!(trees.lock().bytes <= 12 * TREE_WEIGHT);
 }
 
 #[test]

@@ -1,0 +1,1308 @@
+//! Taint rules on syntax trees: a sink of `configs/taint.toml` is reported
+//! only when a value from a source reaches its argument, and the finding
+//! carries the trace (source line → assignments → sink line).
+//!
+//! How, on the tree of one file ([`Syntax`]):
+//! - a sink is a call (or a PHP construct: `include`, `echo`) whose callee
+//!   names one of the sink's calls; its value is the arguments the sink
+//!   names (all of them by default, Python keyword arguments by name);
+//! - the value is walked by a cursor. A call of a sanitizer of the sink's
+//!   class (or of every class: a number, a hash, a length, a test that
+//!   answers yes or no) and a cast to a number are clean and not entered.
+//!   An expression whose text matches a source of `configs/sources.toml`
+//!   of a kind the class accepts (an HTTP request for a web sink) is the
+//!   source. A name is followed to its assignments in the same function
+//!   before its use, the last one that always runs on the way first (an
+//!   assignment in a branch or a loop the use is outside of, or one that
+//!   adds to the value, `.=` and `+=`, lets the earlier ones through), and
+//!   the assigned values are walked in turn. A string with interpolation,
+//!   concatenation, formatting, a container written to (`$a['k'] = …`)
+//!   and any call not known as a sanitizer pass their parts through.
+//! - a parameter is a source when its framework makes it one: a Spring or
+//!   JAX-RS annotation (`@RequestParam`, `@PathVariable`, `@QueryParam`,
+//!   ...), a Flask route's `<name>`. Other parameters end the trace: this
+//!   analysis stays within the function (the line rules and the source
+//!   check see further, with less certainty).
+//! - for a redirect or a server-side request, a value that starts with a
+//!   fixed path (`/items/…`) or a fixed `scheme://host/` is not a risk.
+//!
+//! Every walk is bounded ([`BUDGET`] nodes a trace, [`MOST_STEPS`] values
+//! followed) and goes by a cursor, never by recursion.
+
+mod table;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::LazyLock;
+
+use tree_sitter::Node;
+
+pub(crate) use table::{Table, TaintTableError};
+
+use super::source_check::{self, Files, Judged, Patterns, SourceTable};
+use super::syntax::{FUNCTION_KINDS, Limits, Syntax, Trees, Visit, parse, walk, whole_text};
+use crate::util::language::language_of;
+
+/// Bumped whenever the analysis would report the same code differently.
+const VERSION: u32 = 1;
+
+/// Most nodes one trace walks.
+const BUDGET: usize = 20_000;
+
+/// Most values (a sink's argument, an assignment's right side) one trace
+/// follows.
+const MOST_STEPS: usize = 256;
+
+/// What the findings of taint rules depend on: the analysis's version, its
+/// table and the source table.
+pub(crate) fn identity() -> String {
+    format!(
+        " taint v{VERSION} {}{}",
+        crate::util::sha256_hex(table::TABLE.as_bytes()),
+        super::source_check::identity()
+    )
+}
+
+/// One step of a trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Step {
+    pub(crate) line: u32,
+    /// What happens there, for a reader: the source, an assignment, the sink.
+    pub(crate) what: String,
+}
+
+/// A value traced from a source to a sink.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Flow {
+    /// The sink's id (`include/php`).
+    pub(crate) sink: String,
+    /// The sink's line.
+    pub(crate) line: u32,
+    /// From the source to the sink, in order.
+    pub(crate) steps: Vec<Step>,
+}
+
+impl Flow {
+    /// The trace as one sentence: `line 3: … → line 4: … → line 5: …`.
+    pub(crate) fn trace(&self) -> String {
+        self.steps
+            .iter()
+            .map(|s| format!("line {}: {}", s.line, s.what))
+            .collect::<Vec<_>>()
+            .join(" → ")
+    }
+}
+
+/// The taint rules, ready to run.
+pub(crate) struct Taint {
+    table: Table,
+    sources: &'static SourceTable,
+}
+
+impl std::fmt::Debug for Taint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Taint").field("table", &self.table).finish()
+    }
+}
+
+/// Why the taint rules cannot run: a fanscan bug in a bundled table.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TaintError {
+    #[error(transparent)]
+    Table(#[from] TaintTableError),
+    #[error("{0}")]
+    Sources(String),
+    #[error("configs/taint.toml: sink {sink}: {problem}")]
+    Sample { sink: String, problem: String },
+}
+
+impl Taint {
+    /// The bundled table, checked once (a test checks it on every change).
+    pub(crate) fn bundled() -> Result<&'static Self, &'static TaintError> {
+        static BUNDLED: LazyLock<Result<Taint, TaintError>> = LazyLock::new(|| {
+            let sources = SourceTable::bundled().map_err(|e| TaintError::Sources(e.to_string()))?;
+            Taint::parse("configs/taint.toml", table::TABLE, sources)
+        });
+        BUNDLED.as_ref()
+    }
+
+    /// Reads a table and checks every sink's samples.
+    fn parse(
+        source_name: &str,
+        text: &str,
+        sources: &'static SourceTable,
+    ) -> Result<Self, TaintError> {
+        let table = Table::parse(source_name, text)?;
+        let mut taint = Self { table, sources };
+        let samples = std::mem::take(&mut taint.table.samples);
+        for (sink, (examples, counterexamples)) in taint.table.sinks.iter().zip(&samples) {
+            let problem = |problem: String| TaintError::Sample {
+                sink: sink.id.clone(),
+                problem,
+            };
+            for (sample, wanted) in examples
+                .iter()
+                .map(|s| (s, true))
+                .chain(counterexamples.iter().map(|s| (s, false)))
+            {
+                let syntax = parse(&sample.file, &sample.code, &Limits::default())
+                    .map_err(|e| problem(format!("{} does not parse: {e}", sample.file)))?;
+                let found = taint
+                    .flows(&sample.file, &syntax)
+                    .iter()
+                    .any(|f| f.sink == sink.id);
+                if found != wanted {
+                    let what = if wanted {
+                        "example is not reported"
+                    } else {
+                        "counterexample is reported"
+                    };
+                    return Err(problem(format!("{what}: {:?}", sample.code)));
+                }
+            }
+        }
+        Ok(taint)
+    }
+
+    pub(crate) fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// Whether `line` of a file in `language` may hold a sink: it names one
+    /// of the language's sink calls, or holds HTML markup where a sink of
+    /// HTML strings is written for the language. A file with no such line
+    /// is not parsed for the taint rules.
+    pub(crate) fn may_hold(&self, language: &str, line: &str) -> bool {
+        let mut sinks = self
+            .table
+            .sinks
+            .iter()
+            .filter(|s| s.languages.iter().any(|l| l == language));
+        sinks.any(|s| {
+            (s.html_strings && has_html_element(line))
+                || s.calls
+                    .iter()
+                    .any(|c| line.contains(c.rsplit('.').next().unwrap_or(c)))
+        })
+    }
+
+    /// Whether any sink is written for `language`.
+    pub(crate) fn covers(&self, language: &str) -> bool {
+        self.table
+            .sinks
+            .iter()
+            .any(|s| s.languages.iter().any(|l| l == language))
+    }
+
+    /// Every traced flow into a sink of `path`'s language in `syntax`, in
+    /// the order of the sinks in the file.
+    pub(crate) fn flows(&self, path: &str, syntax: &Syntax) -> Vec<Flow> {
+        let Some(language) = language_of(path) else {
+            return Vec::new();
+        };
+        let sinks: Vec<_> = self
+            .table
+            .sinks
+            .iter()
+            .filter(|s| s.languages.iter().any(|l| l == language))
+            .collect();
+        if sinks.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        walk(syntax.root(), |node, _| {
+            if let Some(call) = Call::of(node, syntax) {
+                for sink in sinks.iter().filter(|s| s.calls(&call.dotted)) {
+                    out.extend(self.flow_into(syntax, sink, &call));
+                }
+                if let Some(values) = html_format(syntax, &call) {
+                    for sink in sinks.iter().filter(|s| s.html_strings) {
+                        out.extend(self.flow_into_string(syntax, sink, node, &values));
+                    }
+                }
+            } else if html_string(syntax, node) {
+                for sink in sinks.iter().filter(|s| s.html_strings) {
+                    out.extend(self.flow_into_string(syntax, sink, node, &[node]));
+                }
+            }
+            Visit::Enter
+        });
+        // A string of markup that flows on into an output sink of its
+        // class is that sink's finding.
+        let class = |f: &Flow| f.sink.split('/').next().unwrap_or_default().to_string();
+        let passed: BTreeSet<(String, u32)> = out
+            .iter()
+            .flat_map(|f| {
+                f.steps
+                    .iter()
+                    .filter(|s| s.line != f.line)
+                    .map(move |s| (class(f), s.line))
+            })
+            .collect();
+        out.retain(|f| {
+            let string = self.table.sink(&f.sink).is_some_and(|s| s.html_strings);
+            !(string && passed.contains(&(class(f), f.line)))
+        });
+        // One finding a line and class: `echo "<p>$x</p>"` is one sink.
+        let mut seen = BTreeSet::new();
+        out.retain(|f| seen.insert((class(f), f.line)));
+        out
+    }
+
+    /// The flow into `node`, a string built with HTML markup, if a source
+    /// reaches one of `values` (its parts, or a format's arguments).
+    fn flow_into_string<'t>(
+        &self,
+        syntax: &'t Syntax,
+        sink: &table::Sink,
+        node: Node<'t>,
+        values: &[Node<'t>],
+    ) -> Option<Flow> {
+        let class = self.table.class_of(sink);
+        let mut steps = self.trace(syntax, class, node, values)?;
+        // A string over several lines is flagged where the source is, when
+        // it is inside the string.
+        let (first, last) = (line_of(node), end_line_of(node));
+        let line = steps
+            .first()
+            .map(|s| s.line)
+            .filter(|l| (first..=last).contains(l))
+            .unwrap_or(first);
+        steps.push(Step {
+            line,
+            what: "is written into a string of HTML markup".into(),
+        });
+        Some(Flow {
+            sink: sink.id.clone(),
+            line,
+            steps,
+        })
+    }
+
+    /// The flow into sink `sink` at `line` of `path`, if one is traced.
+    pub(crate) fn flow_at(
+        &self,
+        path: &str,
+        syntax: &Syntax,
+        line: u32,
+        sink: &str,
+    ) -> Option<Flow> {
+        self.flows(path, syntax)
+            .into_iter()
+            .find(|f| f.line == line && f.sink == sink)
+    }
+
+    /// The steps from a source to the first of `values` (read in the
+    /// function around `at`) that one reaches.
+    fn trace<'t>(
+        &self,
+        syntax: &'t Syntax,
+        class: &table::Class,
+        at: Node<'t>,
+        values: &[Node<'t>],
+    ) -> Option<Vec<Step>> {
+        let scope = Scope::around(syntax, at);
+        let mut tracer = Tracer {
+            syntax,
+            sources: self.sources,
+            class,
+            scope: &scope,
+            walked: 0,
+        };
+        values.iter().find_map(|v| tracer.trace(*v))
+    }
+
+    /// The flow into `call`, a call of `sink`, if a source reaches the
+    /// arguments it names.
+    fn flow_into(&self, syntax: &Syntax, sink: &table::Sink, call: &Call<'_>) -> Option<Flow> {
+        let class = self.table.class_of(sink);
+        if let Some(needle) = &sink.contains
+            && !syntax.text_of(call.node).to_lowercase().contains(needle)
+        {
+            return None;
+        }
+        let values: Vec<Node<'_>> = call
+            .args
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| sink.args.as_ref().is_none_or(|a| a.contains(i)))
+            .map(|(_, n)| *n)
+            .chain(
+                call.keywords
+                    .iter()
+                    .filter(|(k, _)| sink.keywords.iter().any(|w| w == k))
+                    .map(|(_, n)| *n),
+            )
+            .filter(|v| !(class.fixed_prefix && fixed_prefix(syntax, *v)))
+            .collect();
+        if values.is_empty() {
+            return None;
+        }
+        let line = line_of(call.node);
+        let mut steps = self.trace(syntax, class, call.node, &values)?;
+        steps.push(Step {
+            line,
+            what: format!("reaches `{}` ({})", call.dotted, class.title.to_lowercase()),
+        });
+        Some(Flow {
+            sink: sink.id.clone(),
+            line,
+            steps,
+        })
+    }
+}
+
+/// The last named child of `node`.
+fn last_named(node: Node<'_>) -> Option<Node<'_>> {
+    let count = u32::try_from(node.named_child_count()).ok()?;
+    node.named_child(count.checked_sub(1)?)
+}
+
+/// The skeptic's check of one finding: a finding of a taint rule whose
+/// flow the file's tree still shows is confirmed, with that trace; any
+/// other is judged by the source check ([`source_check::judge`]).
+pub(crate) fn judge(
+    table: &SourceTable,
+    patterns: &Patterns,
+    trees: &Trees,
+    path: &str,
+    files: &Files,
+    line: u32,
+    rule: Option<&str>,
+) -> Judged {
+    if let Some(flow) = traced(trees, path, files, line, rule) {
+        return Judged {
+            verdict: "confirmed",
+            confidence: 9,
+            why: format!("traced on the syntax tree: {}", flow.trace()),
+            flow: flow.steps.iter().map(|s| s.line).collect(),
+            elsewhere: Vec::new(),
+            wants: BTreeSet::new(),
+        };
+    }
+    source_check::judge(table, patterns, trees, path, files, line, rule)
+}
+
+/// The flow of taint rule `rule` into `line` of `path`, when the whole
+/// file is in `files` and the rule traces one there.
+fn traced(trees: &Trees, path: &str, files: &Files, line: u32, rule: Option<&str>) -> Option<Flow> {
+    let rule = rule?;
+    let taint = Taint::bundled().ok()?;
+    taint.table.sink(rule)?;
+    let lines = files.get(path)?;
+    let text = whole_text(lines.iter().map(|(n, l)| (*n, l.as_str())))?;
+    let parsed = trees.get(path, &text);
+    let syntax = parsed.as_ref().as_ref().ok()?;
+    taint.flow_at(path, syntax, line, rule)
+}
+
+fn end_line_of(node: Node<'_>) -> u32 {
+    u32::try_from(node.end_position().row).map_or(u32::MAX, |r| r.saturating_add(1))
+}
+
+fn line_of(node: Node<'_>) -> u32 {
+    u32::try_from(node.start_position().row).map_or(u32::MAX, |r| r.saturating_add(1))
+}
+
+/// A call, or a construct that takes values like one.
+struct Call<'t> {
+    node: Node<'t>,
+    /// The callee as a dotted name: `requests.get`, `response.sendRedirect`.
+    dotted: String,
+    args: Vec<Node<'t>>,
+    /// Python's keyword arguments: name and value.
+    keywords: Vec<(String, Node<'t>)>,
+    /// The object a method is called on (`payload` in `payload.append(x)`).
+    receiver: Option<Node<'t>>,
+    /// The node that holds the arguments.
+    list: Option<Node<'t>>,
+}
+
+impl<'t> Call<'t> {
+    fn of(node: Node<'t>, syntax: &'t Syntax) -> Option<Self> {
+        let field = |name: &str| node.child_by_field_name(name);
+        let text = |n: Node<'t>| syntax.text_of(n);
+        let (callee, args_node): (String, Option<Node<'t>>) = match node.kind() {
+            "call" => match (field("receiver"), field("method")) {
+                // Ruby: `receiver.method args`.
+                (receiver, Some(method)) => (
+                    match receiver {
+                        Some(r) => format!("{}.{}", text(r), text(method)),
+                        None => text(method).to_string(),
+                    },
+                    field("arguments"),
+                ),
+                // Python: `function(arguments)`.
+                (_, None) => (text(field("function")?).to_string(), field("arguments")),
+            },
+            "call_expression" | "invocation_expression" | "function_call_expression" => {
+                (text(field("function")?).to_string(), field("arguments"))
+            }
+            "new_expression" => (text(field("constructor")?).to_string(), field("arguments")),
+            "method_invocation"
+            | "member_call_expression"
+            | "nullsafe_member_call_expression"
+            | "scoped_call_expression" => {
+                let name = text(field("name")?);
+                let receiver = field("object").or_else(|| field("scope"));
+                (
+                    match receiver {
+                        Some(r) => format!("{}.{name}", text(r)),
+                        None => name.to_string(),
+                    },
+                    field("arguments"),
+                )
+            }
+            "object_creation_expression" => {
+                let ty = field("type").or_else(|| {
+                    let mut c = node.walk();
+                    node.named_children(&mut c)
+                        .find(|n| matches!(n.kind(), "name" | "qualified_name"))
+                })?;
+                let args = field("arguments").or_else(|| {
+                    let mut c = node.walk();
+                    node.named_children(&mut c)
+                        .find(|n| n.kind() == "arguments")
+                });
+                (text(ty).to_string(), args)
+            }
+            "include_expression"
+            | "include_once_expression"
+            | "require_expression"
+            | "require_once_expression" => (
+                node.kind().trim_end_matches("_expression").to_string(),
+                Some(node),
+            ),
+            "echo_statement" => ("echo".to_string(), Some(node)),
+            "print_intrinsic" => ("print".to_string(), Some(node)),
+            _ => return None,
+        };
+        let dotted: String = callee
+            .replace("?->", ".")
+            .replace("->", ".")
+            .replace("::", ".")
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        let mut args = Vec::new();
+        let mut keywords = Vec::new();
+        if let Some(list) = args_node {
+            let mut c = list.walk();
+            for arg in list.named_children(&mut c) {
+                if arg.kind().ends_with("comment") {
+                    continue;
+                }
+                if arg.kind() == "keyword_argument" {
+                    if let (Some(k), Some(v)) = (
+                        arg.child_by_field_name("name"),
+                        arg.child_by_field_name("value"),
+                    ) {
+                        keywords.push((text(k).to_string(), v));
+                    }
+                    continue;
+                }
+                // `echo $a, $b;` holds its values in a sequence.
+                if arg.kind() == "sequence_expression" {
+                    let mut s = arg.walk();
+                    args.extend(arg.named_children(&mut s));
+                    continue;
+                }
+                // PHP and C# wrap a value in an `argument`: the value is
+                // its last part (after a name, a `ref`, a spread).
+                let value = if arg.kind() == "argument" {
+                    last_named(arg).unwrap_or(arg)
+                } else {
+                    arg
+                };
+                args.push(value);
+            }
+        }
+        let receiver = field("receiver").or_else(|| field("object")).or_else(|| {
+            let callee = field("function")?;
+            callee
+                .child_by_field_name("object")
+                .or_else(|| callee.child_by_field_name("operand"))
+                .or_else(|| callee.child_by_field_name("expression"))
+        });
+        Some(Self {
+            node,
+            dotted,
+            args,
+            keywords,
+            receiver,
+            list: args_node.filter(|l| *l != node),
+        })
+    }
+
+    /// The callee's last name.
+    fn last(&self) -> &str {
+        self.dotted.rsplit('.').next().unwrap_or(&self.dotted)
+    }
+}
+
+/// Node kinds that build a string from parts.
+const STRING_BUILDS: &[&str] = &[
+    "binary_expression",
+    "binary_operator",
+    "encapsed_string",
+    "string",
+    "template_string",
+    "interpolated_string_expression",
+    "heredoc",
+];
+
+/// HTML elements a string of markup opens or closes.
+const HTML_ELEMENTS: &[&str] = &[
+    "a",
+    "abbr",
+    "article",
+    "aside",
+    "audio",
+    "b",
+    "blockquote",
+    "body",
+    "br",
+    "button",
+    "canvas",
+    "caption",
+    "center",
+    "code",
+    "dd",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "embed",
+    "fieldset",
+    "font",
+    "footer",
+    "form",
+    "frame",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "head",
+    "header",
+    "hr",
+    "html",
+    "i",
+    "iframe",
+    "img",
+    "input",
+    "label",
+    "legend",
+    "li",
+    "link",
+    "main",
+    "meta",
+    "nav",
+    "object",
+    "ol",
+    "option",
+    "p",
+    "pre",
+    "script",
+    "section",
+    "select",
+    "small",
+    "source",
+    "span",
+    "strong",
+    "style",
+    "sub",
+    "sup",
+    "svg",
+    "table",
+    "tbody",
+    "td",
+    "textarea",
+    "tfoot",
+    "th",
+    "thead",
+    "title",
+    "tr",
+    "u",
+    "ul",
+    "video",
+];
+
+/// Whether `node` is the outermost expression that builds a string from a
+/// literal holding HTML markup and at least one part that is not literal.
+fn html_string(syntax: &Syntax, node: Node<'_>) -> bool {
+    if !STRING_BUILDS.contains(&node.kind())
+        || node
+            .parent()
+            .is_some_and(|p| STRING_BUILDS.contains(&p.kind()))
+    {
+        return false;
+    }
+    let mut literal_html = false;
+    let mut other = false;
+    walk(node, |n, _| {
+        let kind = n.kind();
+        let text_part =
+            kind.contains("content") || kind.contains("fragment") || kind == "string_value";
+        if text_part || n.child_count() == 0 {
+            if matches!(kind, "identifier" | "name" | "variable_name") {
+                other = true;
+            } else {
+                literal_html |= has_html_element(syntax.text_of(n));
+            }
+            Visit::Skip
+        } else if STRING_BUILDS.contains(&kind) || kind.contains("string") {
+            // A string's parts, or the parts of a concatenation.
+            Visit::Enter
+        } else {
+            // A part that is not literal: a variable, a call, a subscript,
+            // an interpolation.
+            other = true;
+            Visit::Skip
+        }
+    });
+    literal_html && other
+}
+
+/// The values a call formats into a template of HTML markup
+/// (`String.format("<div>%s</div>", v)`, `fmt.Sprintf(page, v)` with
+/// `page` a literal of markup set once in the function, Python's
+/// `"<p>{}</p>".format(v)`), or `None` when it is no such call.
+fn html_format<'t>(syntax: &'t Syntax, call: &Call<'t>) -> Option<Vec<Node<'t>>> {
+    if !FORMATTERS.contains(&call.last()) {
+        return None;
+    }
+    let markup = |template: Node<'t>| {
+        let template = if matches!(template.kind(), "identifier" | "variable_name") {
+            let scope = Scope::around(syntax, call.node);
+            let name = syntax.text_of(template);
+            match scope.reaching(name, template.start_byte()).as_slice() {
+                [one] if !one.adds => one.value,
+                _ => return false,
+            }
+        } else {
+            template
+        };
+        markup_literal(syntax, template)
+    };
+    // `format(template, v…)`, or Python's `template.format(v…)`.
+    if let Some(first) = call.args.first()
+        && markup(*first)
+    {
+        let values = call.args.get(1..)?.to_vec();
+        return (!values.is_empty()).then_some(values);
+    }
+    let receiver = call.receiver?;
+    (call.last() == "format" && markup(receiver) && !call.args.is_empty())
+        .then(|| call.args.clone())
+}
+
+/// Whether `node` is a string literal holding HTML markup.
+fn markup_literal(syntax: &Syntax, node: Node<'_>) -> bool {
+    let kind = node.kind();
+    (kind.contains("string") || kind == "template_string") && has_html_element(syntax.text_of(node))
+}
+
+/// Whether `text` opens or closes an HTML element (`<p>`, `</div`, `<a `).
+fn has_html_element(text: &str) -> bool {
+    text.match_indices('<').any(|(at, _)| {
+        let rest = text.get(at + 1..).unwrap_or_default();
+        let rest = rest.strip_prefix('/').unwrap_or(rest);
+        let name: String = rest
+            .chars()
+            .take_while(char::is_ascii_alphanumeric)
+            .collect::<String>()
+            .to_ascii_lowercase();
+        let after = rest.get(name.len()..).and_then(|r| r.chars().next());
+        HTML_ELEMENTS.contains(&name.as_str())
+            && after.is_none_or(|c| c.is_whitespace() || c == '>' || c == '/')
+    })
+}
+
+/// Whether `value` starts with a literal that fixes where it points: a
+/// path of this site (`/items/…`, not `//host`) or `scheme://host/…`.
+fn fixed_prefix(syntax: &Syntax, value: Node<'_>) -> bool {
+    let mut node = value;
+    // The leftmost part of a concatenation, a `%` format or `.format`.
+    for _ in 0..64 {
+        let next = match node.kind() {
+            "binary_expression" | "binary_operator" | "concatenated_string" => node
+                .child_by_field_name("left")
+                .or_else(|| node.named_child(0)),
+            "parenthesized_expression" => node.named_child(0),
+            "call" | "call_expression" => node
+                .child_by_field_name("function")
+                .and_then(|f| f.child_by_field_name("object")),
+            _ => None,
+        };
+        match next {
+            Some(n) => node = n,
+            None => break,
+        }
+    }
+    if !(node.kind().contains("string") || node.kind().contains("template")) {
+        return false;
+    }
+    // The literal text before the first interpolation.
+    let mut prefix = String::new();
+    let mut c = node.walk();
+    let parts: Vec<Node<'_>> = node.children(&mut c).collect();
+    if parts.iter().any(|p| p.is_named()) {
+        for p in parts.iter().filter(|p| p.is_named()) {
+            let kind = p.kind();
+            if kind.contains("content") || kind.contains("fragment") || kind == "string_value" {
+                prefix.push_str(syntax.text_of(*p));
+            } else if kind.contains("escape") || kind.ends_with("_start") || kind.ends_with("_end")
+            {
+                continue;
+            } else {
+                break;
+            }
+        }
+    } else {
+        // A string without parts: its text between the quotes.
+        let t = syntax.text_of(node);
+        let t = t.trim_start_matches(|c: char| c.is_ascii_alphabetic() || c == '@' || c == '$');
+        prefix = t
+            .trim_start_matches(['"', '\'', '`'])
+            .trim_end_matches(['"', '\'', '`'])
+            .to_string();
+    }
+    let p = prefix.trim_start();
+    let p = match (p.get(..9), p.get(9..)) {
+        (Some(head), Some(rest)) if head.eq_ignore_ascii_case("location:") => rest.trim_start(),
+        _ => p,
+    };
+    if let Some(rest) = p.strip_prefix('/') {
+        return !rest.starts_with('/') && !rest.starts_with('\\');
+    }
+    // `scheme://host/`: a host and the slash after it are fixed.
+    if let Some((scheme, rest)) = p.split_once("://") {
+        return !scheme.is_empty()
+            && scheme.chars().all(|c| c.is_ascii_alphabetic())
+            && rest
+                .split_once('/')
+                .is_some_and(|(host, _)| !host.is_empty() && !host.contains(['{', '$', '%']));
+    }
+    false
+}
+
+/// An assignment (or a loop's variable) in a function.
+struct Assign<'t> {
+    node: Node<'t>,
+    /// The names it sets (a container's name for `a[k] = …`).
+    names: Vec<String>,
+    value: Node<'t>,
+    /// It adds to the value (`.=`, `+=`), or sets a loop's variable: the
+    /// earlier value still reaches on.
+    adds: bool,
+    /// Where the name holds the value: the assignment's end, a loop's
+    /// header (its body, where the name is read, is inside the loop).
+    set_by: usize,
+}
+
+/// The function around a sink: its assignments and its parameters.
+struct Scope<'t> {
+    node: Node<'t>,
+    assigns: Vec<Assign<'t>>,
+    /// Each parameter's name and its declaration.
+    params: Vec<(String, Node<'t>)>,
+}
+
+/// Methods that put their arguments into the object they are called on.
+const ADDERS: &[&str] = &[
+    "append",
+    "add",
+    "addAll",
+    "push",
+    "put",
+    "putAll",
+    "extend",
+    "insert",
+    "unshift",
+    "appendChild",
+    "Add",
+    "AddRange",
+    "Append",
+    "AppendFormat",
+    "AppendLine",
+    "WriteString",
+];
+
+/// Calls that format their first argument (a template) with the others.
+const FORMATTERS: &[&str] = &[
+    "format",
+    "sprintf",
+    "Sprintf",
+    "vsprintf",
+    "formatted",
+    "Format",
+    "printf_format",
+];
+
+/// Node kinds that run only sometimes, or more than once.
+const BRANCHES: &[&str] = &[
+    "if_statement",
+    "else_clause",
+    "elif_clause",
+    "else_if_clause",
+    "else",
+    "if",
+    "unless",
+    "if_modifier",
+    "unless_modifier",
+    "conditional_expression",
+    "ternary_expression",
+    "switch_statement",
+    "switch_block",
+    "switch_case",
+    "switch_default",
+    "case_statement",
+    "default_statement",
+    "expression_case",
+    "default_case",
+    "case",
+    "when",
+    "for_statement",
+    "for_in_statement",
+    "foreach_statement",
+    "enhanced_for_statement",
+    "while_statement",
+    "do_statement",
+    "while",
+    "until",
+    "for",
+    "try_statement",
+    "catch_clause",
+    "except_clause",
+    "rescue",
+    "match_statement",
+    "case_clause",
+];
+
+impl<'t> Scope<'t> {
+    /// The innermost function around `node` (the whole file at top level).
+    fn around(syntax: &'t Syntax, node: Node<'t>) -> Self {
+        let mut func = node;
+        while !FUNCTION_KINDS.contains(&func.kind()) {
+            match func.parent() {
+                Some(p) => func = p,
+                None => break,
+            }
+        }
+        let mut scope = Self {
+            node: func,
+            assigns: Vec::new(),
+            params: Vec::new(),
+        };
+        if let Some(params) = func
+            .child_by_field_name("parameters")
+            .or_else(|| func.child_by_field_name("parameter"))
+        {
+            let mut c = params.walk();
+            for p in params.named_children(&mut c) {
+                for name in names_in(syntax, p) {
+                    scope.params.push((name, p));
+                }
+            }
+        }
+        walk(func, |n, _| {
+            // A function inside is a scope of its own.
+            if n != func && FUNCTION_KINDS.contains(&n.kind()) {
+                return Visit::Skip;
+            }
+            scope.read(syntax, n);
+            Visit::Enter
+        });
+        scope
+    }
+
+    /// Records `n` if it assigns.
+    fn read(&mut self, syntax: &'t Syntax, n: Node<'t>) {
+        // `sb.append(x)`, `list.add(x)`, `$a->push(x)`: the object takes
+        // the value in.
+        if let Some(call) = Call::of(n, syntax)
+            && ADDERS.contains(&call.last())
+            && let (Some(receiver), Some(list)) = (call.receiver, call.list)
+            && matches!(receiver.kind(), "identifier" | "variable_name")
+        {
+            self.assigns.push(Assign {
+                node: n,
+                names: vec![syntax.text_of(receiver).to_string()],
+                value: list,
+                adds: true,
+                set_by: n.end_byte(),
+            });
+            return;
+        }
+        let field = |name: &str| n.child_by_field_name(name);
+        let (left, value, adds) = match n.kind() {
+            "assignment"
+            | "assignment_expression"
+            | "assignment_statement"
+            | "short_var_declaration"
+            | "reference_assignment_expression" => {
+                let adds = field("operator")
+                    .is_some_and(|o| syntax.text_of(o) != "=" && syntax.text_of(o) != ":=");
+                (field("left"), field("right"), adds)
+            }
+            "augmented_assignment"
+            | "augmented_assignment_expression"
+            | "operator_assignment"
+            | "compound_assignment_expr" => (field("left"), field("right"), true),
+            "variable_declarator" | "var_spec" | "let_declaration" | "init_declarator" => {
+                let left = field("name")
+                    .or_else(|| field("pattern"))
+                    .or_else(|| field("declarator"));
+                // C#'s declarator has no field for its value: the last part.
+                let value = field("value").or_else(|| {
+                    let last = last_named(n)?;
+                    (Some(last) != left).then_some(last)
+                });
+                (left, value, false)
+            }
+            "for_statement" | "for_in_statement" | "range_clause" => {
+                (field("left"), field("right"), true)
+            }
+            "enhanced_for_statement" => (field("name"), field("value"), true),
+            "foreach_statement" => {
+                // `foreach ($list as $k => $v)`: the list, then the names.
+                let mut c = n.walk();
+                let parts: Vec<_> = n
+                    .named_children(&mut c)
+                    .filter(|p| !p.kind().ends_with("comment"))
+                    .collect();
+                (parts.get(1).copied(), parts.first().copied(), true)
+            }
+            _ => return,
+        };
+        let (Some(left), Some(value)) = (left, value) else {
+            return;
+        };
+        let names = assigned_names(syntax, left);
+        if names.is_empty() {
+            return;
+        }
+        let looped = n.kind().contains("for") || n.kind() == "range_clause";
+        self.assigns.push(Assign {
+            node: n,
+            names,
+            value,
+            adds,
+            set_by: if looped {
+                value.end_byte().max(left.end_byte())
+            } else {
+                n.end_byte()
+            },
+        });
+    }
+
+    /// The assignments of `name` that reach a use at byte `at`: the last
+    /// one before it that always runs on the way, and every one after
+    /// that (in a branch, adding to it), latest first.
+    fn reaching(&self, name: &str, at: usize) -> Vec<&Assign<'t>> {
+        let mut before: Vec<&Assign<'t>> = self
+            .assigns
+            .iter()
+            .filter(|a| a.set_by <= at && a.names.iter().any(|n| n == name))
+            .collect();
+        before.sort_by_key(|a| std::cmp::Reverse(a.node.start_byte()));
+        let mut out = Vec::new();
+        for a in before {
+            out.push(a);
+            if !a.adds && !self.sometimes(a.node, at) {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Whether `node` sits in a branch or a loop that the byte `at` is
+    /// outside of: it may not run on the way there.
+    fn sometimes(&self, node: Node<'t>, at: usize) -> bool {
+        let mut n = node;
+        while let Some(p) = n.parent() {
+            if p == self.node {
+                return false;
+            }
+            if BRANCHES.contains(&p.kind()) && !(p.start_byte() <= at && at < p.end_byte()) {
+                return true;
+            }
+            n = p;
+        }
+        false
+    }
+}
+
+/// The names an assignment's left side sets: a name, each name of a tuple
+/// or list, the container of `a[k]` and `$a['k']`.
+fn assigned_names(syntax: &Syntax, left: Node<'_>) -> Vec<String> {
+    let mut node = left;
+    for _ in 0..16 {
+        match node.kind() {
+            "subscript"
+            | "subscript_expression"
+            | "element_reference"
+            | "index_expression"
+            | "element_access_expression"
+            | "array_access" => {
+                match node
+                    .child_by_field_name("value")
+                    .or_else(|| node.child_by_field_name("object"))
+                    .or_else(|| node.child_by_field_name("array"))
+                    .or_else(|| node.child_by_field_name("operand"))
+                    .or_else(|| node.child_by_field_name("expression"))
+                    .or_else(|| node.named_child(0))
+                {
+                    Some(n) => node = n,
+                    None => return Vec::new(),
+                }
+            }
+            _ => break,
+        }
+    }
+    match node.kind() {
+        "identifier" | "variable_name" | "instance_variable" => {
+            vec![syntax.text_of(node).to_string()]
+        }
+        "pattern_list"
+        | "tuple_pattern"
+        | "list_pattern"
+        | "expression_list"
+        | "left_assignment_list"
+        | "array_pattern"
+        | "object_pattern"
+        | "list_literal" => names_in(syntax, node),
+        _ => Vec::new(),
+    }
+}
+
+/// Every name under `node` (identifiers and PHP `$names`), by a cursor.
+fn names_in(syntax: &Syntax, node: Node<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    walk(node, |n, _| {
+        if matches!(
+            n.kind(),
+            "identifier" | "variable_name" | "shorthand_property_identifier_pattern"
+        ) {
+            out.push(syntax.text_of(n).to_string());
+            Visit::Skip
+        } else {
+            Visit::Enter
+        }
+    });
+    out
+}
+
+/// Fields whose name is not a value read: a member's name, a callee's
+/// method, a type, a key, a keyword argument's name.
+const NOT_VALUES: &[&str] = &[
+    "property",
+    "attribute",
+    "field",
+    "method",
+    "name",
+    "type",
+    "constructor",
+    "key",
+    "label",
+];
+
+/// A cast's types that make a number (or a truth value) of anything.
+const NUMBER_TYPES: &[&str] = &[
+    "int", "integer", "float", "double", "bool", "boolean", "long", "short", "byte", "decimal",
+    "uint", "real",
+];
+
+/// Parameter annotations that make a parameter a request value.
+const REQUEST_ANNOTATIONS: &[&str] = &[
+    "@RequestParam",
+    "@PathVariable",
+    "@RequestBody",
+    "@RequestHeader",
+    "@CookieValue",
+    "@ModelAttribute",
+    "@QueryParam",
+    "@PathParam",
+    "@FormParam",
+    "@HeaderParam",
+    "@CookieParam",
+    "[FromQuery",
+    "[FromForm",
+    "[FromBody",
+    "[FromRoute",
+    "[FromHeader",
+];
+
+/// One trace's walk.
+struct Tracer<'a, 't> {
+    syntax: &'t Syntax,
+    sources: &'static SourceTable,
+    class: &'a table::Class,
+    scope: &'a Scope<'t>,
+    walked: usize,
+}
+
+impl<'t> Tracer<'_, 't> {
+    /// The steps from a source to `value`, when one reaches it.
+    fn trace(&mut self, value: Node<'t>) -> Option<Vec<Step>> {
+        // Each value to walk, with the steps that lead from it to the sink.
+        let mut queue: Vec<(Node<'t>, Vec<Step>)> = vec![(value, Vec::new())];
+        let mut followed: HashSet<usize> = HashSet::new();
+        let mut params_seen: BTreeSet<String> = BTreeSet::new();
+        let mut next = 0;
+        while next < queue.len() && next < MOST_STEPS {
+            let (node, via) = queue[next].clone();
+            next += 1;
+            let mut uses = Vec::new();
+            if let Some(source) = self.walk(node, &mut uses) {
+                let mut steps = vec![source];
+                steps.extend(via.into_iter().rev());
+                return Some(steps);
+            }
+            for (name, at) in uses {
+                let reaching = self.scope.reaching(&name, at);
+                if reaching.is_empty() {
+                    if params_seen.insert(name.clone())
+                        && let Some(step) = self.param_source(&name)
+                    {
+                        let mut steps = vec![step];
+                        steps.extend(via.into_iter().rev());
+                        return Some(steps);
+                    }
+                    continue;
+                }
+                for a in reaching {
+                    if !followed.insert(a.node.id()) {
+                        continue;
+                    }
+                    let mut via = via.clone();
+                    via.push(Step {
+                        line: line_of(a.node),
+                        what: format!("`{name}` is set from it"),
+                    });
+                    queue.push((a.value, via));
+                }
+            }
+        }
+        None
+    }
+
+    /// Walks `value`: the source in it, if any; else the names it reads
+    /// (with where) pushed onto `uses`.
+    fn walk(&mut self, value: Node<'t>, uses: &mut Vec<(String, usize)>) -> Option<Step> {
+        let mut found = None;
+        walk(value, |n, field| {
+            self.walked += 1;
+            if self.walked > BUDGET {
+                return Visit::Stop;
+            }
+            if self.cleans(n) {
+                return Visit::Skip;
+            }
+            if let Some(step) = self.source_at(n) {
+                found = Some(step);
+                return Visit::Stop;
+            }
+            if matches!(
+                n.kind(),
+                "identifier" | "variable_name" | "instance_variable"
+            ) {
+                let callee = n
+                    .parent()
+                    .and_then(|p| p.child_by_field_name("function"))
+                    .is_some_and(|f| f == n);
+                if !callee && !field.is_some_and(|f| NOT_VALUES.contains(&f)) {
+                    uses.push((self.syntax.text_of(n).to_string(), n.start_byte()));
+                }
+                return Visit::Skip;
+            }
+            if FUNCTION_KINDS.contains(&n.kind()) && n != value {
+                return Visit::Skip;
+            }
+            Visit::Enter
+        });
+        found
+    }
+
+    /// Whether `n` makes a value safe for the class: a sanitizer's call or
+    /// a cast to a number.
+    fn cleans(&self, n: Node<'t>) -> bool {
+        if n.kind() == "cast_expression" {
+            let ty = n
+                .child_by_field_name("type")
+                .map(|t| self.syntax.text_of(t))
+                .unwrap_or_default()
+                .trim_matches(|c: char| c == '(' || c == ')' || c.is_whitespace())
+                .to_lowercase();
+            return NUMBER_TYPES.contains(&ty.as_str());
+        }
+        Call::of(n, self.syntax).is_some_and(|c| self.class.sanitizers.contains(c.last()))
+    }
+
+    /// The source `n` is, when it is one: its text matches a source of a
+    /// kind the class accepts and no part of it does on its own.
+    fn source_at(&self, n: Node<'t>) -> Option<Step> {
+        if !n.is_named() || n.byte_range().len() > 2_000 {
+            return None;
+        }
+        let kind = self.source_kind(n)?;
+        let mut c = n.walk();
+        if n.named_children(&mut c)
+            .any(|part| self.source_kind(part).is_some())
+        {
+            return None;
+        }
+        Some(Step {
+            line: line_of(n),
+            what: format!("{kind}: `{}`", shown(self.syntax.text_of(n))),
+        })
+    }
+
+    fn source_kind(&self, n: Node<'t>) -> Option<&'static str> {
+        let kind = self.sources.source_in(self.syntax.text_of(n))?;
+        self.class.sources.iter().any(|s| s == kind).then_some(kind)
+    }
+
+    /// A parameter that its framework fills from the request.
+    fn param_source(&self, name: &str) -> Option<Step> {
+        let (_, decl) = self.scope.params.iter().find(|(n, _)| n == name)?;
+        let text = self.syntax.text_of(*decl);
+        if REQUEST_ANNOTATIONS.iter().any(|a| text.contains(a)) {
+            return Some(Step {
+                line: line_of(*decl),
+                what: format!("a request parameter: `{}`", shown(text)),
+            });
+        }
+        // A Flask route's `<name>` or `<type:name>`.
+        let decorated = self
+            .scope
+            .node
+            .parent()
+            .filter(|p| p.kind() == "decorated_definition")?;
+        let mut c = decorated.walk();
+        let route = decorated.named_children(&mut c).find(|d| {
+            let t = self.syntax.text_of(*d);
+            d.kind() == "decorator"
+                && t.contains("route")
+                && (t.contains(&format!("<{name}>")) || t.contains(&format!(":{name}>")))
+        })?;
+        Some(Step {
+            line: line_of(route),
+            what: format!("a route parameter: `{name}`"),
+        })
+    }
+}
+
+/// `text` on one line, at most 80 characters.
+fn shown(text: &str) -> String {
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() > 80 {
+        let cut: String = one.chars().take(77).collect();
+        format!("{cut}...")
+    } else {
+        one
+    }
+}

@@ -1,0 +1,288 @@
+use super::*;
+
+fn taint() -> &'static Taint {
+    Taint::bundled().unwrap_or_else(|e| panic!("the bundled taint table: {e}"))
+}
+
+/// The flows of `code` as `(sink, line)`, and their traces.
+fn flows(path: &str, code: &str) -> Vec<(String, u32, String)> {
+    let syntax = parse(path, code, &Limits::default()).unwrap_or_else(|e| panic!("{path}: {e}"));
+    taint()
+        .flows(path, &syntax)
+        .into_iter()
+        .map(|f| (f.sink.clone(), f.line, f.trace()))
+        .collect()
+}
+
+fn sinks(path: &str, code: &str) -> Vec<(String, u32)> {
+    flows(path, code)
+        .into_iter()
+        .map(|(s, l, _)| (s, l))
+        .collect()
+}
+
+#[test]
+fn the_bundled_table_reads_and_its_samples_hold() {
+    let t = taint();
+    assert!(t.table().sinks.len() >= 10);
+    assert!(t.covers("php") && t.covers("python") && !t.covers("rust"));
+}
+
+#[test]
+fn a_trace_names_the_source_each_assignment_and_the_sink() {
+    let code = "<?php\n$page = $_GET['page'];\n$file = 'pages/' . $page;\ninclude($file);\n";
+    let found = flows("fi.php", code);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (sink, line, trace) = &found[0];
+    assert_eq!((sink.as_str(), *line), ("include/php", 4));
+    assert!(
+        trace.starts_with("line 2: an HTTP request: `$_GET`"),
+        "{trace}"
+    );
+    assert!(trace.contains("line 2: `$page` is set from it"), "{trace}");
+    assert!(trace.contains("line 3: `$file` is set from it"), "{trace}");
+    assert!(
+        trace.ends_with("line 4: reaches `include` (file included from a request value)"),
+        "{trace}"
+    );
+}
+
+#[test]
+fn an_interpolated_string_carries_its_variables() {
+    let code = "<?php\n$id = $_REQUEST['id'];\n$msg = \"<b>{$id}</b>\";\necho $msg;\n";
+    assert_eq!(sinks("x.php", code), [("xss/php-echo".to_string(), 4)]);
+    let py = "def v():\n    n = request.args['n']\n    return HttpResponse(f'<p>{n}</p>')\n";
+    assert_eq!(sinks("v.py", py), [("xss/python-response".to_string(), 3)]);
+    let js =
+        "app.get('/', (req, res) => {\n  const n = req.query.n;\n  res.send(`<p>${n}</p>`);\n});\n";
+    assert_eq!(sinks("v.js", js), [("xss/js-response".to_string(), 3)]);
+}
+
+#[test]
+fn a_sanitizer_cleans_its_own_class_only() {
+    // HTML escaping does not make a path safe.
+    let code = "<?php\n$f = htmlspecialchars($_GET['f']);\necho $f;\nreadfile($f);\n";
+    assert_eq!(sinks("s.php", code), [("path/php-file".to_string(), 4)]);
+    // A number is safe everywhere.
+    let num = "<?php\n$n = intval($_GET['n']);\necho $n;\nreadfile($n);\n";
+    assert!(sinks("n.php", num).is_empty());
+}
+
+#[test]
+fn a_later_sanitized_assignment_replaces_the_value_and_one_in_a_branch_does_not() {
+    let replaced = "<?php\n$n = $_GET['n'];\n$n = htmlspecialchars($n);\necho $n;\n";
+    assert!(sinks("r.php", replaced).is_empty());
+    let branch =
+        "<?php\n$n = $_GET['n'];\nif ($strict) {\n  $n = htmlspecialchars($n);\n}\necho $n;\n";
+    assert_eq!(sinks("b.php", branch), [("xss/php-echo".to_string(), 6)]);
+    let added = "<?php\n$html = '<p>';\n$html .= $_POST['m'];\n$html .= '</p>';\necho $html;\n";
+    assert_eq!(sinks("a.php", added), [("xss/php-echo".to_string(), 5)]);
+}
+
+#[test]
+fn a_plain_parameter_ends_the_trace_and_a_framework_parameter_is_a_source() {
+    let plain = "class A {\n  void go(HttpServletResponse r, String to) throws Exception {\n    r.sendRedirect(to);\n  }\n}\n";
+    assert!(sinks("A.java", plain).is_empty());
+    let spring = "class A {\n  void go(HttpServletResponse r, @RequestParam String to) throws Exception {\n    r.sendRedirect(to);\n  }\n}\n";
+    assert_eq!(sinks("A.java", spring), [("redirect/java".to_string(), 3)]);
+    let flask = "@app.route('/files/<name>')\ndef f(name):\n    return send_file(name)\n";
+    let found = flows("f.py", flask);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].2.starts_with("line 1: a route parameter: `name`"),
+        "{}",
+        found[0].2
+    );
+}
+
+#[test]
+fn a_fixed_path_or_host_before_the_value_is_no_redirect() {
+    let cases = [
+        (
+            "r.py",
+            "def g():\n    return redirect('/items/%s' % request.args['i'])\n",
+            false,
+        ),
+        (
+            "r.py",
+            "def g():\n    return redirect('//evil' + request.args['i'])\n",
+            true,
+        ),
+        (
+            "r.py",
+            "def g():\n    return redirect(request.args['next'])\n",
+            true,
+        ),
+        (
+            "s.py",
+            "def g():\n    return requests.get(f'https://api.example.org/{request.args[\"i\"]}')\n",
+            false,
+        ),
+        (
+            "s.py",
+            "def g():\n    return requests.get(f'https://{request.args[\"h\"]}/x')\n",
+            true,
+        ),
+        (
+            "h.php",
+            "<?php\nheader('Location: ' . $_GET['to']);\n",
+            true,
+        ),
+        (
+            "h.php",
+            "<?php\nheader('Location: /index.php?p=' . $_GET['to']);\n",
+            false,
+        ),
+    ];
+    for (path, code, reported) in cases {
+        assert_eq!(!sinks(path, code).is_empty(), reported, "{code}");
+    }
+}
+
+#[test]
+fn values_from_other_sources_are_not_web_risks() {
+    let argv = "import sys\ndef g():\n    return redirect(sys.argv[1])\n";
+    assert!(sinks("a.py", argv).is_empty());
+}
+
+#[test]
+fn loops_containers_and_tuples_pass_values_on() {
+    let loop_ = "def g():\n    for u in request.args.getlist('u'):\n        requests.get(u)\n";
+    assert_eq!(sinks("l.py", loop_), [("ssrf/python".to_string(), 3)]);
+    let container = "<?php\n$a = [];\n$a['f'] = $_GET['f'];\nreadfile($a['f']);\n";
+    assert_eq!(
+        sinks("c.php", container),
+        [("path/php-file".to_string(), 4)]
+    );
+    let go = "package a\nfunc h(w http.ResponseWriter, r *http.Request) {\n\tu, ok := r.URL.Query()[\"u\"], true\n\t_ = ok\n\thttp.Get(u)\n}\n";
+    assert_eq!(sinks("a.go", go), [("ssrf/go".to_string(), 5)]);
+}
+
+#[test]
+fn a_value_of_another_function_is_not_followed() {
+    let code = "<?php\nfunction a() { $f = $_GET['f']; }\nfunction b($f) { readfile($f); }\n";
+    assert!(sinks("o.php", code).is_empty());
+}
+
+#[test]
+fn a_long_chain_stays_within_the_budget() {
+    let mut code = String::from("<?php\n$v0 = $_GET['x'];\n");
+    for i in 1..2_000 {
+        code.push_str(&format!("$v{i} = $v{} . 'a';\n", i - 1));
+    }
+    code.push_str("echo $v1999;\n");
+    // The source is more values away than one trace follows: nothing is
+    // reported, and the walk ends.
+    assert!(sinks("long.php", &code).is_empty());
+    let mut near = String::from("<?php\n$v0 = $_GET['x'];\n");
+    for i in 1..20 {
+        near.push_str(&format!("$v{i} = $v{} . 'a';\n", i - 1));
+    }
+    near.push_str("echo $v19;\n");
+    assert_eq!(sinks("near.php", &near), [("xss/php-echo".to_string(), 22)]);
+}
+
+#[test]
+fn a_sample_that_fails_names_the_sink() {
+    let sources = SourceTable::bundled().unwrap_or_else(|e| panic!("{e}"));
+    let text = table::TABLE.replace(
+        "$to = $_GET['redirect'];\nheader(\"Location: \" . $to);",
+        "$to = 'fixed';\nheader(\"Location: \" . $to);",
+    );
+    assert_ne!(text, table::TABLE, "the sample to break is in the table");
+    let e = Taint::parse("t.toml", &text, sources)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        e.contains("sink redirect/php-header: example is not reported"),
+        "{e}"
+    );
+    let no_class = "[all]\nsanitizers = []\n[class.xss]\ncwe = 79\nseverity = \"high\"\ntitle = \"t\"\nmessage = \"m\"\nsources = [\"an HTTP request\"]\n[[sink]]\nid = \"nope/x\"\nlanguages = [\"php\"]\ncalls = [\"echo\"]\nexamples = [{ file = \"a.php\", code = \"<?php echo $_GET['a'];\" }]\n";
+    let e = Taint::parse("t.toml", no_class, sources)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("t.toml: sink nope/x: its class \"nope\""), "{e}");
+}
+
+#[test]
+fn a_string_is_html_when_it_holds_an_html_element() {
+    for (text, html) in [
+        ("<p>", true),
+        ("</div>", true),
+        ("<a href=", true),
+        ("x <br/>", true),
+        ("<Request [", false),
+        ("a < b", false),
+        ("<pre", true),
+        ("<presence>", false),
+        ("<", false),
+    ] {
+        assert_eq!(has_html_element(text), html, "{text}");
+    }
+}
+
+#[test]
+fn html_built_from_a_request_value_is_one_finding_a_line() {
+    // The echo and the string it prints are one sink.
+    let code = "<?php\necho '<p>' . $_GET['m'] . '</p>';\n";
+    assert_eq!(sinks("e.php", code), [("xss/php-echo".to_string(), 2)]);
+    let go = "package a\nfunc h(w http.ResponseWriter, r *http.Request) {\n\tname := r.FormValue(\"n\")\n\tpage := \"<b>\" + name + \"</b>\"\n\t_ = page\n}\n";
+    assert_eq!(sinks("a.go", go), [("xss/html-string".to_string(), 4)]);
+}
+
+#[test]
+fn a_file_is_parsed_for_taint_only_with_a_line_that_may_hold_a_sink() {
+    let t = taint();
+    assert!(t.may_hold("php", "$h .= '<p>' . $x;"));
+    assert!(t.may_hold("php", "include($page);"));
+    assert!(t.may_hold("python", "r = requests.get(u)"));
+    assert!(!t.may_hold("php", "$a = $b + 1;"));
+    assert!(!t.may_hold("rust", "include!(\"x\")"));
+}
+
+#[test]
+fn a_builder_takes_in_what_is_appended_and_a_template_of_markup_is_html() {
+    let java = r#"class A {
+  ResponseEntity<String> get(@RequestParam Map<String, String> params) {
+    String page = "<div>%s</div>";
+    StringBuilder out = new StringBuilder();
+    for (Map.Entry<String, String> e : params.entrySet()) {
+      out.append(String.format(page, e.getValue()));
+    }
+    return new ResponseEntity<String>(out.toString(), HttpStatus.OK);
+  }
+}
+"#;
+    let found = flows("A.java", java);
+    assert_eq!(
+        found
+            .iter()
+            .map(|(s, l, _)| (s.as_str(), *l))
+            .collect::<Vec<_>>(),
+        [("xss/html-string", 6)],
+        "{found:?}"
+    );
+    let py = "def v():\n    t = '<b>{}</b>'\n    return t.format(request.args['n'])\n";
+    assert_eq!(sinks("v.py", py), [("xss/html-string".to_string(), 3)]);
+    let plain = "def v():\n    return '{} items'.format(request.args['n'])\n";
+    assert!(sinks("v.py", plain).is_empty());
+    let js = "app.get('/', (req, res) => {\n  const parts = [];\n  parts.push(req.query.q);\n  res.send(parts.join(','));\n});\n";
+    assert_eq!(sinks("a.js", js), [("xss/js-response".to_string(), 4)]);
+}
+
+#[test]
+fn a_string_over_several_lines_is_flagged_where_the_source_is() {
+    let code =
+        "<?php\n$page .= \"\n<div>\n  <p>Agent: {$_SERVER['HTTP_USER_AGENT']}</p>\n</div>\";\n";
+    let found = flows("m.php", code);
+    assert_eq!(
+        found
+            .iter()
+            .map(|(s, l, _)| (s.as_str(), *l))
+            .collect::<Vec<_>>(),
+        [("xss/html-string", 4)],
+        "{found:?}"
+    );
+}
