@@ -766,7 +766,48 @@ fn result(m: &Merged, id: String, rule_index: Option<i64>) -> s::Result {
     r.locations = Some(vec![location]);
     r.partial_fingerprints = Some(fingerprints);
     r.properties = Some(bag(None, properties));
+    r.code_flows = code_flows(m);
     r
+}
+
+/// The skeptic's trace of the value (from its source, through each step,
+/// to the flagged line) as a code flow, when it gave one of two steps or
+/// more: the taint rules' traces and the source check's confirmed flows.
+fn code_flows(m: &Merged) -> Option<Vec<s::CodeFlow>> {
+    let challenge = m.challenge.as_ref()?;
+    let steps: Vec<s::ThreadFlowLocation> = challenge
+        .flow
+        .iter()
+        .filter_map(|step| {
+            let (path, line) = step.rsplit_once(':')?;
+            let line: i64 = line.parse().ok().filter(|l| *l >= 1)?;
+            Some(s::ThreadFlowLocation {
+                location: Some(s::Location {
+                    physical_location: Some(s::PhysicalLocation {
+                        artifact_location: Some(s::ArtifactLocation {
+                            uri: Some(uri(path)),
+                            uri_base_id: Some(SRCROOT.to_string()),
+                            ..Default::default()
+                        }),
+                        region: Some(s::Region {
+                            start_line: Some(line),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+        })
+        .collect();
+    (steps.len() >= 2).then(|| {
+        vec![
+            s::CodeFlow::builder()
+                .thread_flows(vec![s::ThreadFlow::builder().locations(steps).build()])
+                .build(),
+        ]
+    })
 }
 
 /// The run's one invocation: successful only when every planned group ran
@@ -1223,6 +1264,56 @@ pub(crate) mod tests {
 
     fn sarif(report: &Report, category: Option<&str>) -> Value {
         serde_json::from_str(&render(report, category, Suppressed::Omit).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_traced_flow_is_a_code_flow_and_a_single_step_is_none() {
+        let mut traced = merged(
+            "web/fi.php",
+            4,
+            Severity::Critical,
+            Some("include/php"),
+            "FI",
+        );
+        traced.challenge = Some(crate::model::challenge::Challenge {
+            stance: crate::model::challenge::Stance::Confirmed,
+            confidence: Some(9),
+            reason: "traced on the syntax tree".into(),
+            flow: vec![
+                "web/fi.php:2".into(),
+                "web/fi.php:3".into(),
+                "web/fi.php:4".into(),
+            ],
+            notes: Vec::new(),
+        });
+        let mut single = merged("web/b.php", 9, Severity::High, Some("xss/php-echo"), "XSS");
+        single.challenge = traced.challenge.clone().map(|mut c| {
+            c.flow.truncate(1);
+            c
+        });
+        let v = sarif(&report(vec![traced, single]), None);
+        let results = v["runs"][0]["results"].as_array().unwrap();
+        let steps: Vec<(String, i64)> = results[0]["codeFlows"][0]["threadFlows"][0]["locations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let p = &l["location"]["physicalLocation"];
+                (
+                    p["artifactLocation"]["uri"].as_str().unwrap().to_string(),
+                    p["region"]["startLine"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                ("web/fi.php".to_string(), 2),
+                ("web/fi.php".to_string(), 3),
+                ("web/fi.php".to_string(), 4)
+            ]
+        );
+        assert!(results[1].get("codeFlows").is_none(), "{}", results[1]);
     }
 
     #[test]
