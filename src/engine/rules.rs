@@ -14,8 +14,9 @@ use std::sync::{Arc, OnceLock};
 use regex::Regex;
 use serde::Deserialize;
 
+use super::source_check::{self, Files, Patterns};
 use super::syntax::{Grammar, Syntax, Trees, Unparsed, whole_text};
-use super::taint::{Flow, Taint};
+use super::taint::{Flow, LineStatus, Taint};
 use crate::model::findings::{Finding, FindingCwe, Origin, Severity};
 use crate::util::language::language_of;
 
@@ -311,6 +312,50 @@ impl RuleSet {
         // one of its language's sinks.
         if !test_file && let Some(language) = language {
             let taint = self.taint()?;
+            // A sink rule's finding whose values only the caller chooses
+            // (the function's parameters, the object's state) is no
+            // proven risk: below the default gate.
+            let sources = source_check::SourceTable::bundled().ok();
+            let demotable = |f: &Finding| {
+                f.severity >= Severity::High
+                    && sources.is_some_and(|s| s.is_sink_rule(f.rule.as_deref()))
+            };
+            if out.iter().any(demotable)
+                && let Ok(syntax) = parse().as_ref()
+                && let Some(sources) = sources
+            {
+                // What the skeptic's source check refutes stays for it to
+                // refute (a containment check, a constant).
+                let patterns = Patterns::default();
+                let files: Files = [(
+                    path.to_string(),
+                    lines.iter().map(|(n, l)| (*n, l.clone())).collect(),
+                )]
+                .into();
+                for f in out.iter_mut().filter(|f| demotable(f)) {
+                    let cwe = f.cwe.id.map(|c| c.number());
+                    let status = taint.line_status(syntax, f.line, cwe);
+                    if let LineStatus::FromCaller(names) = status
+                        && source_check::judge(
+                            sources,
+                            &patterns,
+                            &self.trees,
+                            path,
+                            &files,
+                            f.line,
+                            f.rule.as_deref(),
+                        )
+                        .verdict
+                            == "uncertain"
+                    {
+                        f.severity = Severity::Medium;
+                        f.detail.push_str(&format!(
+                            " No source of untrusted input reaches this line within its function: its values come from {}, which the caller chooses, so fanscan reports it at medium (check the callers).",
+                            names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                        ));
+                    }
+                }
+            }
             if taint.covers(language)
                 && lines.iter().any(|(_, l)| taint.may_hold(language, l))
                 && let Ok(syntax) = parse().as_ref()

@@ -254,6 +254,17 @@ impl SourceTable {
         out
     }
 
+    /// Whether a call of `name` (its last name) builds its value from its
+    /// arguments alone (`pure_calls`).
+    pub(crate) fn is_pure(&self, name: &str) -> bool {
+        self.pure_calls.contains(name)
+    }
+
+    /// The kinds of source, in the table's order.
+    pub(crate) fn kinds(&self) -> impl Iterator<Item = &str> {
+        self.sources.iter().map(|(kind, _)| kind.as_str())
+    }
+
     pub(crate) fn is_sink_rule(&self, rule: Option<&str>) -> bool {
         rule.is_some_and(|r| self.sink_rules.iter().any(|p| r.starts_with(p.as_str())))
     }
@@ -2262,7 +2273,7 @@ fn starts_upper(name: &str) -> bool {
     name.chars().next().is_some_and(char::is_uppercase)
 }
 
-fn is_constant(name: &str) -> bool {
+pub(crate) fn is_constant(name: &str) -> bool {
     name.chars().any(char::is_alphabetic)
         && name
             .chars()

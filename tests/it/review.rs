@@ -174,9 +174,14 @@ fn max_comments_moves_the_rest_into_the_body() {
     );
     let body = payload["body"].as_str().unwrap();
     assert!(body.contains("past the comment limit"), "{body}");
-    // Both changed files hold a high finding (SQL, and a shell command);
-    // the one left over goes into the body.
-    assert!(body.contains("svc/app/db.py:2"), "{body}");
+    // The high SQL finding takes the one comment; the shell command run
+    // from a parameter (medium: its caller chooses the command) goes into
+    // the body.
+    assert!(
+        comments[0]["path"] == "svc/app/db.py" && comments[0]["line"] == 2,
+        "{comments:?}"
+    );
+    assert!(body.contains("svc/app/big.py:24"), "{body}");
 }
 
 #[test]

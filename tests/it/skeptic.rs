@@ -1044,11 +1044,13 @@ async fn an_unchanged_rescan_with_a_small_models_answers_makes_no_request() {
 }
 
 /// The offline engine, through the binary and the default gate: a query
-/// that interpolates a request value into a PHP string (the check blanks
-/// literals, so it cannot see `$id`) and a Python value `%`-formatted into
-/// a query stay in the gate, uncertain; the check refutes neither.
+/// that interpolates a request value into a PHP string (the line check
+/// blanks literals, so it cannot see `$id`) is confirmed on the tree, with
+/// the trace from `$_REQUEST`. A Python value `%`-formatted into a query is
+/// a literal set a line up: the line check cannot tell, the tree proves it
+/// constant and refutes it.
 #[test]
-fn the_offline_skeptic_does_not_refute_what_a_string_interpolates() {
+fn the_offline_skeptic_sees_what_a_string_interpolates_on_the_tree() {
     let repo = Repo::new(&[
         (
             "vulnerabilities/sqli/low.php",
@@ -1063,23 +1065,39 @@ fn the_offline_skeptic_does_not_refute_what_a_string_interpolates() {
     let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
     let report: Report = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    assert!(report.refuted.is_empty(), "{:?}", report.refuted);
-    for path in ["vulnerabilities/sqli/low.php", "app/views.py"] {
-        let found = report
-            .findings
-            .iter()
-            .find(|m| m.finding.path == path)
-            .unwrap_or_else(|| panic!("no finding in {path}: {:?}", report.findings));
-        let challenge = found
-            .challenge
-            .as_ref()
-            .expect("challenged at the default gate");
-        assert_eq!(challenge.stance, Stance::Uncertain, "{challenge:?}");
-        assert!(
-            challenge.reason.contains("interpolated or formatted"),
-            "{challenge:?}"
-        );
-    }
+    let refuted: Vec<(&str, &str)> = report
+        .refuted
+        .iter()
+        .map(|m| {
+            let c = m
+                .challenge
+                .as_ref()
+                .expect("a refutation has its challenge");
+            (m.finding.path.as_str(), c.reason.as_str())
+        })
+        .collect();
+    assert!(
+        matches!(refuted.as_slice(), [("app/views.py", why)] if why.contains("on the syntax tree, every value at line 3 is a literal")),
+        "{refuted:?}"
+    );
+    let found = report
+        .findings
+        .iter()
+        .find(|m| m.finding.path == "vulnerabilities/sqli/low.php")
+        .unwrap_or_else(|| panic!("no PHP finding: {:?}", report.findings));
+    let challenge = found
+        .challenge
+        .as_ref()
+        .expect("challenged at the default gate");
+    assert_eq!(challenge.stance, Stance::Confirmed, "{challenge:?}");
+    assert_eq!(
+        challenge.flow,
+        [
+            "vulnerabilities/sqli/low.php:3",
+            "vulnerabilities/sqli/low.php:4"
+        ]
+    );
+    assert!(challenge.reason.contains("`$_REQUEST`"), "{challenge:?}");
     assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
 }
 

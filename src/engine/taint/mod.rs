@@ -41,11 +41,13 @@ use tree_sitter::Node;
 pub(crate) use table::{Table, TaintTableError};
 
 use super::source_check::{self, Files, Judged, Patterns, SourceTable};
-use super::syntax::{FUNCTION_KINDS, Limits, Syntax, Trees, Visit, parse, walk, whole_text};
+use super::syntax::{
+    FUNCTION_KINDS, Grammar, Limits, Syntax, Trees, Visit, parse, walk, whole_text,
+};
 use crate::util::language::language_of;
 
 /// Bumped whenever the analysis would report the same code differently.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// Most nodes one trace walks.
 const BUDGET: usize = 20_000;
@@ -62,6 +64,22 @@ pub(crate) fn identity() -> String {
         crate::util::sha256_hex(table::TABLE.as_bytes()),
         super::source_check::identity()
     )
+}
+
+/// What the tree says of the values on a line that a line rule flagged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum LineStatus {
+    /// A source reaches them: the steps, from the source to the line.
+    Traced(Vec<Step>),
+    /// Every value is a literal or a constant (or made from them by the
+    /// line's own calls): nothing reaches the line from outside.
+    Constant,
+    /// They come only from the function's parameters (named) or the
+    /// object's own state: whoever calls the function decides them.
+    FromCaller(Vec<String>),
+    /// Something the walk does not follow: a call of another function, a
+    /// name set outside the function, a line it cannot read as values.
+    Unknown,
 }
 
 /// One step of a trace.
@@ -293,6 +311,129 @@ impl Taint {
             .find(|f| f.line == line && f.sink == sink)
     }
 
+    /// What reaches `line` of `syntax` (a line rule's finding of weakness
+    /// `cwe`): the arguments of every call that starts on the line and the
+    /// right side of every assignment there, followed back through the
+    /// function like a taint rule's value, from a source of any kind but a
+    /// file (the sink's own read, on a path rule's line). The
+    /// class of the CWE, when the table has one, says what cleans; else
+    /// every class's sanitizers do.
+    pub(crate) fn line_status(&self, syntax: &Syntax, line: u32, cwe: Option<u32>) -> LineStatus {
+        let Some(row) = line.checked_sub(1).map(|r| r as usize) else {
+            return LineStatus::Unknown;
+        };
+        // A pointer passed to a call can be written through (`strcpy(buf,
+        // …)`): C's values are not followed by names.
+        if matches!(syntax.grammar, Grammar::C | Grammar::Cpp) {
+            return LineStatus::Unknown;
+        }
+        let mut values: Vec<Node<'_>> = Vec::new();
+        let mut at = None;
+        walk(syntax.root(), |n, _| {
+            let (start, end) = (n.start_position().row, n.end_position().row);
+            if end < row || start > row {
+                return Visit::Skip;
+            }
+            if start == row {
+                if let Some(call) = Call::of(n, syntax) {
+                    values.extend(call.args.iter().copied());
+                    values.extend(call.keywords.iter().map(|(_, v)| *v));
+                    at.get_or_insert(n);
+                } else if let Some(value) = assigned_value(n) {
+                    values.push(value);
+                    at.get_or_insert(n);
+                }
+            }
+            Visit::Enter
+        });
+        let Some(at) = at else {
+            return LineStatus::Unknown;
+        };
+        // A statement over several lines has values on the others too.
+        let mut statement = at;
+        while !(statement.kind().ends_with("statement")
+            || statement.kind().ends_with("declaration"))
+        {
+            match statement.parent() {
+                Some(p) if !FUNCTION_KINDS.contains(&p.kind()) => statement = p,
+                _ => break,
+            }
+        }
+        let spans = statement.start_position().row != row || statement.end_position().row != row;
+        let class = self.any_class(cwe);
+        let scope = Scope::around(syntax, at);
+        let mut tracer = Tracer {
+            syntax,
+            sources: self.sources,
+            class: &class,
+            scope: &scope,
+            walked: 0,
+            seen: Seen {
+                line_row: Some(row),
+                ..Seen::default()
+            },
+        };
+        let traced = values.iter().find_map(|v| tracer.trace(*v));
+        let seen = tracer.seen;
+        // A trace through a call of another function is no proof: what the
+        // call returns may not depend on what it was given.
+        if let Some(steps) = traced {
+            return if seen.calls {
+                LineStatus::Unknown
+            } else {
+                LineStatus::Traced(steps)
+            };
+        }
+        if seen.opaque || spans {
+            LineStatus::Unknown
+        } else if seen.params.is_empty() && !seen.state {
+            LineStatus::Constant
+        } else if seen.strings {
+            // Built here from the caller's values and literal text: the
+            // function itself splices them into a command or a query.
+            LineStatus::Unknown
+        } else {
+            let mut names: Vec<String> = seen.params.into_iter().collect();
+            if seen.state {
+                names.push("the object's own state".into());
+            }
+            LineStatus::FromCaller(names)
+        }
+    }
+
+    /// The class a line rule's CWE is judged as: sources of every kind, and
+    /// what cleans it (the table's class of that CWE, else every class's
+    /// sanitizers).
+    fn any_class(&self, cwe: Option<u32>) -> table::Class {
+        let own = self.table.classes.iter().find(|c| Some(c.cwe) == cwe);
+        let sanitizers = match own {
+            Some(c) => c.sanitizers.clone(),
+            None => self
+                .table
+                .classes
+                .iter()
+                .flat_map(|c| c.sanitizers.iter().cloned())
+                .collect(),
+        };
+        table::Class {
+            name: "line".into(),
+            cwe: cwe.unwrap_or_default(),
+            severity: crate::model::findings::Severity::Info,
+            title: String::new(),
+            message: String::new(),
+            // A file read on the line is most often the sink itself (a
+            // path rule's `Files.readAllBytes(…)`), not what reaches it.
+            sources: self
+                .sources
+                .kinds()
+                .filter(|k| *k != "a file or a socket")
+                .map(str::to_string)
+                .collect(),
+            sanitizers,
+            fixed_prefix: false,
+        }
+    }
+
     /// The steps from a source to the first of `values` (read in the
     /// function around `at`) that one reaches.
     fn trace<'t>(
@@ -309,6 +450,7 @@ impl Taint {
             class,
             scope: &scope,
             walked: 0,
+            seen: Seen::default(),
         };
         values.iter().find_map(|v| tracer.trace(*v))
     }
@@ -371,30 +513,80 @@ pub(crate) fn judge(
     line: u32,
     rule: Option<&str>,
 ) -> Judged {
+    let proven = |verdict, why: String, flow: Vec<u32>| Judged {
+        verdict,
+        confidence: 9,
+        why,
+        flow,
+        elsewhere: Vec::new(),
+        wants: BTreeSet::new(),
+    };
     if let Some(flow) = traced(trees, path, files, line, rule) {
-        return Judged {
-            verdict: "confirmed",
-            confidence: 9,
-            why: format!("traced on the syntax tree: {}", flow.trace()),
-            flow: flow.steps.iter().map(|s| s.line).collect(),
-            elsewhere: Vec::new(),
-            wants: BTreeSet::new(),
-        };
+        return proven(
+            "confirmed",
+            format!("traced on the syntax tree: {}", flow.trace()),
+            flow.steps.iter().map(|s| s.line).collect(),
+        );
     }
-    source_check::judge(table, patterns, trees, path, files, line, rule)
+    let judged = source_check::judge(table, patterns, trees, path, files, line, rule);
+    // What the line check cannot tell, the tree may: a source it traces to
+    // the line, or a line of literals alone.
+    if judged.verdict != "uncertain" || !table.is_sink_rule(rule) {
+        return judged;
+    }
+    // Without the rule's CWE at hand, every class's sanitizers clean.
+    match on_tree(trees, path, files, |taint, syntax| {
+        taint.line_status(syntax, line, None)
+    }) {
+        Some(LineStatus::Traced(steps)) => {
+            let mut flow: Vec<u32> = steps.iter().map(|s| s.line).collect();
+            flow.push(line);
+            flow.dedup();
+            let trace = Flow {
+                sink: String::new(),
+                line,
+                steps,
+            };
+            proven(
+                "confirmed",
+                format!("traced on the syntax tree: {} → line {line}", trace.trace()),
+                flow,
+            )
+        }
+        Some(LineStatus::Constant) => proven(
+            "refuted",
+            format!(
+                "on the syntax tree, every value at line {line} is a literal or a constant, or made from them by the line's own calls: nothing reaches it from outside"
+            ),
+            vec![line],
+        ),
+        _ => judged,
+    }
+}
+
+/// `f` of the tree of `path`, when the whole file is in `files` and parses.
+fn on_tree<T>(
+    trees: &Trees,
+    path: &str,
+    files: &Files,
+    f: impl FnOnce(&Taint, &Syntax) -> T,
+) -> Option<T> {
+    let taint = Taint::bundled().ok()?;
+    let lines = files.get(path)?;
+    let text = whole_text(lines.iter().map(|(n, l)| (*n, l.as_str())))?;
+    let parsed = trees.get(path, &text);
+    let syntax = parsed.as_ref().as_ref().ok()?;
+    Some(f(taint, syntax))
 }
 
 /// The flow of taint rule `rule` into `line` of `path`, when the whole
 /// file is in `files` and the rule traces one there.
 fn traced(trees: &Trees, path: &str, files: &Files, line: u32, rule: Option<&str>) -> Option<Flow> {
     let rule = rule?;
-    let taint = Taint::bundled().ok()?;
-    taint.table.sink(rule)?;
-    let lines = files.get(path)?;
-    let text = whole_text(lines.iter().map(|(n, l)| (*n, l.as_str())))?;
-    let parsed = trees.get(path, &text);
-    let syntax = parsed.as_ref().as_ref().ok()?;
-    taint.flow_at(path, syntax, line, rule)
+    Taint::bundled().ok()?.table.sink(rule)?;
+    on_tree(trees, path, files, |taint, syntax| {
+        taint.flow_at(path, syntax, line, rule)
+    })?
 }
 
 fn end_line_of(node: Node<'_>) -> u32 {
@@ -985,6 +1177,8 @@ impl<'t> Scope<'t> {
         if names.is_empty() {
             return;
         }
+        // `a[k] = v`, `o.f = v`: a part of the value changes, the rest stays.
+        let adds = adds || PART_KINDS.contains(&left.kind()) || MEMBER_KINDS.contains(&left.kind());
         let looped = n.kind().contains("for") || n.kind() == "range_clause";
         self.assigns.push(Assign {
             node: n,
@@ -1033,6 +1227,25 @@ impl<'t> Scope<'t> {
             n = p;
         }
         false
+    }
+}
+
+/// The value `n` assigns, when it is an assignment or a declaration with
+/// a value.
+fn assigned_value(n: Node<'_>) -> Option<Node<'_>> {
+    match n.kind() {
+        "assignment"
+        | "assignment_expression"
+        | "assignment_statement"
+        | "short_var_declaration"
+        | "augmented_assignment"
+        | "augmented_assignment_expression"
+        | "operator_assignment"
+        | "compound_assignment_expr" => n.child_by_field_name("right"),
+        "variable_declarator" | "var_spec" | "let_declaration" | "init_declarator" => {
+            n.child_by_field_name("value")
+        }
+        _ => None,
     }
 }
 
@@ -1110,13 +1323,37 @@ const NOT_VALUES: &[&str] = &[
     "label",
 ];
 
+/// Node kinds that read an element of a container.
+const PART_KINDS: &[&str] = &[
+    "subscript",
+    "subscript_expression",
+    "element_reference",
+    "index_expression",
+    "element_access_expression",
+    "array_access",
+];
+
+/// Node kinds that read a member of an object, a class or a package.
+const MEMBER_KINDS: &[&str] = &[
+    "field_access",
+    "member_expression",
+    "attribute",
+    "member_access_expression",
+    "class_constant_access_expression",
+    "scoped_property_access_expression",
+    "scoped_identifier",
+    "selector_expression",
+    "qualified_identifier",
+    "scope_resolution",
+];
+
 /// A cast's types that make a number (or a truth value) of anything.
 const NUMBER_TYPES: &[&str] = &[
     "int", "integer", "float", "double", "bool", "boolean", "long", "short", "byte", "decimal",
     "uint", "real",
 ];
 
-/// Parameter annotations that make a parameter a request value.
+/// Parameter annotations and types that make a parameter a request value.
 const REQUEST_ANNOTATIONS: &[&str] = &[
     "@RequestParam",
     "@PathVariable",
@@ -1134,6 +1371,10 @@ const REQUEST_ANNOTATIONS: &[&str] = &[
     "[FromBody",
     "[FromRoute",
     "[FromHeader",
+    // A parameter of a request's type.
+    "HttpServletRequest",
+    "ServletRequest",
+    "HttpRequest",
 ];
 
 /// One trace's walk.
@@ -1143,6 +1384,29 @@ struct Tracer<'a, 't> {
     class: &'a table::Class,
     scope: &'a Scope<'t>,
     walked: usize,
+    /// What else the walk saw, for [`Taint::line_status`].
+    seen: Seen,
+}
+
+/// What a walk met besides sources.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Calls that start on this row are the flagged line's own: their
+    /// arguments are its values, not results to follow.
+    line_row: Option<usize>,
+    /// Parameters of the function the value comes from.
+    params: BTreeSet<String>,
+    /// It reads the object's own state (`this`, `self`, `$this`).
+    state: bool,
+    /// A string literal is part of it: the value is built here (a
+    /// command, a query, a path spliced together), not passed through.
+    strings: bool,
+    /// Something it does not follow: a call of another function, a name
+    /// set outside the function, a walk cut at its bound.
+    opaque: bool,
+    /// A call of another function is among what it walked: what such a
+    /// call returns may not depend on what it was given.
+    calls: bool,
 }
 
 impl<'t> Tracer<'_, 't> {
@@ -1153,7 +1417,11 @@ impl<'t> Tracer<'_, 't> {
         let mut followed: HashSet<usize> = HashSet::new();
         let mut params_seen: BTreeSet<String> = BTreeSet::new();
         let mut next = 0;
-        while next < queue.len() && next < MOST_STEPS {
+        while next < queue.len() {
+            if next >= MOST_STEPS || self.walked > BUDGET {
+                self.seen.opaque = true;
+                break;
+            }
             let (node, via) = queue[next].clone();
             next += 1;
             let mut uses = Vec::new();
@@ -1171,6 +1439,21 @@ impl<'t> Tracer<'_, 't> {
                         let mut steps = vec![step];
                         steps.extend(via.into_iter().rev());
                         return Some(steps);
+                    }
+                    let constant = source_check::is_constant(name.trim_start_matches('$'));
+                    if self.scope.params.iter().any(|(p, _)| *p == name) {
+                        self.seen.params.insert(name);
+                    } else if constant {
+                        // A constant adds nothing from outside.
+                    } else if matches!(self.syntax.grammar, Grammar::Java | Grammar::CSharp) {
+                        // A bare name that is neither local nor a parameter
+                        // is a class (`Runtime`, capitalized) or a field of
+                        // the object.
+                        if !name.starts_with(char::is_uppercase) {
+                            self.seen.state = true;
+                        }
+                    } else {
+                        self.seen.opaque = true;
                     }
                     continue;
                 }
@@ -1205,6 +1488,32 @@ impl<'t> Tracer<'_, 't> {
             if let Some(step) = self.source_at(n) {
                 found = Some(step);
                 return Visit::Stop;
+            }
+            if n.is_named() && n.kind().contains("string") {
+                self.seen.strings = true;
+            }
+            // `Utils.DIR`, `org.example.Config.BASE`, `static::SPEC`: a
+            // member named as a constant is one, whatever it is read from.
+            if MEMBER_KINDS.contains(&n.kind())
+                && last_named(n).is_some_and(|m| {
+                    source_check::is_constant(self.syntax.text_of(m).trim_start_matches('$'))
+                })
+            {
+                return Visit::Skip;
+            }
+            let own_object = matches!(n.kind(), "this" | "self")
+                || (matches!(n.kind(), "identifier" | "variable_name")
+                    && ["$this", "self"].contains(&self.syntax.text_of(n)));
+            if own_object {
+                self.seen.state = true;
+                return Visit::Skip;
+            }
+            if let Some(call) = Call::of(n, self.syntax) {
+                let own = self.seen.line_row == Some(n.start_position().row);
+                if !own && !self.sources.is_pure(call.last()) {
+                    self.seen.opaque = true;
+                    self.seen.calls = true;
+                }
             }
             if matches!(
                 n.kind(),

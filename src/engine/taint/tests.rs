@@ -286,3 +286,79 @@ fn a_string_over_several_lines_is_flagged_where_the_source_is() {
         "{found:?}"
     );
 }
+
+fn status(path: &str, code: &str, line: u32) -> LineStatus {
+    let syntax = parse(path, code, &Limits::default()).unwrap_or_else(|e| panic!("{path}: {e}"));
+    taint().line_status(&syntax, line, None)
+}
+
+#[test]
+fn a_line_whose_values_the_caller_chooses_is_told_from_one_a_source_reaches() {
+    let py = "def to_python(self, value):\n    return Markup(value)\n";
+    assert_eq!(
+        status("t.py", py, 2),
+        LineStatus::FromCaller(vec!["value".into()])
+    );
+    let php = "<?php\nclass P {\n  function run() {\n    $this->p = proc_open($this->command, static::SPEC, $this->pipes);\n  }\n}\n";
+    assert_eq!(
+        status("p.php", php, 4),
+        LineStatus::FromCaller(vec!["the object's own state".into()])
+    );
+    let java = "class W {\n  void esc(Writer out, CharSequence input) throws IOException {\n    out.write(input.toString());\n  }\n}\n";
+    assert_eq!(
+        status("W.java", java, 3),
+        LineStatus::FromCaller(vec!["input".into()])
+    );
+    // A bare name that is neither local nor a parameter is a field.
+    let field = "class L {\n  void t(CharSequence input, Writer out) throws IOException {\n    final String result = map.get(input.toString());\n    out.write(result);\n  }\n}\n";
+    assert_eq!(
+        status("L.java", field, 4),
+        LineStatus::FromCaller(vec!["input".into(), "the object's own state".into()])
+    );
+    // The request itself is no caller's choice.
+    let servlet = "class S {\n  void doGet(HttpServletRequest r, HttpServletResponse w) throws IOException {\n    w.getWriter().print(r);\n  }\n}\n";
+    assert!(matches!(
+        status("S.java", servlet, 3),
+        LineStatus::Traced(_)
+    ));
+    let traced = "<?php\n$id = $_GET['id'];\n$q = \"SELECT * FROM t WHERE id = '$id'\";\nmysqli_query($db, $q);\n";
+    let LineStatus::Traced(steps) = status("q.php", traced, 4) else {
+        panic!("not traced");
+    };
+    assert_eq!(steps.iter().map(|s| s.line).collect::<Vec<_>>(), [2, 2, 3]);
+}
+
+#[test]
+fn a_line_of_literals_is_constant_and_a_call_elsewhere_is_unknown() {
+    let lit =
+        "<?php\nfunction v() {\n  $r = explode(' ', trim((string) shell_exec('hg id -nb')));\n}\n";
+    assert_eq!(status("h.php", lit, 3), LineStatus::Constant);
+    let other = "def f():\n    cmd = build()\n    os.system(cmd)\n";
+    assert_eq!(status("o.py", other, 3), LineStatus::Unknown);
+    let pure = "def f(name):\n    cmd = 'ls ' + str(name)\n    os.system(cmd)\n";
+    // Built here with literal text: not the caller's value passed on.
+    assert_eq!(status("o.py", pure, 3), LineStatus::Unknown);
+    let member = "class F {\n  void w() throws IOException {\n    java.io.File target = new java.io.File(new java.io.File(org.example.Utils.FILES_DIR), \"out.txt\");\n    new java.io.FileWriter(target, true);\n  }\n}\n";
+    assert_eq!(status("F.java", member, 4), LineStatus::Constant);
+    let none = "x = 1\n\ny = 2\n";
+    assert_eq!(status("n.py", none, 2), LineStatus::Unknown);
+}
+
+#[test]
+fn a_value_built_here_or_a_statement_over_lines_is_never_constant_nor_the_callers() {
+    // Spliced into a shell command with literal text: the function builds it.
+    let built = "class T {\n  int pack(String archive) throws Exception {\n    return new ProcessBuilder(\"sh\", \"-c\", \"tar czf \" + archive).start().waitFor();\n  }\n}\n";
+    assert_eq!(status("T.java", built, 3), LineStatus::Unknown);
+    // A source on another line of the statement.
+    let go = "package d\nfunc (s *S) By(w http.ResponseWriter, r *http.Request) {\n\treq := ldap.NewSearchRequest(\"ou=people\", 0,\n\t\t\"(mail=\"+r.URL.Query().Get(\"mail\")+\")\", nil)\n\t_ = req\n}\n";
+    assert_eq!(status("a.go", go, 4), LineStatus::Unknown);
+    // C writes through pointers: not followed.
+    let c = "void f(const char *line) {\n  char buf[64];\n  strncpy(buf, line, 63);\n  buf[63] = 0;\n  syslog(LOG_WARNING, buf);\n}\n";
+    assert_eq!(status("a.c", c, 5), LineStatus::Unknown);
+    // A container's element set does not replace the container.
+    let part = "def f(line):\n    buf = line\n    buf[0] = 0\n    os.system(buf)\n";
+    assert_eq!(
+        status("a.py", part, 4),
+        LineStatus::FromCaller(vec!["line".into()])
+    );
+}
