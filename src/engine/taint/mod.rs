@@ -230,6 +230,10 @@ impl Taint {
         }
         let mut out = Vec::new();
         walk(syntax.root(), |node, _| {
+            // Punctuation and keywords are leaves: nothing to find there.
+            if !node.is_named() {
+                return Visit::Skip;
+            }
             if let Some(call) = Call::of(node, syntax) {
                 for sink in sinks.iter().filter(|s| s.calls(&call.dotted)) {
                     out.extend(self.flow_into(syntax, sink, &call));
@@ -1101,6 +1105,9 @@ impl<'t> Scope<'t> {
             }
         }
         walk(func, |n, _| {
+            if !n.is_named() {
+                return Visit::Skip;
+            }
             // A function inside is a scope of its own.
             if n != func && FUNCTION_KINDS.contains(&n.kind()) {
                 return Visit::Skip;
@@ -1481,6 +1488,9 @@ impl<'t> Tracer<'_, 't> {
             self.walked += 1;
             if self.walked > BUDGET {
                 return Visit::Stop;
+            }
+            if !n.is_named() {
+                return Visit::Skip;
             }
             if self.cleans(n) {
                 return Visit::Skip;
