@@ -140,6 +140,9 @@ pub(crate) struct RuleSet {
     /// The taint rules (built in, whatever the rule file), checked on
     /// first use.
     taint: OnceLock<Result<&'static Taint, RuleError>>,
+    /// The source check's regexes, built once a run, for the findings
+    /// whose severity its verdict decides.
+    patterns: Patterns,
     /// The run's syntax trees: every file these rules read is parsed once
     /// a run, and the source check reads the same trees.
     pub(crate) trees: Trees,
@@ -155,6 +158,7 @@ impl RuleSet {
             text: "",
             compiled: OnceLock::from(Ok(rules)),
             taint: OnceLock::new(),
+            patterns: Patterns::default(),
             trees: Trees::default(),
         })
     }
@@ -200,6 +204,7 @@ impl RuleSet {
             text,
             compiled: OnceLock::new(),
             taint: OnceLock::new(),
+            patterns: Patterns::default(),
             trees: Trees::default(),
         }
     }
@@ -326,7 +331,6 @@ impl RuleSet {
             {
                 // What the skeptic's source check refutes stays for it to
                 // refute (a containment check, a constant).
-                let patterns = Patterns::default();
                 let files: Files = [(
                     path.to_string(),
                     lines.iter().map(|(n, l)| (*n, l.clone())).collect(),
@@ -338,7 +342,7 @@ impl RuleSet {
                     if let LineStatus::FromCaller(names) = status
                         && source_check::judge(
                             sources,
-                            &patterns,
+                            &self.patterns,
                             &self.trees,
                             path,
                             &files,

@@ -88,6 +88,14 @@ pub(crate) type Files = BTreeMap<String, BTreeMap<u32, String>>;
 #[derive(Default)]
 pub(crate) struct Patterns(Mutex<HashMap<String, Option<Regex>>>);
 
+impl std::fmt::Debug for Patterns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Patterns")
+            .field("kept", &relock(&self.0).len())
+            .finish()
+    }
+}
+
 impl Patterns {
     const MOST: usize = 1024;
 
