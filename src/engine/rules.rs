@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::source_check::{self, Files, Patterns};
 use super::syntax::{Grammar, Syntax, Trees, Unparsed, whole_text};
-use super::taint::{Flow, LineStatus, Taint};
+use super::taint::{Flow, LineStatus, Scopes, Taint};
 use crate::model::findings::{Finding, FindingCwe, Origin, Severity};
 use crate::util::language::language_of;
 
@@ -136,7 +136,7 @@ pub(crate) struct RuleSet {
     pub hash: String,
     /// The rule text, kept for a set compiled on first use.
     text: &'static str,
-    compiled: OnceLock<Result<Vec<Rule>, RuleError>>,
+    compiled: OnceLock<Result<Compiled, RuleError>>,
     /// The taint rules (built in, whatever the rule file), checked on
     /// first use.
     taint: OnceLock<Result<&'static Taint, RuleError>>,
@@ -166,9 +166,13 @@ impl RuleSet {
     /// The compiled rules, compiled now if this is their first use; the
     /// error names the source and the rule.
     pub(crate) fn rules(&self) -> Result<&[Rule], &RuleError> {
+        self.compiled().map(|c| c.rules.as_slice())
+    }
+
+    fn compiled(&self) -> Result<&Compiled, &RuleError> {
         self.compiled
             .get_or_init(|| compile(&self.source, self.text))
-            .as_deref()
+            .as_ref()
     }
 
     /// The taint rules, checked on their first use.
@@ -245,7 +249,15 @@ impl RuleSet {
         path: &str,
         lines: &[(u32, String)],
     ) -> Result<(Vec<Finding>, Option<Read>), &RuleError> {
-        let rules = self.rules()?;
+        let compiled = self.compiled()?;
+        let rules = &compiled.rules;
+        // A rule is asked of the whole file first, line by line only if
+        // it matches there.
+        let joined = lines
+            .iter()
+            .map(|(_, l)| l.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
         let parsed: OnceCell<Arc<Result<Syntax, Unparsed>>> = OnceCell::new();
         let parse = || {
             parsed.get_or_init(
@@ -264,13 +276,16 @@ impl RuleSet {
             .find(|(_, l)| l.trim_start().starts_with("#[cfg(test)]"))
             .map(|(n, _)| *n);
         let mut out = Vec::new();
-        for rule in rules {
+        for (index, rule) in rules.iter().enumerate() {
             if !rule.languages.is_empty()
                 && !language.is_some_and(|l| rule.languages.iter().any(|r| r == l))
             {
                 continue;
             }
             if rule.skip_tests && test_file {
+                continue;
+            }
+            if !compiled.may_match(index, &joined) {
                 continue;
             }
             for (i, (number, line)) in lines.iter().enumerate() {
@@ -317,6 +332,9 @@ impl RuleSet {
         // one of its language's sinks.
         if !test_file && let Some(language) = language {
             let taint = self.taint()?;
+            // The scopes of the file's functions, made once for the
+            // questions below.
+            let mut scopes = Scopes::default();
             // A sink rule's finding whose values only the caller chooses
             // (the function's parameters, the object's state) is no
             // proven risk: below the default gate.
@@ -338,7 +356,7 @@ impl RuleSet {
                 .into();
                 for f in out.iter_mut().filter(|f| demotable(f)) {
                     let cwe = f.cwe.id.map(|c| c.number());
-                    let status = taint.line_status(syntax, f.line, cwe);
+                    let status = taint.line_status_in(syntax, &mut scopes, f.line, cwe);
                     if let LineStatus::FromCaller(names) = status
                         && source_check::judge(
                             sources,
@@ -364,7 +382,7 @@ impl RuleSet {
                 && lines.iter().any(|(_, l)| taint.may_hold(language, l))
                 && let Ok(syntax) = parse().as_ref()
             {
-                let flows = taint.flows(path, syntax);
+                let flows = taint.flows_in(path, syntax, &mut scopes);
                 // A line rule's finding of the same weakness on a traced
                 // line gives way to the finding with the trace.
                 let traced: Vec<Finding> = flows
@@ -425,8 +443,85 @@ fn traced_finding(
     })
 }
 
+/// Compiled rules, each with a pattern that reads a whole file at once.
+#[derive(Debug)]
+struct Compiled {
+    rules: Vec<Rule>,
+    /// Each rule's pattern with `^` and `$` at every line, to ask a whole
+    /// file (its lines joined by newlines) once: a rule it does not match
+    /// is not asked line by line. `None` where a line's match could be
+    /// missed on the whole file.
+    whole: Vec<Option<Regex>>,
+}
+
+impl Compiled {
+    fn new(rules: Vec<Rule>) -> Self {
+        let whole = rules
+            .iter()
+            .map(|rule| {
+                let pattern = rule.pattern.as_str();
+                // A match on a line is one on the whole file, unless the
+                // pattern anchors the text itself, turns multi-line off or
+                // reads verbosely, or anchors a line's end (a line judged
+                // with its comment stripped has a new end).
+                let whole = !(pattern.contains("\\A")
+                    || pattern.contains("\\z")
+                    || turns_off_lines_or_verbose(pattern)
+                    || anchors_an_end(pattern));
+                // The same pattern in a group compiles; were it not to, the
+                // rule is asked line by line.
+                whole
+                    .then(|| Regex::new(&format!("(?m:{pattern})")).ok())
+                    .flatten()
+            })
+            .collect();
+        Self { rules, whole }
+    }
+
+    /// Whether rule `i` may match a line of `text` (lines joined by
+    /// newlines): false only when it surely matches none.
+    fn may_match(&self, i: usize, text: &str) -> bool {
+        match self.whole.get(i) {
+            Some(Some(whole)) => whole.is_match(text),
+            _ => true,
+        }
+    }
+}
+
+/// Whether `pattern` sets flags that change what a pass over the whole
+/// file means: `(?-m)` (the file is one line) or `(?x)` (a comment would
+/// run to the end of the wrapped pattern).
+fn turns_off_lines_or_verbose(pattern: &str) -> bool {
+    pattern.match_indices("(?").any(|(i, _)| {
+        let flags: String = pattern
+            .get(i + 2..)
+            .unwrap_or_default()
+            .chars()
+            .take_while(|c| c.is_ascii_alphabetic() || *c == '-')
+            .collect();
+        let (on, off) = flags.split_once('-').unwrap_or((flags.as_str(), ""));
+        on.contains('x') || off.contains('m')
+    })
+}
+
+/// Whether `pattern` has a `$` that anchors (not escaped, not in a class).
+fn anchors_an_end(pattern: &str) -> bool {
+    let (mut escaped, mut class) = (false, 0usize);
+    for c in pattern.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '[' => class += 1,
+            ']' if class > 0 => class -= 1,
+            '$' if class == 0 => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Parses and compiles rule text: every rule's pattern, CWE and samples.
-fn compile(source: &str, text: &str) -> Result<Vec<Rule>, RuleError> {
+fn compile(source: &str, text: &str) -> Result<Compiled, RuleError> {
     let file: RuleFile = toml::from_str(text).map_err(|e| RuleError::Toml {
         source_name: source.to_string(),
         detail: crate::util::toml_error(text, &e),
@@ -493,7 +588,7 @@ fn compile(source: &str, text: &str) -> Result<Vec<Rule>, RuleError> {
         }
         rules.push(rule);
     }
-    Ok(rules)
+    Ok(Compiled::new(rules))
 }
 
 /// Paths that hold tests by convention.
@@ -638,6 +733,46 @@ mod tests {
                 .iter()
                 .all(|f| f.rule.as_deref() != Some("rust/unwrap"))
         );
+    }
+
+    #[test]
+    fn the_pass_over_the_whole_file_keeps_every_rule_that_a_line_matches() {
+        let file: RuleFile = toml::from_str(BUILTIN_RULES).unwrap();
+        let rules = RuleSet::builtin();
+        let compiled = rules.compiled().unwrap();
+        // Most rules are asked of the whole file.
+        let within = compiled.whole.iter().flatten().count();
+        assert!(within * 10 >= compiled.rules.len() * 9, "{within}");
+        for (i, raw) in file.rule.iter().enumerate() {
+            for example in &raw.examples {
+                let text = format!("first line\n  second {{\n{example}\n}}\n");
+                assert!(compiled.may_match(i, &text), "{}: {example:?}", raw.id);
+            }
+        }
+    }
+
+    #[test]
+    fn anchors_and_flags_keep_their_meaning_in_the_one_pass() {
+        let text = "[[rule]]\nid='a'\nseverity='high'\ncwe=[1]\ntitle='t'\nmessage='m'\npattern='^\\s*danger\\('\n\
+                    [[rule]]\nid='b'\nseverity='high'\ncwe=[1]\ntitle='t'\nmessage='m'\npattern='(?-m)^\\s*risky\\('\n\
+                    [[rule]]\nid='c'\nseverity='high'\ncwe=[1]\ntitle='t'\nmessage='m'\npattern='(?i)unsafe_CALL$'\n\
+                    [[rule]]\nid='d'\nseverity='high'\ncwe=[1]\ntitle='t'\nmessage='m'\npattern='(?x) boom \\( # a comment'\n";
+        let rules = RuleSet::parse("builtin:t.toml", text).unwrap();
+        let compiled = rules.compiled().unwrap();
+        // Line anchors and `(?i)` read in the pass; `(?-m)`, `$` and
+        // `(?x)` line by line.
+        let whole: Vec<bool> = compiled.whole.iter().map(Option::is_some).collect();
+        assert_eq!(whole, vec![true, false, false, false]);
+        assert!(compiled.may_match(0, "x\n danger(\n"));
+        assert!(!compiled.may_match(0, "x danger(\n"));
+        let code = "x = 1\n  danger(1)\n  risky(2)\nUNSAFE_call\nboom(3)\n";
+        let found: Vec<String> = rules
+            .apply("a.txt", &numbered(code))
+            .unwrap()
+            .into_iter()
+            .filter_map(|f| f.rule)
+            .collect();
+        assert_eq!(found, vec!["a", "b", "c", "d"]);
     }
 
     #[test]

@@ -65,7 +65,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{LazyLock, Mutex};
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 use crate::util::{builtin_regex, relock};
 use serde::Deserialize;
@@ -137,7 +137,12 @@ pub(crate) fn identity() -> String {
 
 /// The table as the check uses it.
 pub(crate) struct SourceTable {
-    sources: Vec<(String, Vec<Regex>)>,
+    /// Each kind of source, in the table's order.
+    kinds: Vec<String>,
+    /// Every kind's patterns in one set (a text is read once for all).
+    patterns: RegexSet,
+    /// The kind (an index into `kinds`) of each pattern of the set.
+    kind_of: Vec<usize>,
     sink_rules: Vec<String>,
     pure_calls: BTreeSet<String>,
     sanitizer: Option<Regex>,
@@ -166,6 +171,8 @@ pub(crate) enum SourceTableError {
     },
     #[error("configs/sources.toml: sanitizers: {0}")]
     Sanitizers(#[source] regex::Error),
+    #[error("configs/sources.toml: the patterns together: {0}")]
+    Set(#[source] regex::Error),
 }
 
 #[derive(Deserialize)]
@@ -179,21 +186,21 @@ impl SourceTable {
     /// Parses a table; the error names the file and the pattern.
     pub(crate) fn parse(text: &str) -> Result<Self, SourceTableError> {
         let raw: RawTable = toml::from_str(text).map_err(SourceTableError::Toml)?;
-        let mut sources = Vec::new();
+        let (mut kinds, mut all, mut kind_of) = (Vec::new(), Vec::new(), Vec::new());
         for s in raw.source {
-            let patterns = s
-                .patterns
-                .iter()
-                .map(|p| {
-                    Regex::new(p).map_err(|error| SourceTableError::Pattern {
-                        kind: s.kind.clone(),
-                        pattern: p.clone(),
-                        error,
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            sources.push((s.kind, patterns));
+            for p in &s.patterns {
+                // Each pattern alone first: an error names it.
+                Regex::new(p).map_err(|error| SourceTableError::Pattern {
+                    kind: s.kind.clone(),
+                    pattern: p.clone(),
+                    error,
+                })?;
+                all.push(p.clone());
+                kind_of.push(kinds.len());
+            }
+            kinds.push(s.kind);
         }
+        let patterns = RegexSet::new(&all).map_err(SourceTableError::Set)?;
         let names: Vec<String> = raw.sanitizers.iter().map(|n| regex::escape(n)).collect();
         let sanitizer = if names.is_empty() {
             None
@@ -205,7 +212,9 @@ impl SourceTable {
             Some(Regex::new(&pattern).map_err(SourceTableError::Sanitizers)?)
         };
         Ok(Self {
-            sources,
+            kinds,
+            patterns,
+            kind_of,
             sink_rules: raw.sink_rules,
             pure_calls: raw.pure_calls.into_iter().collect(),
             sanitizer,
@@ -222,10 +231,21 @@ impl SourceTable {
 
     /// The kind of the first source whose pattern `text` matches.
     pub(crate) fn source_in(&self, text: &str) -> Option<&str> {
-        self.sources
+        if !self.patterns.is_match(text) {
+            return None;
+        }
+        let first = self
+            .patterns
+            .matches(text)
             .iter()
-            .find(|(_, patterns)| patterns.iter().any(|p| p.is_match(text)))
-            .map(|(kind, _)| kind.as_str())
+            .filter_map(|i| self.kind_of.get(i).copied())
+            .min()?;
+        self.kinds.get(first).map(String::as_str)
+    }
+
+    /// Whether any source's pattern matches `text`.
+    pub(crate) fn any_source(&self, text: &str) -> bool {
+        self.patterns.is_match(text)
     }
 
     /// The code with every sanitizer call (name and arguments) blanked:
@@ -270,7 +290,7 @@ impl SourceTable {
 
     /// The kinds of source, in the table's order.
     pub(crate) fn kinds(&self) -> impl Iterator<Item = &str> {
-        self.sources.iter().map(|(kind, _)| kind.as_str())
+        self.kinds.iter().map(String::as_str)
     }
 
     pub(crate) fn is_sink_rule(&self, rule: Option<&str>) -> bool {

@@ -33,7 +33,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::LazyLock;
 
 use tree_sitter::Node;
@@ -216,6 +216,17 @@ impl Taint {
     /// Every traced flow into a sink of `path`'s language in `syntax`, in
     /// the order of the sinks in the file.
     pub(crate) fn flows(&self, path: &str, syntax: &Syntax) -> Vec<Flow> {
+        self.flows_in(path, syntax, &mut Scopes::default())
+    }
+
+    /// [`Taint::flows`], with the scopes of the file's functions made
+    /// once for every question asked of the same tree.
+    pub(crate) fn flows_in<'t>(
+        &self,
+        path: &str,
+        syntax: &'t Syntax,
+        scopes: &mut Scopes<'t>,
+    ) -> Vec<Flow> {
         let Some(language) = language_of(path) else {
             return Vec::new();
         };
@@ -236,16 +247,16 @@ impl Taint {
             }
             if let Some(call) = Call::of(node, syntax) {
                 for sink in sinks.iter().filter(|s| s.calls(&call.dotted)) {
-                    out.extend(self.flow_into(syntax, sink, &call));
+                    out.extend(self.flow_into(syntax, scopes, sink, &call));
                 }
-                if let Some(values) = html_format(syntax, &call) {
+                if let Some(values) = html_format(syntax, scopes, &call) {
                     for sink in sinks.iter().filter(|s| s.html_strings) {
-                        out.extend(self.flow_into_string(syntax, sink, node, &values));
+                        out.extend(self.flow_into_string(syntax, scopes, sink, node, &values));
                     }
                 }
             } else if html_string(syntax, node) {
                 for sink in sinks.iter().filter(|s| s.html_strings) {
-                    out.extend(self.flow_into_string(syntax, sink, node, &[node]));
+                    out.extend(self.flow_into_string(syntax, scopes, sink, node, &[node]));
                 }
             }
             Visit::Enter
@@ -277,12 +288,13 @@ impl Taint {
     fn flow_into_string<'t>(
         &self,
         syntax: &'t Syntax,
+        scopes: &mut Scopes<'t>,
         sink: &table::Sink,
         node: Node<'t>,
         values: &[Node<'t>],
     ) -> Option<Flow> {
         let class = self.table.class_of(sink);
-        let mut steps = self.trace(syntax, class, node, values)?;
+        let mut steps = self.trace(syntax, scopes.around(syntax, node), class, values)?;
         // A string over several lines is flagged where the source is, when
         // it is inside the string.
         let (first, last) = (line_of(node), end_line_of(node));
@@ -323,6 +335,18 @@ impl Taint {
     /// class of the CWE, when the table has one, says what cleans; else
     /// every class's sanitizers do.
     pub(crate) fn line_status(&self, syntax: &Syntax, line: u32, cwe: Option<u32>) -> LineStatus {
+        self.line_status_in(syntax, &mut Scopes::default(), line, cwe)
+    }
+
+    /// [`Taint::line_status`], with the scopes of the file's functions
+    /// made once for every question asked of the same tree.
+    pub(crate) fn line_status_in<'t>(
+        &self,
+        syntax: &'t Syntax,
+        scopes: &mut Scopes<'t>,
+        line: u32,
+        cwe: Option<u32>,
+    ) -> LineStatus {
         let Some(row) = line.checked_sub(1).map(|r| r as usize) else {
             return LineStatus::Unknown;
         };
@@ -365,12 +389,12 @@ impl Taint {
         }
         let spans = statement.start_position().row != row || statement.end_position().row != row;
         let class = self.any_class(cwe);
-        let scope = Scope::around(syntax, at);
+        let scope = scopes.around(syntax, at);
         let mut tracer = Tracer {
             syntax,
             sources: self.sources,
             class: &class,
-            scope: &scope,
+            scope,
             walked: 0,
             seen: Seen {
                 line_row: Some(row),
@@ -443,16 +467,15 @@ impl Taint {
     fn trace<'t>(
         &self,
         syntax: &'t Syntax,
+        scope: &Scope<'t>,
         class: &table::Class,
-        at: Node<'t>,
         values: &[Node<'t>],
     ) -> Option<Vec<Step>> {
-        let scope = Scope::around(syntax, at);
         let mut tracer = Tracer {
             syntax,
             sources: self.sources,
             class,
-            scope: &scope,
+            scope,
             walked: 0,
             seen: Seen::default(),
         };
@@ -461,7 +484,13 @@ impl Taint {
 
     /// The flow into `call`, a call of `sink`, if a source reaches the
     /// arguments it names.
-    fn flow_into(&self, syntax: &Syntax, sink: &table::Sink, call: &Call<'_>) -> Option<Flow> {
+    fn flow_into<'t>(
+        &self,
+        syntax: &'t Syntax,
+        scopes: &mut Scopes<'t>,
+        sink: &table::Sink,
+        call: &Call<'t>,
+    ) -> Option<Flow> {
         let class = self.table.class_of(sink);
         if let Some(needle) = &sink.contains
             && !syntax.text_of(call.node).to_lowercase().contains(needle)
@@ -486,7 +515,7 @@ impl Taint {
             return None;
         }
         let line = line_of(call.node);
-        let mut steps = self.trace(syntax, class, call.node, &values)?;
+        let mut steps = self.trace(syntax, scopes.around(syntax, call.node), class, &values)?;
         steps.push(Step {
             line,
             what: format!("reaches `{}` ({})", call.dotted, class.title.to_lowercase()),
@@ -714,13 +743,7 @@ impl<'t> Call<'t> {
                 args.push(value);
             }
         }
-        let receiver = field("receiver").or_else(|| field("object")).or_else(|| {
-            let callee = field("function")?;
-            callee
-                .child_by_field_name("object")
-                .or_else(|| callee.child_by_field_name("operand"))
-                .or_else(|| callee.child_by_field_name("expression"))
-        });
+        let receiver = Self::receiver_of(node);
         Some(Self {
             node,
             dotted,
@@ -728,6 +751,18 @@ impl<'t> Call<'t> {
             keywords,
             receiver,
             list: args_node.filter(|l| *l != node),
+        })
+    }
+
+    /// The object a call `node` is made on, if it is a call of a method.
+    fn receiver_of(node: Node<'t>) -> Option<Node<'t>> {
+        let field = |name: &str| node.child_by_field_name(name);
+        field("receiver").or_else(|| field("object")).or_else(|| {
+            let callee = field("function")?;
+            callee
+                .child_by_field_name("object")
+                .or_else(|| callee.child_by_field_name("operand"))
+                .or_else(|| callee.child_by_field_name("expression"))
         })
     }
 
@@ -836,6 +871,10 @@ fn html_string(syntax: &Syntax, node: Node<'_>) -> bool {
     {
         return false;
     }
+    // No markup without a `<`: most expressions end here.
+    if !syntax.text_of(node).contains('<') {
+        return false;
+    }
     let mut literal_html = false;
     let mut other = false;
     walk(node, |n, _| {
@@ -866,13 +905,17 @@ fn html_string(syntax: &Syntax, node: Node<'_>) -> bool {
 /// (`String.format("<div>%s</div>", v)`, `fmt.Sprintf(page, v)` with
 /// `page` a literal of markup set once in the function, Python's
 /// `"<p>{}</p>".format(v)`), or `None` when it is no such call.
-fn html_format<'t>(syntax: &'t Syntax, call: &Call<'t>) -> Option<Vec<Node<'t>>> {
+fn html_format<'t>(
+    syntax: &'t Syntax,
+    scopes: &mut Scopes<'t>,
+    call: &Call<'t>,
+) -> Option<Vec<Node<'t>>> {
     if !FORMATTERS.contains(&call.last()) {
         return None;
     }
-    let markup = |template: Node<'t>| {
+    let mut markup = |template: Node<'t>| {
         let template = if matches!(template.kind(), "identifier" | "variable_name") {
-            let scope = Scope::around(syntax, call.node);
+            let scope = scopes.around(syntax, call.node);
             let name = syntax.text_of(template);
             match scope.reaching(name, template.start_byte()).as_slice() {
                 [one] if !one.adds => one.value,
@@ -906,13 +949,10 @@ fn has_html_element(text: &str) -> bool {
     text.match_indices('<').any(|(at, _)| {
         let rest = text.get(at + 1..).unwrap_or_default();
         let rest = rest.strip_prefix('/').unwrap_or(rest);
-        let name: String = rest
-            .chars()
-            .take_while(char::is_ascii_alphanumeric)
-            .collect::<String>()
-            .to_ascii_lowercase();
-        let after = rest.get(name.len()..).and_then(|r| r.chars().next());
-        HTML_ELEMENTS.contains(&name.as_str())
+        let len = rest.bytes().take_while(u8::is_ascii_alphanumeric).count();
+        let name = rest.get(..len).unwrap_or_default();
+        let after = rest.get(len..).and_then(|r| r.chars().next());
+        HTML_ELEMENTS.iter().any(|e| e.eq_ignore_ascii_case(name))
             && after.is_none_or(|c| c.is_whitespace() || c == '>' || c == '/')
     })
 }
@@ -1007,6 +1047,47 @@ struct Scope<'t> {
     params: Vec<(String, Node<'t>)>,
 }
 
+/// The scopes of one file's functions, each made once, by the function's
+/// node: one per tree, for every question asked of it.
+#[derive(Default)]
+pub(crate) struct Scopes<'t> {
+    by_function: HashMap<usize, Scope<'t>>,
+}
+
+impl<'t> Scopes<'t> {
+    /// The scope of the innermost function around `node`.
+    fn around(&mut self, syntax: &'t Syntax, node: Node<'t>) -> &Scope<'t> {
+        let func = function_around(node);
+        self.by_function
+            .entry(func.id())
+            .or_insert_with(|| Scope::of(syntax, func))
+    }
+}
+
+/// The innermost function around `node` (the root at top level).
+fn function_around(node: Node<'_>) -> Node<'_> {
+    let mut func = node;
+    while !FUNCTION_KINDS.contains(&func.kind()) {
+        match func.parent() {
+            Some(p) => func = p,
+            None => break,
+        }
+    }
+    func
+}
+
+/// The kinds of node that call a method on an object, in every grammar.
+const METHOD_CALLS: &[&str] = &[
+    "call",
+    "call_expression",
+    "invocation_expression",
+    "function_call_expression",
+    "method_invocation",
+    "member_call_expression",
+    "nullsafe_member_call_expression",
+    "scoped_call_expression",
+];
+
 /// Methods that put their arguments into the object they are called on.
 const ADDERS: &[&str] = &[
     "append",
@@ -1079,15 +1160,9 @@ const BRANCHES: &[&str] = &[
 ];
 
 impl<'t> Scope<'t> {
-    /// The innermost function around `node` (the whole file at top level).
-    fn around(syntax: &'t Syntax, node: Node<'t>) -> Self {
-        let mut func = node;
-        while !FUNCTION_KINDS.contains(&func.kind()) {
-            match func.parent() {
-                Some(p) => func = p,
-                None => break,
-            }
-        }
+    /// The assignments and parameters of `func`, a function's node (or
+    /// the root).
+    fn of(syntax: &'t Syntax, func: Node<'t>) -> Self {
         let mut scope = Self {
             node: func,
             assigns: Vec::new(),
@@ -1121,8 +1196,12 @@ impl<'t> Scope<'t> {
     /// Records `n` if it assigns.
     fn read(&mut self, syntax: &'t Syntax, n: Node<'t>) {
         // `sb.append(x)`, `list.add(x)`, `$a->push(x)`: the object takes
-        // the value in.
-        if let Some(call) = Call::of(n, syntax)
+        // the value in. (A call on anything but a plain name is not
+        // built: most calls end here.)
+        if METHOD_CALLS.contains(&n.kind())
+            && Call::receiver_of(n)
+                .is_some_and(|r| matches!(r.kind(), "identifier" | "variable_name"))
+            && let Some(call) = Call::of(n, syntax)
             && ADDERS.contains(&call.last())
             && let (Some(receiver), Some(list)) = (call.receiver, call.list)
             && matches!(receiver.kind(), "identifier" | "variable_name")
@@ -1484,6 +1563,9 @@ impl<'t> Tracer<'_, 't> {
     /// (with where) pushed onto `uses`.
     fn walk(&mut self, value: Node<'t>, uses: &mut Vec<(String, usize)>) -> Option<Step> {
         let mut found = None;
+        // A source's text is a part of the value's own: where the value
+        // holds none, no part of it is one.
+        let may_hold_source = self.sources.any_source(self.syntax.text_of(value));
         walk(value, |n, field| {
             self.walked += 1;
             if self.walked > BUDGET {
@@ -1492,10 +1574,11 @@ impl<'t> Tracer<'_, 't> {
             if !n.is_named() {
                 return Visit::Skip;
             }
-            if self.cleans(n) {
+            let call = Call::of(n, self.syntax);
+            if self.cleans(n, call.as_ref()) {
                 return Visit::Skip;
             }
-            if let Some(step) = self.source_at(n) {
+            if may_hold_source && let Some(step) = self.source_at(n) {
                 found = Some(step);
                 return Visit::Stop;
             }
@@ -1518,7 +1601,7 @@ impl<'t> Tracer<'_, 't> {
                 self.seen.state = true;
                 return Visit::Skip;
             }
-            if let Some(call) = Call::of(n, self.syntax) {
+            if let Some(call) = call {
                 let own = self.seen.line_row == Some(n.start_position().row);
                 if !own && !self.sources.is_pure(call.last()) {
                     self.seen.opaque = true;
@@ -1548,7 +1631,7 @@ impl<'t> Tracer<'_, 't> {
 
     /// Whether `n` makes a value safe for the class: a sanitizer's call or
     /// a cast to a number.
-    fn cleans(&self, n: Node<'t>) -> bool {
+    fn cleans(&self, n: Node<'t>, call: Option<&Call<'t>>) -> bool {
         if n.kind() == "cast_expression" {
             let ty = n
                 .child_by_field_name("type")
@@ -1558,7 +1641,7 @@ impl<'t> Tracer<'_, 't> {
                 .to_lowercase();
             return NUMBER_TYPES.contains(&ty.as_str());
         }
-        Call::of(n, self.syntax).is_some_and(|c| self.class.sanitizers.contains(c.last()))
+        call.is_some_and(|c| self.class.sanitizers.contains(c.last()))
     }
 
     /// The source `n` is, when it is one: its text matches a source of a
