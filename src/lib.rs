@@ -180,6 +180,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
     let skeptic = pipeline::skeptic::Skeptic {
         definition: ctx.agents.get(pipeline::skeptic::SKEPTIC),
         harness: &ctx.harness,
+        rules: &ctx.rules,
         // A shard's findings are challenged in `fanscan merge`.
         threshold: s.challenge.threshold().filter(|_| s.shard.is_none()),
         quorum: s.quorum,

@@ -50,17 +50,13 @@ const FOUND_FILES: usize = 16;
 
 /// The offline rule engine.
 pub(crate) struct Offline {
+    /// The rules, with the run's syntax trees and source-check regexes.
     rules: Arc<RuleSet>,
-    /// The source check's regexes, built once for the run.
-    patterns: Patterns,
 }
 
 impl Offline {
     pub(crate) fn new(rules: Arc<RuleSet>) -> Self {
-        Self {
-            rules,
-            patterns: Patterns::default(),
-        }
+        Self { rules }
     }
 
     /// The answer to one turn: `request` as sent, `facts` what the loop
@@ -75,7 +71,7 @@ impl Offline {
             if !calls.is_empty() {
                 return Ok(reply(None, calls));
             }
-            let judged = skeptic_judge(&self.patterns, &self.rules.trees, facts, &seen);
+            let judged = skeptic_judge(self.rules.patterns(), &self.rules.trees, facts, &seen);
             // A class the value is returned by that no file read declares:
             // searched for once, then its files are read (above).
             let calls = skeptic_searches(request, facts, &judged, &seen);
@@ -191,7 +187,7 @@ impl Offline {
                 let rule = self.rule_like(l, table);
                 let judged = crate::engine::taint::judge(
                     table,
-                    &self.patterns,
+                    self.rules.patterns(),
                     &self.rules.trees,
                     &l.path,
                     &seen.contents,

@@ -175,6 +175,13 @@ impl RuleSet {
             .as_ref()
     }
 
+    /// The run's source-check regexes: every judgment of the run (the
+    /// rules' demotion, the offline skeptic, the skeptic stage's weighing
+    /// of a model's verdict) builds each one once.
+    pub(crate) fn patterns(&self) -> &Patterns {
+        &self.patterns
+    }
+
     /// The taint rules, checked on their first use.
     pub(crate) fn taint(&self) -> Result<&'static Taint, &RuleError> {
         self.taint

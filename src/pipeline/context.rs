@@ -82,7 +82,7 @@ pub enum SetupError {
 pub struct Context {
     pub settings: Settings,
     pub agents: AgentSet,
-    rules: Arc<RuleSet>,
+    pub(crate) rules: Arc<RuleSet>,
     prices: Prices,
     /// The provider, output cap and `--jobs` every agent stage shares.
     pub(crate) harness: Harness,

@@ -31,6 +31,7 @@ use crate::agents::AgentStatus;
 use crate::agents::router::{ReadOnlyTools, ToolRouter};
 use crate::agents::turns::{Finish, Loop, Reader, Start};
 use crate::agents::{AgentDefinition, Harness, UnknownAgent};
+use crate::engine::rules::RuleSet;
 use crate::engine::source_check::{Files, Patterns, SourceTable};
 use crate::llm::budget::Spend;
 use crate::llm::conversation::{ChallengeFact, FileRead};
@@ -93,6 +94,9 @@ pub(crate) struct Skeptic<'a> {
     pub(crate) definition: Result<&'a AgentDefinition, UnknownAgent>,
     /// The run's provider, output cap and `--jobs` (calls in flight).
     pub(crate) harness: &'a Harness,
+    /// The run's rules, whose syntax trees and source-check regexes the
+    /// weighing of a verdict reads (parsed and built once a run).
+    pub(crate) rules: &'a RuleSet,
     /// `--challenge`'s level; none for `never` and for a shard (`fanscan
     /// merge` challenges the whole run).
     pub(crate) threshold: Option<Severity>,
@@ -136,6 +140,7 @@ pub(crate) async fn challenge(
     let stage = Stage {
         definition: &definition,
         harness: skeptic.harness,
+        rules: skeptic.rules,
         ui,
         spend,
         run,
@@ -147,6 +152,7 @@ pub(crate) async fn challenge(
 struct Stage<'a> {
     definition: &'a AgentDefinition,
     harness: &'a Harness,
+    rules: &'a RuleSet,
     ui: &'a Ui,
     spend: &'a Spend,
     run: Option<&'a ScanStore>,
@@ -428,8 +434,6 @@ impl Stage<'_> {
         let answer = outcome.answer.unwrap_or_default();
         let failed = outcome.error.clone();
         let exists = |p: &str, line: u32| self.line_exists(p, line);
-        let patterns = Patterns::default();
-        let trees = crate::engine::syntax::Trees::default();
         // The batch's file, read once, if a refutation is to be weighed.
         let text = std::cell::OnceCell::new();
         // The model answered in full: what it said is kept, a verdict or
@@ -457,7 +461,7 @@ impl Stage<'_> {
                         self.against_trace(
                             &t.finding,
                             check(said.clone(), &exists),
-                            (&patterns, &trees),
+                            (self.rules.patterns(), &self.rules.trees),
                             &text,
                         ),
                         true,
