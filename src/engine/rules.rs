@@ -9,6 +9,8 @@
 //! pattern edit cannot silently stop matching what it was written for.
 
 use std::cell::OnceCell;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
@@ -146,6 +148,41 @@ pub(crate) struct RuleSet {
     /// The run's syntax trees: every file these rules read is parsed once
     /// a run, and the source check reads the same trees.
     pub(crate) trees: Trees,
+    /// What the rules found in each file read this run.
+    applied: Applied,
+}
+
+/// The rules' findings in each file (path and numbered lines) read this
+/// run, and how it was read.
+#[derive(Debug, Default)]
+struct Applied(std::sync::Mutex<HashMap<(String, u64), Found>>);
+
+/// The findings in a file, and how it was read.
+type Found = (Vec<Finding>, Option<Read>);
+
+impl Applied {
+    /// A file's key: its path and a hash of its numbered lines.
+    fn key(path: &str, lines: &[(u32, String)]) -> (String, u64) {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        lines.hash(&mut hasher);
+        (path.to_string(), hasher.finish())
+    }
+
+    fn get(&self, key: &(String, u64)) -> Option<Found> {
+        self.lock().get(key).cloned()
+    }
+
+    fn put(&self, key: (String, u64), found: &Found) {
+        self.lock().insert(key, found.clone());
+    }
+
+    /// The lock; each insert is one step, so a thread that panicked
+    /// holding it left whole entries only.
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u64), Found>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 impl RuleSet {
@@ -160,6 +197,7 @@ impl RuleSet {
             taint: OnceLock::new(),
             patterns: Patterns::default(),
             trees: Trees::default(),
+            applied: Applied::default(),
         })
     }
 
@@ -217,6 +255,7 @@ impl RuleSet {
             taint: OnceLock::new(),
             patterns: Patterns::default(),
             trees: Trees::default(),
+            applied: Applied::default(),
         }
     }
 
@@ -251,7 +290,24 @@ impl RuleSet {
     /// of its lines as written: most files of a clean tree match none, and
     /// parsing them would tell nothing (a comment only ever takes a match
     /// away).
+    ///
+    /// The same lines of the same path are read once a run: an agent's
+    /// report and its final summary ask for the same files.
     pub(crate) fn apply_read(
+        &self,
+        path: &str,
+        lines: &[(u32, String)],
+    ) -> Result<(Vec<Finding>, Option<Read>), &RuleError> {
+        let key = Applied::key(path, lines);
+        if let Some(found) = self.applied.get(&key) {
+            return Ok(found);
+        }
+        let fresh = self.apply_afresh(path, lines)?;
+        self.applied.put(key, &fresh);
+        Ok(fresh)
+    }
+
+    fn apply_afresh(
         &self,
         path: &str,
         lines: &[(u32, String)],
@@ -259,12 +315,16 @@ impl RuleSet {
         let compiled = self.compiled()?;
         let rules = &compiled.rules;
         // A rule is asked of the whole file first, line by line only if
-        // it matches there.
+        // it matches there. Not on text beyond ASCII: there a `\b` of
+        // Unicode words sends the regex to its slow engine, over the whole
+        // file for every rule, where line by line it goes only over the
+        // lines that have such text.
         let joined = lines
             .iter()
             .map(|(_, l)| l.as_str())
             .collect::<Vec<_>>()
             .join("\n");
+        let joined = joined.is_ascii().then_some(joined);
         let parsed: OnceCell<Arc<Result<Syntax, Unparsed>>> = OnceCell::new();
         let parse = || {
             parsed.get_or_init(
@@ -292,7 +352,9 @@ impl RuleSet {
             if rule.skip_tests && test_file {
                 continue;
             }
-            if !compiled.may_match(index, &joined) {
+            if let Some(joined) = &joined
+                && !compiled.may_match(index, joined)
+            {
                 continue;
             }
             for (i, (number, line)) in lines.iter().enumerate() {
@@ -405,6 +467,15 @@ impl RuleSet {
             }
         }
         out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
+        // What the default gate challenges is high or above: the tree of a
+        // file with no such finding is not kept for the skeptic (one that
+        // asks all the same parses it again).
+        if parsed.get().is_some()
+            && !out.iter().any(|f| f.severity >= Severity::High)
+            && let Some(text) = whole_text(lines.iter().map(|(n, l)| (*n, l.as_str())))
+        {
+            self.trees.forget(path, &text);
+        }
         let read = parsed
             .get()
             .map(|p| p.as_ref().as_ref().map(|s| s.grammar).map_err(Clone::clone));
@@ -780,6 +851,22 @@ mod tests {
             .filter_map(|f| f.rule)
             .collect();
         assert_eq!(found, vec!["a", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn a_file_read_again_unchanged_gives_the_same_findings_and_a_changed_one_its_own() {
+        let rules = RuleSet::builtin();
+        let code = "import subprocess\ndef f(cmd):\n    subprocess.call(cmd, shell=True)\n";
+        let first = rules.apply_read("app.py", &numbered(code)).unwrap();
+        let again = rules.apply_read("app.py", &numbered(code)).unwrap();
+        assert!(!first.0.is_empty());
+        assert_eq!(first, again);
+        assert_eq!(rules.applied.lock().len(), 1);
+        let changed = rules
+            .apply_read("app.py", &numbered("def f(cmd):\n    return cmd\n"))
+            .unwrap();
+        assert!(changed.0.is_empty());
+        assert_eq!(rules.applied.lock().len(), 2);
     }
 
     #[test]

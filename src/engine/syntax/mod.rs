@@ -414,6 +414,18 @@ struct Key {
     hash: u64,
 }
 
+impl Key {
+    fn of(path: &str, text: &str) -> Self {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut hasher);
+        Self {
+            path: path.to_string(),
+            len: text.len(),
+            hash: hasher.finish(),
+        }
+    }
+}
+
 impl Default for Trees {
     fn default() -> Self {
         Self::new(Limits::default())
@@ -439,13 +451,7 @@ impl Trees {
 
     /// `text`, the whole of `path`, parsed (once a run while it is kept).
     pub(crate) fn get(&self, path: &str, text: &str) -> Arc<Result<Syntax, Unparsed>> {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        text.hash(&mut hasher);
-        let key = Key {
-            path: path.to_string(),
-            len: text.len(),
-            hash: hasher.finish(),
-        };
+        let key = Key::of(path, text);
         if let Some(found) = self.lock().parsed.get(&key) {
             return Arc::clone(found);
         }
@@ -464,10 +470,22 @@ impl Trees {
             let Some(old) = kept.order.pop_front() else {
                 break;
             };
-            kept.parsed.remove(&old);
-            kept.bytes -= old.len.saturating_mul(TREE_WEIGHT);
+            // A key let go before ([`Trees::forget`]) weighs nothing.
+            if kept.parsed.remove(&old).is_some() {
+                kept.bytes -= old.len.saturating_mul(TREE_WEIGHT);
+            }
         }
         parsed
+    }
+
+    /// Lets go of the tree of `text` (the whole of `path`): nothing more
+    /// of the run is expected to ask for it (a later ask parses again).
+    pub(crate) fn forget(&self, path: &str, text: &str) {
+        let key = Key::of(path, text);
+        let mut kept = self.lock();
+        if kept.parsed.remove(&key).is_some() {
+            kept.bytes -= key.len.saturating_mul(TREE_WEIGHT);
+        }
     }
 
     /// The lock; a thread that panicked holding it left whole entries only

@@ -184,6 +184,20 @@ fn the_run_keeps_parsed_texts_under_its_size() {
 }
 
 #[test]
+fn a_forgotten_tree_weighs_nothing_and_is_parsed_again_when_asked() {
+    let trees = Trees::default();
+    let a = trees.get("a.py", "x = 1\n");
+    let kept = trees.get("b.py", "y = 1\n");
+    trees.forget("a.py", "x = 1\n");
+    assert_eq!(trees.lock().bytes, 6 * TREE_WEIGHT);
+    assert!(!Arc::ptr_eq(&a, &trees.get("a.py", "x = 1\n")));
+    assert!(Arc::ptr_eq(&kept, &trees.get("b.py", "y = 1\n")));
+    // Forgetting what is not kept changes nothing.
+    trees.forget("c.py", "z = 1\n");
+    assert_eq!(trees.lock().bytes, 12 * TREE_WEIGHT);
+}
+
+#[test]
 fn whole_text_is_only_for_lines_from_the_first_without_a_gap() {
     let lines = [(1, "a"), (2, "b")];
     assert_eq!(whole_text(lines.into_iter()), Some("a\nb".into()));
