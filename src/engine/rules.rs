@@ -150,6 +150,10 @@ pub(crate) struct RuleSet {
     pub(crate) trees: Trees,
     /// What the rules found in each file read this run.
     applied: Applied,
+    /// The severity from which the skeptic is asked about a finding
+    /// (`--challenge`): a file's tree is kept for it only when the rules
+    /// found something there at or above it; none without a skeptic.
+    keep_trees_at: Option<Severity>,
 }
 
 /// The rules' findings in each file (path and numbered lines) read this
@@ -198,6 +202,7 @@ impl RuleSet {
             patterns: Patterns::default(),
             trees: Trees::default(),
             applied: Applied::default(),
+            keep_trees_at: Some(Severity::High),
         })
     }
 
@@ -256,6 +261,16 @@ impl RuleSet {
             patterns: Patterns::default(),
             trees: Trees::default(),
             applied: Applied::default(),
+            keep_trees_at: Some(Severity::High),
+        }
+    }
+
+    /// Keeps a file's tree only for a finding at or above `threshold`,
+    /// the skeptic's (none: no skeptic runs). High unless set.
+    pub(crate) fn keeping_trees_at(self, threshold: Option<Severity>) -> Self {
+        Self {
+            keep_trees_at: threshold,
+            ..self
         }
     }
 
@@ -467,11 +482,13 @@ impl RuleSet {
             }
         }
         out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
-        // What the default gate challenges is high or above: the tree of a
-        // file with no such finding is not kept for the skeptic (one that
-        // asks all the same parses it again).
+        // The tree of a file with no finding the skeptic is asked about is
+        // not kept for it (a skeptic that asks all the same parses it
+        // again).
         if parsed.get().is_some()
-            && !out.iter().any(|f| f.severity >= Severity::High)
+            && !self
+                .keep_trees_at
+                .is_some_and(|t| out.iter().any(|f| f.severity >= t))
             && let Some(text) = whole_text(lines.iter().map(|(n, l)| (*n, l.as_str())))
         {
             self.trees.forget(path, &text);
@@ -867,6 +884,27 @@ mod tests {
             .unwrap();
         assert!(changed.0.is_empty());
         assert_eq!(rules.applied.lock().len(), 2);
+    }
+
+    #[test]
+    fn a_tree_is_kept_only_for_a_finding_the_skeptic_will_be_asked_about() {
+        // A shell run of a request value is high.
+        let high = "import subprocess\nfrom flask import request\n\ndef f():\n    subprocess.call(request.args['c'], shell=True)\n";
+        // One of a parameter alone is medium: its tree is read, not kept.
+        let medium = "import subprocess\ndef f(cmd):\n    subprocess.call(cmd, shell=True)\n";
+        let count = |threshold: Option<Severity>, code: &str| {
+            let rules = RuleSet::builtin().keeping_trees_at(threshold);
+            let (found, read) = rules.apply_read("app.py", &numbered(code)).unwrap();
+            (
+                found.iter().any(|f| f.severity >= Severity::High),
+                read.is_some(),
+                rules.trees.kept(),
+            )
+        };
+        assert_eq!(count(Some(Severity::High), high), (true, true, 1));
+        assert_eq!(count(None, high), (true, true, 0));
+        assert_eq!(count(Some(Severity::High), medium), (false, true, 0));
+        assert_eq!(count(Some(Severity::Medium), medium), (false, true, 1));
     }
 
     #[test]

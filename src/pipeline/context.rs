@@ -121,18 +121,27 @@ impl Context {
                 .into());
             }
         }
-        let rules = Arc::new(match (&settings.rules, &settings.base_rules) {
-            (Some(path), _) => RuleSet::load(path)?,
-            (None, Some(rel)) => {
-                let shown = format!("{}:{rel}", settings.config_origin.describe());
-                let text = settings
-                    .config_origin
-                    .read(&settings.root, rel)?
-                    .ok_or_else(|| ConfigError::RulesMissing(shown.clone()))?;
-                RuleSet::parse(&shown, &text)?
+        let rules = Arc::new(
+            match (&settings.rules, &settings.base_rules) {
+                (Some(path), _) => RuleSet::load(path)?,
+                (None, Some(rel)) => {
+                    let shown = format!("{}:{rel}", settings.config_origin.describe());
+                    let text = settings
+                        .config_origin
+                        .read(&settings.root, rel)?
+                        .ok_or_else(|| ConfigError::RulesMissing(shown.clone()))?;
+                    RuleSet::parse(&shown, &text)?
+                }
+                (None, None) => RuleSet::builtin(),
             }
-            (None, None) => RuleSet::builtin(),
-        });
+            // A shard's findings are challenged in `fanscan merge`.
+            .keeping_trees_at(
+                settings
+                    .challenge
+                    .threshold()
+                    .filter(|_| settings.shard.is_none()),
+            ),
+        );
         let changes = match &settings.diff {
             Some(DiffSource::Since(reference)) => {
                 Some(crate::util::git::diff(&settings.root, reference)?)

@@ -478,6 +478,12 @@ impl Trees {
         parsed
     }
 
+    /// How many files' trees are kept.
+    #[cfg(test)]
+    pub(crate) fn kept(&self) -> usize {
+        self.lock().parsed.len()
+    }
+
     /// Lets go of the tree of `text` (the whole of `path`): nothing more
     /// of the run is expected to ask for it (a later ask parses again).
     pub(crate) fn forget(&self, path: &str, text: &str) {
