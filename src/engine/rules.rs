@@ -17,7 +17,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use super::source_check::{self, Files, Patterns};
-use super::syntax::{Grammar, Syntax, Trees, Unparsed, whole_text};
+use super::syntax::{Grammar, Syntax, Trees, Unparsed};
 use super::taint::{Flow, LineStatus, Scopes, Taint};
 use crate::model::findings::{Finding, FindingCwe, Origin, Severity};
 use crate::util::language::language_of;
@@ -183,9 +183,7 @@ impl Applied {
     /// The lock; each insert is one step, so a thread that panicked
     /// holding it left whole entries only.
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u64), Found>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::util::relock(&self.0)
     }
 }
 
@@ -329,25 +327,28 @@ impl RuleSet {
     ) -> Result<(Vec<Finding>, Option<Read>), &RuleError> {
         let compiled = self.compiled()?;
         let rules = &compiled.rules;
-        // A rule is asked of the whole file first, line by line only if
-        // it matches there. Not on text beyond ASCII: there a `\b` of
-        // Unicode words sends the regex to its slow engine, over the whole
-        // file for every rule, where line by line it goes only over the
-        // lines that have such text.
+        // The lines joined: the file's text when they are all of it.
         let joined = lines
             .iter()
             .map(|(_, l)| l.as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        let joined = joined.is_ascii().then_some(joined);
+        let whole = (1u32..).zip(lines).all(|(expected, (n, _))| *n == expected);
+        // A rule is asked of the joined lines first, line by line only if
+        // it matches there. Not on text beyond ASCII: there a `\b` of
+        // Unicode words sends the regex to its slow engine, over the whole
+        // file for every rule, where line by line it goes only over the
+        // lines that have such text.
+        let ascii = joined.is_ascii();
         let parsed: OnceCell<Arc<Result<Syntax, Unparsed>>> = OnceCell::new();
         let parse = || {
-            parsed.get_or_init(
-                || match whole_text(lines.iter().map(|(n, l)| (*n, l.as_str()))) {
-                    Some(text) => self.trees.get(path, &text),
-                    None => Arc::new(Err(Unparsed::Partial)),
-                },
-            )
+            parsed.get_or_init(|| {
+                if whole {
+                    self.trees.get(path, &joined)
+                } else {
+                    Arc::new(Err(Unparsed::Partial))
+                }
+            })
         };
         let code_lines: OnceCell<Option<Vec<String>>> = OnceCell::new();
         let language = language_of(path);
@@ -367,9 +368,7 @@ impl RuleSet {
             if rule.skip_tests && test_file {
                 continue;
             }
-            if let Some(joined) = &joined
-                && !compiled.may_match(index, joined)
-            {
+            if ascii && !compiled.may_match(index, &joined) {
                 continue;
             }
             for (i, (number, line)) in lines.iter().enumerate() {
@@ -485,13 +484,13 @@ impl RuleSet {
         // The tree of a file with no finding the skeptic is asked about is
         // not kept for it (a skeptic that asks all the same parses it
         // again).
-        if parsed.get().is_some()
+        if whole
+            && parsed.get().is_some()
             && !self
                 .keep_trees_at
                 .is_some_and(|t| out.iter().any(|f| f.severity >= t))
-            && let Some(text) = whole_text(lines.iter().map(|(n, l)| (*n, l.as_str())))
         {
-            self.trees.forget(path, &text);
+            self.trees.forget(path, &joined);
         }
         let read = parsed
             .get()
