@@ -34,6 +34,7 @@ mod table;
 mod tests;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::rc::Rc;
 use std::sync::LazyLock;
 
 use tree_sitter::Node;
@@ -47,7 +48,7 @@ use super::syntax::{
 use crate::util::language::language_of;
 
 /// Bumped whenever the analysis would report the same code differently.
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
 /// Most nodes one trace walks.
 const BUDGET: usize = 20_000;
@@ -199,6 +200,7 @@ impl Taint {
             .filter(|s| s.languages.iter().any(|l| l == language));
         sinks.any(|s| {
             (s.html_strings && has_html_element(line))
+                || s.properties.iter().any(|p| line.contains(p.as_str()))
                 || s.calls
                     .iter()
                     .any(|c| line.contains(c.rsplit('.').next().unwrap_or(c)))
@@ -258,6 +260,13 @@ impl Taint {
                 for sink in sinks.iter().filter(|s| s.html_strings) {
                     out.extend(self.flow_into_string(syntax, scopes, sink, node, &[node]));
                 }
+            } else if let Some((member, value)) = member_assigned(syntax, node) {
+                for sink in sinks
+                    .iter()
+                    .filter(|s| s.properties.iter().any(|p| p == member))
+                {
+                    out.extend(self.flow_into_member(syntax, scopes, sink, node, value));
+                }
             }
             Visit::Enter
         });
@@ -294,7 +303,7 @@ impl Taint {
         values: &[Node<'t>],
     ) -> Option<Flow> {
         let class = self.table.class_of(sink);
-        let mut steps = self.trace(syntax, scopes.around(syntax, node), class, values)?;
+        let mut steps = self.trace(syntax, scopes, node, class, values)?;
         // A string over several lines is flagged where the source is, when
         // it is inside the string.
         let (first, last) = (line_of(node), end_line_of(node));
@@ -306,6 +315,37 @@ impl Taint {
         steps.push(Step {
             line,
             what: "is written into a string of HTML markup".into(),
+        });
+        Some(Flow {
+            sink: sink.id.clone(),
+            line,
+            steps,
+        })
+    }
+
+    /// The flow into `node`, an assignment of `value` to a member that is
+    /// `sink` (`el.innerHTML = …`), if a source reaches the value.
+    fn flow_into_member<'t>(
+        &self,
+        syntax: &'t Syntax,
+        scopes: &mut Scopes<'t>,
+        sink: &table::Sink,
+        node: Node<'t>,
+        value: Node<'t>,
+    ) -> Option<Flow> {
+        let class = self.table.class_of(sink);
+        let line = line_of(node);
+        let target = node
+            .child_by_field_name("left")
+            .map_or("", |l| syntax.text_of(l));
+        let mut steps = self.trace(syntax, scopes, node, class, &[value])?;
+        steps.push(Step {
+            line,
+            what: format!(
+                "is assigned to `{}` ({})",
+                shown(target),
+                class.title.to_lowercase()
+            ),
         });
         Some(Flow {
             sink: sink.id.clone(),
@@ -395,6 +435,7 @@ impl Taint {
             sources: self.sources,
             class: &class,
             scope,
+            scopes,
             walked: 0,
             seen: Seen {
                 line_row: Some(row),
@@ -467,15 +508,18 @@ impl Taint {
     fn trace<'t>(
         &self,
         syntax: &'t Syntax,
-        scope: &Scope<'t>,
+        scopes: &mut Scopes<'t>,
+        at: Node<'t>,
         class: &table::Class,
         values: &[Node<'t>],
     ) -> Option<Vec<Step>> {
+        let scope = scopes.around(syntax, at);
         let mut tracer = Tracer {
             syntax,
             sources: self.sources,
             class,
             scope,
+            scopes,
             walked: 0,
             seen: Seen::default(),
         };
@@ -515,7 +559,7 @@ impl Taint {
             return None;
         }
         let line = line_of(call.node);
-        let mut steps = self.trace(syntax, scopes.around(syntax, call.node), class, &values)?;
+        let mut steps = self.trace(syntax, scopes, call.node, class, &values)?;
         steps.push(Step {
             line,
             what: format!("reaches `{}` ({})", call.dotted, class.title.to_lowercase()),
@@ -769,6 +813,14 @@ impl<'t> Call<'t> {
     /// The callee's last name.
     fn last(&self) -> &str {
         self.dotted.rsplit('.').next().unwrap_or(&self.dotted)
+    }
+
+    /// The callee's last name, as text of the tree.
+    fn node_callee_name(&self, syntax: &'t Syntax) -> Option<&'t str> {
+        let text = syntax.text_of(self.node);
+        let last = self.last();
+        let at = text.find(last)?;
+        text.get(at..at + last.len())
     }
 }
 
@@ -1051,17 +1103,144 @@ struct Scope<'t> {
 /// node: one per tree, for every question asked of it.
 #[derive(Default)]
 pub(crate) struct Scopes<'t> {
-    by_function: HashMap<usize, Scope<'t>>,
+    by_function: HashMap<usize, Rc<Scope<'t>>>,
+    /// The file's calls by callee, made the first time a trace reaches a
+    /// parameter.
+    calls: Option<CallIndex<'t>>,
+}
+
+/// The calls of one file's own functions, and how often each name is
+/// defined.
+#[derive(Default)]
+struct CallIndex<'t> {
+    /// Calls without a receiver, or on the object's own (`this.f(x)`,
+    /// `self.f(x)`, `$this->f($x)`), by the callee's last name.
+    calls: HashMap<&'t str, Vec<Node<'t>>>,
+    /// How many functions of the file have each name.
+    defined: HashMap<&'t str, usize>,
 }
 
 impl<'t> Scopes<'t> {
     /// The scope of the innermost function around `node`.
-    fn around(&mut self, syntax: &'t Syntax, node: Node<'t>) -> &Scope<'t> {
+    fn around(&mut self, syntax: &'t Syntax, node: Node<'t>) -> Rc<Scope<'t>> {
         let func = function_around(node);
-        self.by_function
-            .entry(func.id())
-            .or_insert_with(|| Scope::of(syntax, func))
+        Rc::clone(
+            self.by_function
+                .entry(func.id())
+                .or_insert_with(|| Rc::new(Scope::of(syntax, func))),
+        )
     }
+
+    /// The calls in the file of the function `func`, when the file
+    /// defines one function of its name.
+    fn calls_of(&mut self, syntax: &'t Syntax, func: Node<'t>) -> Vec<Node<'t>> {
+        let Some(name) = function_name(syntax, func) else {
+            return Vec::new();
+        };
+        let index = self.calls.get_or_insert_with(|| CallIndex::of(syntax));
+        if index.defined.get(name) != Some(&1) {
+            return Vec::new();
+        }
+        index.calls.get(name).cloned().unwrap_or_default()
+    }
+}
+
+impl<'t> CallIndex<'t> {
+    fn of(syntax: &'t Syntax) -> Self {
+        let mut index = Self::default();
+        walk(syntax.root(), |n, _| {
+            if !n.is_named() {
+                return Visit::Skip;
+            }
+            if FUNCTION_KINDS.contains(&n.kind())
+                && let Some(name) = function_name(syntax, n)
+            {
+                *index.defined.entry(name).or_default() += 1;
+            }
+            if METHOD_CALLS.contains(&n.kind())
+                && Call::receiver_of(n).is_none_or(|r| OWN_OBJECTS.contains(&syntax.text_of(r)))
+                && let Some(call) = Call::of(n, syntax)
+            {
+                let callee = call.node_callee_name(syntax);
+                if let Some(callee) = callee {
+                    index.calls.entry(callee).or_default().push(n);
+                }
+            }
+            Visit::Enter
+        });
+        index
+    }
+}
+
+/// The names of the object a method runs on, in every grammar.
+const OWN_OBJECTS: &[&str] = &["this", "self", "$this", "static", "parent", "cls", "base"];
+
+/// Most calls a trace goes up from a parameter to its callers' arguments.
+const CALLER_DEPTH: usize = 2;
+
+/// The name `func` (a function's node) is called by: its own, or the
+/// variable it is assigned to (`const f = (x) => …`).
+fn function_name<'t>(syntax: &'t Syntax, func: Node<'t>) -> Option<&'t str> {
+    let name = func.child_by_field_name("name").or_else(|| {
+        let parent = func.parent()?;
+        match parent.kind() {
+            "variable_declarator" => parent.child_by_field_name("name"),
+            _ => None,
+        }
+    })?;
+    matches!(
+        name.kind(),
+        "identifier" | "name" | "property_identifier" | "field_identifier"
+    )
+    .then(|| syntax.text_of(name))
+}
+
+/// The position of parameter `name` (declared by `decl`) among the
+/// arguments of a call of `func`, when it takes one argument there: not a
+/// rest parameter, not the object a method runs on.
+fn param_position(syntax: &Syntax, func: Node<'_>, decl: Node<'_>, name: &str) -> Option<usize> {
+    let params = func
+        .child_by_field_name("parameters")
+        .or_else(|| func.child_by_field_name("parameter"))?;
+    let text = syntax.text_of(decl).trim_start();
+    if text.starts_with('*')
+        || text.starts_with("...")
+        || text.starts_with("params ")
+        || decl.kind().contains("splat")
+        || decl.kind().contains("rest")
+        || decl.kind().contains("variadic")
+    {
+        return None;
+    }
+    let mut position = 0usize;
+    let mut c = params.walk();
+    for (i, p) in params
+        .named_children(&mut c)
+        .filter(|p| !p.kind().ends_with("comment"))
+        .enumerate()
+    {
+        // Python's `self` and `cls` are not passed in the parentheses.
+        if i == 0
+            && syntax.grammar == Grammar::Python
+            && ["self", "cls"].contains(&syntax.text_of(p))
+        {
+            continue;
+        }
+        // Go declares several names at once: `func f(a, b string)`.
+        let mut names = p.walk();
+        let declared: Vec<_> = if syntax.grammar == Grammar::Go {
+            p.children_by_field_name("name", &mut names)
+                .map(|n| syntax.text_of(n))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if p == decl {
+            return Some(position + declared.iter().position(|d| *d == name).unwrap_or(0));
+        }
+        position += declared.len().max(1);
+    }
+    None
 }
 
 /// The innermost function around `node` (the root at top level).
@@ -1335,6 +1514,23 @@ fn assigned_value(n: Node<'_>) -> Option<Node<'_>> {
     }
 }
 
+/// The member an assignment sets and the value it sets it to
+/// (`el.innerHTML = v`: `innerHTML` and `v`), when it sets a member.
+fn member_assigned<'t>(syntax: &'t Syntax, n: Node<'t>) -> Option<(&'t str, Node<'t>)> {
+    if !matches!(
+        n.kind(),
+        "assignment" | "assignment_expression" | "augmented_assignment_expression"
+    ) {
+        return None;
+    }
+    let left = n.child_by_field_name("left")?;
+    if !MEMBER_KINDS.contains(&left.kind()) {
+        return None;
+    }
+    let member = last_named(left)?;
+    Some((syntax.text_of(member), n.child_by_field_name("right")?))
+}
+
 /// The names an assignment's left side sets: a name, each name of a tuple
 /// or list, the container of `a[k]` and `$a['k']`.
 fn assigned_names(syntax: &Syntax, left: Node<'_>) -> Vec<String> {
@@ -1468,7 +1664,9 @@ struct Tracer<'a, 't> {
     syntax: &'t Syntax,
     sources: &'static SourceTable,
     class: &'a table::Class,
-    scope: &'a Scope<'t>,
+    /// The function the value being walked is in.
+    scope: Rc<Scope<'t>>,
+    scopes: &'a mut Scopes<'t>,
     walked: usize,
     /// What else the walk saw, for [`Taint::line_status`].
     seen: Seen,
@@ -1498,8 +1696,82 @@ struct Seen {
 impl<'t> Tracer<'_, 't> {
     /// The steps from a source to `value`, when one reaches it.
     fn trace(&mut self, value: Node<'t>) -> Option<Vec<Step>> {
+        self.trace_from(value, Vec::new(), 0)
+    }
+
+    /// [`Tracer::trace`] of `value`, reached from the sink by the steps
+    /// `via` (latest first), `depth` calls up from the sink's function.
+    /// Within the function first; then, when none of it reaches a source,
+    /// from each parameter it reached to the arguments the file's own
+    /// calls of the function pass it, up to [`CALLER_DEPTH`] calls up.
+    /// What the callers' walks see is not the sink's function's: it does
+    /// not change what [`Taint::line_status`] says of it.
+    fn trace_from(
+        &mut self,
+        value: Node<'t>,
+        first_via: Vec<Step>,
+        depth: usize,
+    ) -> Option<Vec<Step>> {
+        let mut reached: Vec<(String, Vec<Step>)> = Vec::new();
+        let found = self.trace_within(value, first_via, &mut reached);
+        if found.is_some() || reached.is_empty() || depth >= CALLER_DEPTH {
+            return found;
+        }
+        let own = Rc::clone(&self.scope);
+        let seen = std::mem::take(&mut self.seen);
+        let mut found = None;
+        'params: for (name, via) in reached {
+            let Some((_, decl)) = own.params.iter().find(|(p, _)| *p == name) else {
+                continue;
+            };
+            let Some(position) = param_position(self.syntax, own.node, *decl, &name) else {
+                continue;
+            };
+            for site in self.scopes.calls_of(self.syntax, own.node) {
+                if self.walked > BUDGET {
+                    break 'params;
+                }
+                let Some(call) = Call::of(site, self.syntax) else {
+                    continue;
+                };
+                let keyword = call.keywords.iter().find(|(k, _)| *k == name);
+                let Some(arg) = keyword.map(|(_, v)| *v).or_else(|| {
+                    // A call that names any argument is not read by position.
+                    call.keywords
+                        .is_empty()
+                        .then(|| call.args.get(position).copied())
+                        .flatten()
+                }) else {
+                    continue;
+                };
+                self.scope = self.scopes.around(self.syntax, site);
+                let mut via = via.clone();
+                via.push(Step {
+                    line: line_of(site),
+                    what: format!("is passed as `{name}` to `{}`", shown(&call.dotted)),
+                });
+                if let Some(steps) = self.trace_from(arg, via, depth + 1) {
+                    found = Some(steps);
+                    break 'params;
+                }
+            }
+        }
+        self.scope = own;
+        self.seen = seen;
+        found
+    }
+
+    /// [`Tracer::trace_from`] within one function: the parameters the
+    /// value comes from (with the steps to each) are pushed onto
+    /// `reached`.
+    fn trace_within(
+        &mut self,
+        value: Node<'t>,
+        first_via: Vec<Step>,
+        reached: &mut Vec<(String, Vec<Step>)>,
+    ) -> Option<Vec<Step>> {
         // Each value to walk, with the steps that lead from it to the sink.
-        let mut queue: Vec<(Node<'t>, Vec<Step>)> = vec![(value, Vec::new())];
+        let mut queue: Vec<(Node<'t>, Vec<Step>)> = vec![(value, first_via)];
         let mut followed: HashSet<usize> = HashSet::new();
         let mut params_seen: BTreeSet<String> = BTreeSet::new();
         let mut next = 0;
@@ -1528,6 +1800,9 @@ impl<'t> Tracer<'_, 't> {
                     }
                     let constant = source_check::is_constant(name.trim_start_matches('$'));
                     if self.scope.params.iter().any(|(p, _)| *p == name) {
+                        if !reached.iter().any(|(r, _)| *r == name) {
+                            reached.push((name.clone(), via.clone()));
+                        }
                         self.seen.params.insert(name);
                     } else if constant {
                         // A constant adds nothing from outside.

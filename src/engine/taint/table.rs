@@ -63,6 +63,8 @@ struct RawSink {
     #[serde(default)]
     html_strings: bool,
     #[serde(default)]
+    properties: Vec<String>,
+    #[serde(default)]
     args: Option<Vec<usize>>,
     #[serde(default)]
     keywords: Vec<String>,
@@ -108,6 +110,9 @@ pub(crate) struct Sink {
     /// Strings built with HTML markup (`"<p>" . $x`, f-strings, template
     /// literals) are this sink.
     pub(super) html_strings: bool,
+    /// Members whose assignment is this sink (`el.innerHTML = …`): the
+    /// value is the right side.
+    pub(super) properties: Vec<String>,
     pub(super) args: Option<Vec<usize>>,
     pub(super) keywords: Vec<String>,
     /// Lower case.
@@ -213,10 +218,12 @@ impl Table {
                         ),
                     )
                 })?;
-            if (s.calls.is_empty() && !s.html_strings) || s.languages.is_empty() {
+            if (s.calls.is_empty() && s.properties.is_empty() && !s.html_strings)
+                || s.languages.is_empty()
+            {
                 return Err(at(
                     &entry,
-                    "needs `languages`, and `calls` or `html_strings = true`".into(),
+                    "needs `languages`, and `calls`, `properties` or `html_strings = true`".into(),
                 ));
             }
             if s.examples.is_empty() {
@@ -231,6 +238,7 @@ impl Table {
                 languages: s.languages,
                 calls: s.calls,
                 html_strings: s.html_strings,
+                properties: s.properties,
                 args: s.args,
                 keywords: s.keywords,
                 contains: s.contains.map(|c| c.to_lowercase()),

@@ -362,3 +362,80 @@ fn a_value_built_here_or_a_statement_over_lines_is_never_constant_nor_the_caller
         LineStatus::FromCaller(vec!["line".into()])
     );
 }
+
+#[test]
+fn a_parameter_is_followed_to_the_arguments_of_the_files_own_calls() {
+    // Python, by position and by keyword, on `self`.
+    let py = "class V:\n    def page(self):\n        return self.show(request.args['n'])\n    def show(self, text):\n        return HttpResponse('<p>' + text + '</p>')\n";
+    let found = flows("v.py", py);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (sink, line, trace) = &found[0];
+    assert_eq!((sink.as_str(), *line), ("xss/python-response", 5));
+    assert!(trace.starts_with("line 3: an HTTP request"), "{trace}");
+    assert!(
+        trace.contains("line 3: is passed as `text` to `self.show`"),
+        "{trace}"
+    );
+    let keyword = "def page():\n    return show(size=3, text=request.args['n'])\ndef show(size, text):\n    return HttpResponse('<p>' + text + '</p>')\n";
+    assert_eq!(
+        sinks("v.py", keyword),
+        [("xss/python-response".to_string(), 4)]
+    );
+    // Java, two calls up.
+    let java = "class A {\n  void go(HttpServletRequest q, HttpServletResponse r) throws Exception {\n    first(r, q.getParameter(\"to\"));\n  }\n  void first(HttpServletResponse r, String to) throws Exception {\n    second(r, to);\n  }\n  void second(HttpServletResponse r, String where) throws Exception {\n    r.sendRedirect(where);\n  }\n}\n";
+    assert_eq!(sinks("A.java", java), [("redirect/java".to_string(), 9)]);
+    // Go declares two parameters at once.
+    let go = "package p\nfunc h(w http.ResponseWriter, r *http.Request) {\n\tfetch(\"x\", r.URL.Query().Get(\"u\"))\n}\nfunc fetch(a, u string) {\n\thttp.Get(u)\n}\n";
+    assert_eq!(sinks("p.go", go), [("ssrf/go".to_string(), 6)]);
+}
+
+#[test]
+fn a_caller_that_cleans_or_passes_a_constant_or_another_argument_is_no_flow() {
+    // The caller escapes the value.
+    let php =
+        "<?php\nfunction show($t) { echo \"<p>$t</p>\"; }\nshow(htmlspecialchars($_GET['t']));\n";
+    assert!(sinks("a.php", php).is_empty());
+    // The request value goes to another parameter than the one the sink takes.
+    let other = "<?php\nfunction show($t, $n) { echo \"<p>$t</p>\" . strlen($n); }\nshow('fixed', $_GET['t']);\n";
+    assert!(sinks("a.php", other).is_empty());
+    // Two functions of the name: which one is called is not known.
+    let two = "class A {\n  void go(HttpServletRequest q, HttpServletResponse r) throws Exception {\n    send(r, q.getParameter(\"to\"));\n  }\n  void send(HttpServletResponse r, String to) throws Exception {\n    r.sendRedirect(to);\n  }\n  void send(HttpServletResponse r, int code) throws Exception {\n    r.sendError(code);\n  }\n}\n";
+    assert!(sinks("A.java", two).is_empty());
+    // Three calls up is beyond the bound.
+    let deep = "def a():\n    b(request.args['n'])\ndef b(x):\n    c(x)\ndef c(y):\n    d(y)\ndef d(z):\n    return HttpResponse('<p>' + z + '</p>')\n";
+    assert!(sinks("v.py", deep).is_empty());
+    let near = "def b():\n    c(request.args['n'])\ndef c(y):\n    d(y)\ndef d(z):\n    return HttpResponse('<p>' + z + '</p>')\n";
+    assert_eq!(
+        sinks("v.py", near),
+        [("xss/python-response".to_string(), 6)]
+    );
+}
+
+#[test]
+fn a_value_followed_to_the_callers_does_not_change_what_the_line_is_told() {
+    // The line's values come from the caller: the caller's own walk (a
+    // call it cannot follow) does not make the line unknown.
+    let code = "def a():\n    b(helper())\ndef b(x):\n    os.system(x)\n";
+    let syntax = parse("v.py", code, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        taint().line_status(&syntax, 4, Some(78)),
+        LineStatus::FromCaller(vec!["x".to_string()])
+    );
+}
+
+#[test]
+fn an_assignment_to_a_member_that_renders_markup_is_a_sink() {
+    let js = "const q = new URLSearchParams(location.search);\nconst n = q.get('n');\nel.innerHTML = '<b>' + n + '</b>';\nel.textContent = n;\n";
+    let found = flows("a.js", js);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!((found[0].0.as_str(), found[0].1), ("xss/js-dom", 3));
+    assert!(
+        found[0].2.ends_with(
+            "line 3: is assigned to `el.innerHTML` (request value written into an html response)"
+        ),
+        "{}",
+        found[0].2
+    );
+    let cs = "class A : Page {\n  void Page_Load() {\n    lit.Text = Request.QueryString[\"m\"];\n    box.Enabled = Request.QueryString[\"m\"] != null;\n  }\n}\n";
+    assert_eq!(sinks("A.cs", cs), [("xss/csharp-control".to_string(), 3)]);
+}
