@@ -37,6 +37,8 @@ pub(crate) fn language_of(path: &str) -> Option<&'static str> {
         "toml" => "toml",
         "json" | "jsonc" => "json",
         "html" | "htm" => "html",
+        "erb" => "erb",
+        "j2" | "jinja" | "jinja2" => "jinja",
         "css" | "scss" | "sass" | "less" => "css",
         "tf" | "hcl" => "terraform",
         "scala" | "sc" => "scala",

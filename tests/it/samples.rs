@@ -373,6 +373,8 @@ fn file_for(language: &str) -> &'static str {
         "make" => "Makefile",
         "groovy" => "Jenkinsfile",
         "html" => "page.html",
+        "erb" => "page.html.erb",
+        "jinja" => "page.j2",
         "vue" => "App.vue",
         "svelte" => "App.svelte",
         other => panic!("no file for language {other}: add it here"),
