@@ -4,13 +4,12 @@
 //! read-only tool calls a careful auditor makes, then the rule set's
 //! findings ([`offline`]) and its taint rules' traced findings
 //! ([`taint`]), and the skeptic's verdicts from a small,
-//! documented source check per language family ([`source_check`]), which
-//! reads a function as it runs ([`live`]).
+//! documented source check per language family ([`source_check`]), after
+//! what the syntax tree proves of the line ([`taint::judge`]).
 //!
 //! It lives beside `providers/`, not in it: it writes findings, and the
 //! wire-format providers know nothing of the findings format.
 
-pub(crate) mod live;
 pub(crate) mod offline;
 pub(crate) mod rules;
 pub(crate) mod source_check;

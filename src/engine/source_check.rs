@@ -12,11 +12,10 @@
 //!   `{` above the line whose line reads as a function header (a `(`, no
 //!   control keyword); for Python, the nearest `def` above with less
 //!   indentation. Without one, everything shown above the line.
-//! - the function as it runs ([`super::live`]): arms that a constant
-//!   condition, switch or conditional expression rules out are blanked
-//!   (a flagged line among them is refuted: it never runs), and a read of
-//!   a local map or list under a literal key or index becomes the value
-//!   put there.
+//! - what a constant condition rules out is not read here: the syntax
+//!   tree's check ([`super::taint::judge`]) asks the tree first, and a
+//!   line in an arm that never runs, or whose every value is a constant,
+//!   is refuted there before this check is asked.
 //! - the value: the arguments of the first call on the flagged line, else
 //!   the right side of its assignment, else the line; for a SQL rule, only
 //!   the query of a call that binds parameters beside it (`execute(q,
@@ -70,13 +69,21 @@ use regex::{Regex, RegexSet};
 use crate::util::{builtin_regex, relock};
 use serde::Deserialize;
 
-use super::live::Family;
 use super::syntax::{Trees, whole_text};
 use crate::util::language::language_of;
 
 mod foreign;
 
 /// The files the engine was shown: path → numbered lines.
+/// How a language delimits its blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Family {
+    /// Braces: C, Java, JavaScript, Go, PHP and their kin.
+    Braces,
+    /// Indentation: Python.
+    Indent,
+}
+
 pub(crate) type Files = BTreeMap<String, BTreeMap<u32, String>>;
 
 /// The regexes the check builds from names, each built once: it asks for
@@ -119,12 +126,14 @@ impl Patterns {
 const TABLE: &str = include_str!("../../configs/sources.toml");
 
 /// Bumped whenever the check would judge the same lines differently
-/// (2: it reads the function as it runs, see [`super::live`]; 3: it
+/// (2: it read the function as it runs, on its lines; 3: it
 /// follows helpers of the same file, reads package-qualified class
 /// members and static calls of literals as constants, and honours a
 /// path's containment check; 5: an interpolated or formatted string, or
-/// outside Java and C# a call into another file's class, is uncertain).
-const CHECK_VERSION: u32 = 5;
+/// outside Java and C# a call into another file's class, is uncertain; 6:
+/// constant conditions are no longer read from the lines: the syntax
+/// tree's check decides them first, in general).
+const CHECK_VERSION: u32 = 6;
 
 /// What stored verdicts of the check depend on: its version and its
 /// table's text.
@@ -365,7 +374,7 @@ pub(crate) struct Judged {
 }
 
 impl Judged {
-    fn uncertain(why: String) -> Self {
+    pub(crate) fn uncertain(why: String) -> Self {
         Self::new("uncertain", 3, why, Vec::new())
     }
 
@@ -418,21 +427,7 @@ pub(crate) fn judge(
     let (start, params) =
         tree_enclosing(trees, path, lines, line).unwrap_or_else(|| enclosing(family, lines, line));
     let shown = lines;
-    // The function as it runs: dead arms blanked, collection reads
-    // replaced by what was put there.
-    let live = super::live::live(family, lines, start, line);
-    let lines = &live.lines;
     let flagged = lines.get(&line).map_or("", String::as_str);
-    if flagged.trim().is_empty() {
-        return Judged::new(
-            "refuted",
-            6,
-            format!(
-                "line {line} is in a branch that a constant condition rules out: it never runs"
-            ),
-            Vec::new(),
-        );
-    }
     if rule.is_some_and(|r| r.starts_with("path/"))
         && let Some(checked) = contained_below(family, lines, line)
     {
@@ -508,14 +503,6 @@ pub(crate) fn judge(
     } else {
         trace.expr(&value, &interps, 0);
     }
-    // A read replaced by the value put: the put is part of the flow.
-    let puts: Vec<u32> = trace
-        .flow
-        .iter()
-        .chain(std::iter::once(&line))
-        .filter_map(|n| live.via.get(n).copied())
-        .collect();
-    trace.flow.extend(puts);
     let judged = trace.verdict(start, line);
     match in_code {
         Some(kind) if judged.verdict == "refuted" => Judged::uncertain(format!(
@@ -1215,7 +1202,7 @@ const WORDS: &[&str] = &[
 struct Trace<'a> {
     table: &'a SourceTable,
     family: Family,
-    /// The function's lines as they run (see [`super::live`]).
+    /// The function's lines.
     lines: &'a BTreeMap<u32, String>,
     /// Every line shown, as written: where a helper's definition is read.
     shown: &'a BTreeMap<u32, String>,
@@ -1744,15 +1731,10 @@ impl Trace<'_> {
             .collect();
         let mut read = 0;
         for r in returns {
-            let live = super::live::live(family, shown, def, r);
-            let Some(text) = live.lines.get(&r) else {
+            let Some(text) = shown.get(&r) else {
                 continue;
             };
-            // A return in an arm that never runs.
-            if text.trim().is_empty() {
-                continue;
-            }
-            let (text, code, interps) = joined(family, &live.lines, r, text);
+            let (text, code, interps) = joined(family, shown, r, text);
             let text = text.as_str();
             let value = code
                 .trim_start()
@@ -1769,7 +1751,7 @@ impl Trace<'_> {
             let mut sub = Trace {
                 table,
                 family,
-                lines: &live.lines,
+                lines: shown,
                 shown,
                 path,
                 files,
@@ -2540,80 +2522,6 @@ mod tests {
     }
 
     #[test]
-    fn a_constant_condition_rules_out_an_arm() {
-        let body =
-            "    int num = 4;\n    if ((3 * 5) - num > 10) bar = \"fixed\";\n    else bar = param;";
-        twins(
-            "A.java",
-            "sql/concat",
-            &servlet(body),
-            &servlet(&body.replace("3 * 5", "3 * 2")),
-        );
-        let body = "    int num = 4;\n    bar = (3 * 5) - num > 10 ? \"fixed\" : param;";
-        twins(
-            "A.java",
-            "sql/concat",
-            &servlet(body),
-            &servlet(&body.replace("3 * 5", "3 * 2")),
-        );
-        let py = "def f():\n    param = request.args['v']\n    num = 4\n    if (3 * 5) - num > 10:\n        bar = 'fixed'\n    else:\n        bar = param\n    os.system('ping ' + bar)  # SINK\n";
-        twins(
-            "a.py",
-            "exec/python-os-system",
-            py,
-            &py.replace("3 * 5", "3 * 2"),
-        );
-        // A sink in an arm that never runs.
-        let never = "function f(req) {\n  const num = 4;\n  if ((3 * 2) - num > 10) {\n    db.query('SELECT * FROM t WHERE n = ' + req.query.v); // SINK\n  }\n}\n";
-        let j = judge_text("a.js", never, "sql/concat");
-        assert_eq!(j.verdict, "refuted", "{j:?}");
-        assert!(j.why.contains("never runs"), "{j:?}");
-    }
-
-    #[test]
-    fn a_switch_on_a_constant_runs_one_arm() {
-        let body = "    char target = 'B';\n    switch (target) {\n      case 'A':\n        bar = param;\n        break;\n      case 'B':\n        bar = \"fixed\";\n        break;\n      case 'C':\n      case 'D':\n        bar = param;\n        break;\n      default:\n        bar = \"other\";\n        break;\n    }";
-        twins(
-            "A.java",
-            "sql/concat",
-            &servlet(body),
-            &servlet(&body.replace("target = 'B'", "target = 'C'")),
-        );
-    }
-
-    #[test]
-    fn collections_are_read_under_the_key_or_index_they_were_filled_at() {
-        let body = "    java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"first\", \"fixed\");\n    map.put(\"second\", param);\n    bar = (String) map.get(\"first\");";
-        twins(
-            "A.java",
-            "sql/concat",
-            &servlet(body),
-            &servlet(&body.replace("get(\"first\")", "get(\"second\")")),
-        );
-        let j = judge_text(
-            "A.java",
-            &servlet(&body.replace("get(\"first\")", "get(\"second\")")),
-            "sql/concat",
-        );
-        // The put is part of the flow.
-        assert!(j.flow.contains(&8), "{j:?}");
-        let body = "    java.util.List<String> values = new java.util.ArrayList<String>();\n    values.add(\"alpha\");\n    values.add(param);\n    values.add(\"omega\");\n    values.remove(0);\n    bar = values.get(1);";
-        twins(
-            "A.java",
-            "sql/concat",
-            &servlet(body),
-            &servlet(&body.replace("get(1)", "get(0)")),
-        );
-        let go = "func f(w http.ResponseWriter, r *http.Request) {\n\tparam := r.FormValue(\"v\")\n\tvalues := map[string]string{}\n\tvalues[\"a\"] = \"x\"\n\tvalues[\"b\"] = param\n\tbar := values[\"a\"]\n\tdb.Query(\"SELECT * FROM t WHERE n = '\" + bar + \"'\") // SINK\n}\n";
-        twins(
-            "a.go",
-            "sql/concat",
-            go,
-            &go.replace("bar := values[\"a\"]", "bar := values[\"b\"]"),
-        );
-    }
-
-    #[test]
     fn the_last_assignment_that_always_runs_wins() {
         twins(
             "A.java",
@@ -2690,14 +2598,14 @@ mod tests {
 
     #[test]
     fn a_helper_of_the_same_file_is_followed_into_its_return_value() {
-        let inner = "  private class Test {\n    public String doSomething(HttpServletRequest request, String param) throws Exception {\n      String bar = \"safe!\";\n      java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n      map.put(\"first\", \"fixed\");\n      map.put(\"second\", param);\n      bar = (String) map.get(\"first\");\n      return bar;\n    }\n  }";
+        let inner = "  private class Test {\n    public String doSomething(HttpServletRequest request, String param) throws Exception {\n      String bar = \"safe!\";\n      bar = \"fixed\";\n      return bar;\n    }\n  }";
         twins(
             "A.java",
             "sql/concat",
             &with_helper("new Test().doSomething(request, param)", inner),
             &with_helper(
                 "new Test().doSomething(request, param)",
-                &inner.replace("get(\"first\")", "get(\"second\")"),
+                &inner.replace("bar = \"fixed\";", "bar = param;"),
             ),
         );
         // A static helper, called without a receiver.

@@ -570,9 +570,11 @@ fn servlet(shape: &str) -> String {
 /// branch, a map key or an overwrite are told apart.
 #[test]
 fn the_offline_skeptic_follows_the_value_not_the_shape() {
+    // A read of a container under a constant key is not evaluated: the
+    // finding stays (it is in the gate, not refuted).
+    let collection = "    java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"first\", \"fixed\");\n    map.put(\"second\", param);\n    bar = (String) map.get(\"first\");";
     let safe = [
         "    int num = 4;\n    if ((3 * 5) - num > 10) bar = \"fixed\";\n    else bar = param;",
-        "    java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"first\", \"fixed\");\n    map.put(\"second\", param);\n    bar = (String) map.get(\"first\");",
         "    bar = param;\n    bar = \"fixed\";",
     ];
     let files: Vec<(String, String)> = safe
@@ -588,13 +590,26 @@ fn the_offline_skeptic_follows_the_value_not_the_shape() {
     let root = repo.path().to_str().unwrap();
     let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
     let report: Report = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report.refuted.len(), 3, "{:?}", report.findings);
+    assert_eq!(report.refuted.len(), 2, "{:?}", report.findings);
     assert_eq!(
         out.status.code(),
         Some(exit::OK),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    repo.write("web/S9.java", &servlet(collection));
+    let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|m| m.finding.path == "web/S9.java"),
+        "{:?}",
+        report.refuted
+    );
+    assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
+    std::fs::remove_file(repo.path().join("web/S9.java")).unwrap();
     // The twin whose branch takes the input fails the gate.
     repo.write("web/S0.java", &servlet(&safe[0].replace("3 * 5", "3 * 2")));
     let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);

@@ -29,6 +29,7 @@
 //! Every walk is bounded ([`BUDGET`] nodes a trace, [`MOST_STEPS`] values
 //! followed) and goes by a cursor, never by recursion.
 
+mod constant;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -48,7 +49,7 @@ use super::syntax::{
 use crate::util::language::language_of;
 
 /// Bumped whenever the analysis would report the same code differently.
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 
 /// Most nodes one trace walks.
 const BUDGET: usize = 20_000;
@@ -81,6 +82,9 @@ pub(crate) enum LineStatus {
     /// Something the walk does not follow: a call of another function, a
     /// name set outside the function, a line it cannot read as values.
     Unknown,
+    /// The line is in an arm that a constant condition rules out: it
+    /// never runs.
+    Dead,
 }
 
 /// One step of a trace.
@@ -354,19 +358,6 @@ impl Taint {
         })
     }
 
-    /// The flow into sink `sink` at `line` of `path`, if one is traced.
-    pub(crate) fn flow_at(
-        &self,
-        path: &str,
-        syntax: &Syntax,
-        line: u32,
-        sink: &str,
-    ) -> Option<Flow> {
-        self.flows(path, syntax)
-            .into_iter()
-            .find(|f| f.line == line && f.sink == sink)
-    }
-
     /// What reaches `line` of `syntax` (a line rule's finding of weakness
     /// `cwe`): the arguments of every call that starts on the line and the
     /// right side of every assignment there, followed back through the
@@ -374,6 +365,7 @@ impl Taint {
     /// file (the sink's own read, on a path rule's line). The
     /// class of the CWE, when the table has one, says what cleans; else
     /// every class's sanitizers do.
+    #[cfg(test)]
     pub(crate) fn line_status(&self, syntax: &Syntax, line: u32, cwe: Option<u32>) -> LineStatus {
         self.line_status_in(syntax, &mut Scopes::default(), line, cwe)
     }
@@ -430,6 +422,9 @@ impl Taint {
         let spans = statement.start_position().row != row || statement.end_position().row != row;
         let class = self.any_class(cwe);
         let scope = scopes.around(syntax, at);
+        if scope.is_dead(at) {
+            return LineStatus::Dead;
+        }
         let mut tracer = Tracer {
             syntax,
             sources: self.sources,
@@ -514,6 +509,10 @@ impl Taint {
         values: &[Node<'t>],
     ) -> Option<Vec<Step>> {
         let scope = scopes.around(syntax, at);
+        // A sink in an arm that never runs is no flow.
+        if scope.is_dead(at) {
+            return None;
+        }
         let mut tracer = Tracer {
             syntax,
             sources: self.sources,
@@ -598,23 +597,63 @@ pub(crate) fn judge(
         elsewhere: Vec::new(),
         wants: BTreeSet::new(),
     };
-    if let Some(flow) = traced(trees, path, files, line, rule) {
+    // One look at the tree, its functions' scopes made once: the taint
+    // rule's flow into the line, and what reaches the line.
+    let sink_rule = table.is_sink_rule(rule);
+    let looked = on_tree(trees, path, files, |taint, syntax| {
+        let mut scopes = Scopes::default();
+        let flow = rule
+            .filter(|r| taint.table.sink(r).is_some())
+            .and_then(|r| {
+                taint
+                    .flows_in(path, syntax, &mut scopes)
+                    .into_iter()
+                    .find(|f| f.line == line && f.sink == r)
+            });
+        // Without the rule's CWE at hand, every class's sanitizers clean.
+        let status = (flow.is_none() && sink_rule)
+            .then(|| taint.line_status_in(syntax, &mut scopes, line, None));
+        (flow, status, inside_a_call(syntax, line))
+    });
+    let (flow, status, inside) = looked.unwrap_or((None, None, false));
+    if let Some(flow) = flow {
         return proven(
             "confirmed",
             format!("traced on the syntax tree: {}", flow.trace()),
             flow.steps.iter().map(|s| s.line).collect(),
         );
     }
+    if !sink_rule {
+        return source_check::judge(table, patterns, trees, path, files, line, rule);
+    }
+    // What the tree proves comes first: a line that never runs, or whose
+    // every value is a constant.
+    let proof = match status {
+        Some(LineStatus::Dead) => Some(format!(
+            "on the syntax tree, line {line} is in an arm that a constant condition rules out: it never runs"
+        )),
+        Some(LineStatus::Constant) => Some(format!(
+            "on the syntax tree, every value at line {line} is a literal or a constant, or made from them by the line's own calls: nothing reaches it from outside"
+        )),
+        _ => None,
+    };
+    if let Some(why) = proof {
+        return proven("refuted", why, vec![line]);
+    }
     let judged = source_check::judge(table, patterns, trees, path, files, line, rule);
+    // The line check reads one line: of a call written over several, it
+    // sees an argument without the call, and proves nothing.
+    if judged.verdict == "refuted" && inside {
+        return Judged::uncertain(format!(
+            "line {line} is part of a call that starts on an earlier line: what the call is given is not on this line alone"
+        ));
+    }
     // What the line check cannot tell, the tree may: a source it traces to
-    // the line, or a line of literals alone.
-    if judged.verdict != "uncertain" || !table.is_sink_rule(rule) {
+    // the line.
+    if judged.verdict != "uncertain" {
         return judged;
     }
-    // Without the rule's CWE at hand, every class's sanitizers clean.
-    match on_tree(trees, path, files, |taint, syntax| {
-        taint.line_status(syntax, line, None)
-    }) {
+    match status {
         Some(LineStatus::Traced(steps)) => {
             let mut flow: Vec<u32> = steps.iter().map(|s| s.line).collect();
             flow.push(line);
@@ -630,15 +669,36 @@ pub(crate) fn judge(
                 flow,
             )
         }
-        Some(LineStatus::Constant) => proven(
-            "refuted",
-            format!(
-                "on the syntax tree, every value at line {line} is a literal or a constant, or made from them by the line's own calls: nothing reaches it from outside"
-            ),
-            vec![line],
-        ),
         _ => judged,
     }
+}
+
+/// Whether `line` is inside the arguments of a call that starts on an
+/// earlier line (not in a function or a block passed to it).
+fn inside_a_call(syntax: &Syntax, line: u32) -> bool {
+    let Some(row) = line.checked_sub(1).map(|r| r as usize) else {
+        return false;
+    };
+    let mut inside = false;
+    walk(syntax.root(), |n, _| {
+        let (start, end) = (n.start_position().row, n.end_position().row);
+        if end < row || start > row || !n.is_named() {
+            return Visit::Skip;
+        }
+        // The path from the root to the line, outermost first: the
+        // innermost call or body on it decides.
+        if start < row && METHOD_CALLS.contains(&n.kind()) {
+            inside = true;
+        } else if FUNCTION_KINDS.contains(&n.kind())
+            || n.kind().ends_with("block")
+            || n.kind() == "compound_statement"
+            || n.kind() == "body_statement"
+        {
+            inside = false;
+        }
+        Visit::Enter
+    });
+    inside
 }
 
 /// `f` of the tree of `path`, when the whole file is in `files` and parses.
@@ -654,16 +714,6 @@ fn on_tree<T>(
     let parsed = trees.get(path, &text);
     let syntax = parsed.as_ref().as_ref().ok()?;
     Some(f(taint, syntax))
-}
-
-/// The flow of taint rule `rule` into `line` of `path`, when the whole
-/// file is in `files` and the rule traces one there.
-fn traced(trees: &Trees, path: &str, files: &Files, line: u32, rule: Option<&str>) -> Option<Flow> {
-    let rule = rule?;
-    Taint::bundled().ok()?.table.sink(rule)?;
-    on_tree(trees, path, files, |taint, syntax| {
-        taint.flow_at(path, syntax, line, rule)
-    })?
 }
 
 fn end_line_of(node: Node<'_>) -> u32 {
@@ -747,6 +797,9 @@ impl<'t> Call<'t> {
             "print_intrinsic" => ("print".to_string(), Some(node)),
             _ => return None,
         };
+        // A type's arguments are not its name: `new ArrayList<String>()`
+        // calls `ArrayList`.
+        let callee = callee.split('<').next().unwrap_or(&callee);
         let dotted: String = callee
             .replace("?->", ".")
             .replace("->", ".")
@@ -813,14 +866,6 @@ impl<'t> Call<'t> {
     /// The callee's last name.
     fn last(&self) -> &str {
         self.dotted.rsplit('.').next().unwrap_or(&self.dotted)
-    }
-
-    /// The callee's last name, as text of the tree.
-    fn node_callee_name(&self, syntax: &'t Syntax) -> Option<&'t str> {
-        let text = syntax.text_of(self.node);
-        let last = self.last();
-        let at = text.find(last)?;
-        text.get(at..at + last.len())
     }
 }
 
@@ -1095,6 +1140,11 @@ struct Assign<'t> {
 struct Scope<'t> {
     node: Node<'t>,
     assigns: Vec<Assign<'t>>,
+    /// The byte ranges of the arms a constant condition rules out
+    /// ([`constant`]): they never run.
+    dead: Vec<(usize, usize)>,
+    /// The arms a constant condition always takes, by node id.
+    always: HashSet<usize>,
     /// Each parameter's name and its declaration.
     params: Vec<(String, Node<'t>)>,
 }
@@ -1118,6 +1168,10 @@ struct CallIndex<'t> {
     calls: HashMap<&'t str, Vec<Node<'t>>>,
     /// How many functions of the file have each name.
     defined: HashMap<&'t str, usize>,
+    /// The file's functions by name (the last of a name defined twice).
+    functions: HashMap<&'t str, Node<'t>>,
+    /// The names of the classes the file declares.
+    classes: HashSet<&'t str>,
 }
 
 impl<'t> Scopes<'t> {
@@ -1129,6 +1183,28 @@ impl<'t> Scopes<'t> {
                 .entry(func.id())
                 .or_insert_with(|| Rc::new(Scope::of(syntax, func))),
         )
+    }
+
+    /// The function `call` runs, when the file defines one of its name
+    /// and the call is made without a receiver, on the object's own, or
+    /// on a new object of a class the file declares
+    /// (`new Helper().run(x)`).
+    fn callee_of(&mut self, syntax: &'t Syntax, call: &Call<'t>) -> Option<Node<'t>> {
+        let index = self.calls.get_or_insert_with(|| CallIndex::of(syntax));
+        let ours = match call.receiver {
+            None => true,
+            Some(r) if OWN_OBJECTS.contains(&syntax.text_of(r)) => true,
+            Some(r) if matches!(r.kind(), "object_creation_expression" | "new_expression") => r
+                .child_by_field_name("type")
+                .or_else(|| r.child_by_field_name("constructor"))
+                .is_some_and(|t| index.classes.contains(syntax.text_of(t))),
+            Some(_) => false,
+        };
+        let name = callee_name(syntax, call.node)?;
+        if !ours || index.defined.get(name) != Some(&1) {
+            return None;
+        }
+        index.functions.get(name).copied()
     }
 
     /// The calls in the file of the function `func`, when the file
@@ -1156,15 +1232,18 @@ impl<'t> CallIndex<'t> {
                 && let Some(name) = function_name(syntax, n)
             {
                 *index.defined.entry(name).or_default() += 1;
+                index.functions.insert(name, n);
+            }
+            if CLASS_KINDS.contains(&n.kind())
+                && let Some(name) = n.child_by_field_name("name")
+            {
+                index.classes.insert(syntax.text_of(name));
             }
             if METHOD_CALLS.contains(&n.kind())
                 && Call::receiver_of(n).is_none_or(|r| OWN_OBJECTS.contains(&syntax.text_of(r)))
-                && let Some(call) = Call::of(n, syntax)
+                && let Some(callee) = callee_name(syntax, n)
             {
-                let callee = call.node_callee_name(syntax);
-                if let Some(callee) = callee {
-                    index.calls.entry(callee).or_default().push(n);
-                }
+                index.calls.entry(callee).or_default().push(n);
             }
             Visit::Enter
         });
@@ -1172,11 +1251,81 @@ impl<'t> CallIndex<'t> {
     }
 }
 
+/// Node kinds that declare a class, in every grammar.
+const CLASS_KINDS: &[&str] = &[
+    "class_declaration",
+    "class_definition",
+    "class",
+    "record_declaration",
+    "struct_declaration",
+];
+
+/// Most calls a trace goes down into a function of the file to what it
+/// returns.
+const RETURN_DEPTH: usize = 3;
+
+/// A call of a function of the file whose returned values a trace walks:
+/// where the function's parameters come from.
+struct Frame<'t> {
+    /// The call's arguments, and its keyword arguments by name.
+    args: Vec<Node<'t>>,
+    keywords: Vec<(String, Node<'t>)>,
+    /// The callee as written, for the trace.
+    callee: String,
+    line: u32,
+    /// The function the call is made in, and the call it was reached
+    /// through, if any.
+    caller: Rc<Scope<'t>>,
+    outer: Option<Rc<Frame<'t>>>,
+    depth: usize,
+}
+
+/// The values `func` returns (not those of a function inside it).
+fn returned<'t>(func: Node<'t>) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    walk(func, |n, _| {
+        if n != func && FUNCTION_KINDS.contains(&n.kind()) {
+            return Visit::Skip;
+        }
+        if matches!(n.kind(), "return_statement" | "return") {
+            let mut c = n.walk();
+            out.extend(
+                n.named_children(&mut c)
+                    .filter(|v| !v.kind().ends_with("comment"))
+                    .take(1),
+            );
+            return Visit::Skip;
+        }
+        Visit::Enter
+    });
+    out
+}
+
 /// The names of the object a method runs on, in every grammar.
 const OWN_OBJECTS: &[&str] = &["this", "self", "$this", "static", "parent", "cls", "base"];
 
 /// Most calls a trace goes up from a parameter to its callers' arguments.
 const CALLER_DEPTH: usize = 2;
+
+/// The name a call `n` calls (`show` of `self.show(x)`), read off the
+/// tree.
+fn callee_name<'t>(syntax: &'t Syntax, n: Node<'t>) -> Option<&'t str> {
+    let field = |name: &str| n.child_by_field_name(name);
+    let name = field("name").or_else(|| field("method")).or_else(|| {
+        let f = field("function")?;
+        if matches!(f.kind(), "identifier" | "name") {
+            return Some(f);
+        }
+        ["property", "attribute", "field", "name"]
+            .iter()
+            .find_map(|k| f.child_by_field_name(k))
+    })?;
+    matches!(
+        name.kind(),
+        "identifier" | "name" | "property_identifier" | "field_identifier"
+    )
+    .then(|| syntax.text_of(name))
+}
 
 /// The name `func` (a function's node) is called by: its own, or the
 /// variable it is assigned to (`const f = (x) => …`).
@@ -1345,6 +1494,8 @@ impl<'t> Scope<'t> {
         let mut scope = Self {
             node: func,
             assigns: Vec::new(),
+            dead: Vec::new(),
+            always: HashSet::new(),
             params: Vec::new(),
         };
         if let Some(params) = func
@@ -1369,7 +1520,29 @@ impl<'t> Scope<'t> {
             scope.read(syntax, n);
             Visit::Enter
         });
+        let (dead, always) = constant::arms(syntax, func, &scope.assigns, &scope.params);
+        scope.dead = dead
+            .iter()
+            .map(|n| (n.start_byte(), n.end_byte()))
+            .collect();
+        // An arm that always runs, and the block an `else` wraps.
+        for arm in always {
+            scope.always.insert(arm.id());
+            if arm.kind().starts_with("else") {
+                let mut c = arm.walk();
+                scope
+                    .always
+                    .extend(arm.named_children(&mut c).map(|b| b.id()));
+            }
+        }
         scope
+    }
+
+    /// Whether `node` is in an arm that never runs.
+    fn is_dead(&self, node: Node<'_>) -> bool {
+        self.dead
+            .iter()
+            .any(|(start, end)| *start <= node.start_byte() && node.end_byte() <= *end)
     }
 
     /// Records `n` if it assigns.
@@ -1466,6 +1639,7 @@ impl<'t> Scope<'t> {
             .assigns
             .iter()
             .filter(|a| a.set_by <= at && a.names.iter().any(|n| n == name))
+            .filter(|a| !self.is_dead(a.node))
             .collect();
         before.sort_by_key(|a| std::cmp::Reverse(a.node.start_byte()));
         let mut out = Vec::new();
@@ -1486,7 +1660,10 @@ impl<'t> Scope<'t> {
             if p == self.node {
                 return false;
             }
-            if BRANCHES.contains(&p.kind()) && !(p.start_byte() <= at && at < p.end_byte()) {
+            if BRANCHES.contains(&p.kind())
+                && !(p.start_byte() <= at && at < p.end_byte())
+                && !self.always.contains(&n.id())
+            {
                 return true;
             }
             n = p;
@@ -1770,36 +1947,104 @@ impl<'t> Tracer<'_, 't> {
         first_via: Vec<Step>,
         reached: &mut Vec<(String, Vec<Step>)>,
     ) -> Option<Vec<Step>> {
-        // Each value to walk, with the steps that lead from it to the sink.
-        let mut queue: Vec<(Node<'t>, Vec<Step>)> = vec![(value, first_via)];
-        let mut followed: HashSet<usize> = HashSet::new();
+        // Each value to walk, with the steps that lead from it to the sink,
+        // the function it is in and the call of that function whose
+        // returned value it is (none for the sink's own function).
+        type Item<'t> = (Node<'t>, Vec<Step>, Rc<Scope<'t>>, Option<Rc<Frame<'t>>>);
+        let own = Rc::clone(&self.scope);
+        let mut queue: Vec<Item<'t>> = vec![(value, first_via, Rc::clone(&own), None)];
+        let mut followed: HashSet<(usize, usize)> = HashSet::new();
         let mut params_seen: BTreeSet<String> = BTreeSet::new();
         let mut next = 0;
+        let mut found = None;
         while next < queue.len() {
             if next >= MOST_STEPS || self.walked > BUDGET {
                 self.seen.opaque = true;
                 break;
             }
-            let (node, via) = queue[next].clone();
+            let (node, via, scope, frame) = queue[next].clone();
             next += 1;
+            self.scope = scope;
+            let frame_id = frame.as_ref().map_or(0, |f| Rc::as_ptr(f) as usize);
             let mut uses = Vec::new();
-            if let Some(source) = self.walk(node, &mut uses) {
+            let mut helpers = Vec::new();
+            let depth = frame.as_ref().map_or(0, |f| f.depth);
+            if let Some(source) = self.walk(node, &mut uses, &mut helpers, depth) {
                 let mut steps = vec![source];
                 steps.extend(via.into_iter().rev());
-                return Some(steps);
+                found = Some(steps);
+                break;
+            }
+            // A call of a function of the file: what it returns.
+            for (call, func) in helpers {
+                let values = returned(func);
+                // A function that returns nothing here (an expression
+                // body, Ruby's last value) is not followed.
+                if values.is_empty() {
+                    self.seen.opaque = true;
+                    self.seen.calls = true;
+                    continue;
+                }
+                let callee = Rc::new(Frame {
+                    args: call.args.clone(),
+                    keywords: call.keywords.clone(),
+                    callee: call.dotted.clone(),
+                    line: line_of(call.node),
+                    caller: Rc::clone(&self.scope),
+                    outer: frame.clone(),
+                    depth: depth + 1,
+                });
+                for value in values {
+                    let mut via = via.clone();
+                    via.push(Step {
+                        line: line_of(value),
+                        what: format!("is returned by `{}`", shown(&callee.callee)),
+                    });
+                    let scope = self.scopes.around(self.syntax, value);
+                    queue.push((value, via, scope, Some(Rc::clone(&callee))));
+                }
             }
             for (name, at) in uses {
                 let reaching = self.scope.reaching(&name, at);
+                if reaching.is_empty()
+                    && let Some(f) = &frame
+                    && let Some((_, decl)) = self.scope.params.iter().find(|(p, _)| *p == name)
+                {
+                    // A parameter of a function whose returned value this
+                    // is: the call's argument for it.
+                    let keyword = f.keywords.iter().find(|(k, _)| *k == name);
+                    let position = param_position(self.syntax, self.scope.node, *decl, &name);
+                    let arg = keyword.map(|(_, v)| *v).or_else(|| {
+                        f.keywords
+                            .is_empty()
+                            .then(|| position.and_then(|p| f.args.get(p).copied()))
+                            .flatten()
+                    });
+                    match arg {
+                        Some(arg) => {
+                            let mut via = via.clone();
+                            via.push(Step {
+                                line: f.line,
+                                what: format!("is passed as `{name}` to `{}`", shown(&f.callee)),
+                            });
+                            queue.push((arg, via, Rc::clone(&f.caller), f.outer.clone()));
+                        }
+                        None => self.seen.opaque = true,
+                    }
+                    continue;
+                }
                 if reaching.is_empty() {
-                    if params_seen.insert(name.clone())
+                    if frame.is_none()
+                        && params_seen.insert(name.clone())
                         && let Some(step) = self.param_source(&name)
                     {
                         let mut steps = vec![step];
                         steps.extend(via.into_iter().rev());
                         return Some(steps);
                     }
-                    let constant = source_check::is_constant(name.trim_start_matches('$'));
-                    if self.scope.params.iter().any(|(p, _)| *p == name) {
+                    // A PHP `$NAME` is a variable, whatever its case (`$_SESSION`).
+                    let constant = !name.starts_with('$') && source_check::is_constant(&name);
+                    if frame.is_none() && self.scope.params.iter().any(|(p, _)| *p == name) {
                         if !reached.iter().any(|(r, _)| *r == name) {
                             reached.push((name.clone(), via.clone()));
                         }
@@ -1819,7 +2064,7 @@ impl<'t> Tracer<'_, 't> {
                     continue;
                 }
                 for a in reaching {
-                    if !followed.insert(a.node.id()) {
+                    if !followed.insert((a.node.id(), frame_id)) {
                         continue;
                     }
                     let mut via = via.clone();
@@ -1827,16 +2072,26 @@ impl<'t> Tracer<'_, 't> {
                         line: line_of(a.node),
                         what: format!("`{name}` is set from it"),
                     });
-                    queue.push((a.value, via));
+                    queue.push((a.value, via, Rc::clone(&self.scope), frame.clone()));
                 }
             }
         }
-        None
+        self.scope = own;
+        found
     }
 
     /// Walks `value`: the source in it, if any; else the names it reads
     /// (with where) pushed onto `uses`.
-    fn walk(&mut self, value: Node<'t>, uses: &mut Vec<(String, usize)>) -> Option<Step> {
+    /// A call of a function of the file (up to [`RETURN_DEPTH`] calls
+    /// down) is not entered: it is pushed onto `helpers`, for what the
+    /// function returns to be walked.
+    fn walk(
+        &mut self,
+        value: Node<'t>,
+        uses: &mut Vec<(String, usize)>,
+        helpers: &mut Vec<(Call<'t>, Node<'t>)>,
+        depth: usize,
+    ) -> Option<Step> {
         let mut found = None;
         // A source's text is a part of the value's own: where the value
         // holds none, no part of it is one.
@@ -1847,6 +2102,10 @@ impl<'t> Tracer<'_, 't> {
                 return Visit::Stop;
             }
             if !n.is_named() {
+                return Visit::Skip;
+            }
+            // The arm of a conditional expression that never runs.
+            if !self.scope.dead.is_empty() && self.scope.is_dead(n) {
                 return Visit::Skip;
             }
             let call = Call::of(n, self.syntax);
@@ -1879,6 +2138,12 @@ impl<'t> Tracer<'_, 't> {
             if let Some(call) = call {
                 let own = self.seen.line_row == Some(n.start_position().row);
                 if !own && !self.sources.is_pure(call.last()) {
+                    if depth < RETURN_DEPTH
+                        && let Some(func) = self.scopes.callee_of(self.syntax, &call)
+                    {
+                        helpers.push((call, func));
+                        return Visit::Skip;
+                    }
                     self.seen.opaque = true;
                     self.seen.calls = true;
                 }

@@ -439,3 +439,192 @@ fn an_assignment_to_a_member_that_renders_markup_is_a_sink() {
     let cs = "class A : Page {\n  void Page_Load() {\n    lit.Text = Request.QueryString[\"m\"];\n    box.Enabled = Request.QueryString[\"m\"] != null;\n  }\n}\n";
     assert_eq!(sinks("A.cs", cs), [("xss/csharp-control".to_string(), 3)]);
 }
+
+/// The skeptic's check (the tree first, then the line check) of the line
+/// of `text` that holds `SINK`.
+fn skeptic(path: &str, text: &str, rule: &str) -> Judged {
+    let table = SourceTable::bundled().unwrap_or_else(|e| panic!("{e}"));
+    let line = text
+        .lines()
+        .position(|l| l.contains("SINK"))
+        .and_then(|i| u32::try_from(i + 1).ok())
+        .unwrap_or_else(|| panic!("no SINK in {text}"));
+    let files = Files::from([(path.to_string(), crate::util::numbered(text))]);
+    judge(
+        table,
+        &Patterns::default(),
+        &Trees::default(),
+        path,
+        &files,
+        line,
+        Some(rule),
+    )
+}
+
+/// `refuted` is refuted and `confirmed` confirmed by the skeptic's check.
+fn twins(path: &str, rule: &str, refuted: &str, confirmed: &str) {
+    let j = skeptic(path, refuted, rule);
+    assert_eq!(j.verdict, "refuted", "{refuted}\n{j:?}");
+    let j = skeptic(path, confirmed, rule);
+    assert_eq!(j.verdict, "confirmed", "{confirmed}\n{j:?}");
+}
+
+#[test]
+fn a_constant_condition_rules_out_an_arm_on_the_tree() {
+    let servlet = |body: &str| {
+        format!(
+            "class A {{\n  void doPost(HttpServletRequest request) throws Exception {{\n    String param = request.getParameter(\"v\");\n    String bar;\n{body}\n    String sql = \"SELECT * FROM t WHERE n = '\" + bar + \"'\"; // SINK\n  }}\n}}\n"
+        )
+    };
+    let body =
+        "    int limit = 4;\n    if ((3 * 5) - limit > 10) bar = \"fixed\";\n    else bar = param;";
+    twins(
+        "A.java",
+        "sql/concat",
+        &servlet(body),
+        &servlet(&body.replace("3 * 5", "3 * 2")),
+    );
+    let body = "    int limit = 4;\n    bar = (3 * 5) - limit > 10 ? \"fixed\" : param;";
+    twins(
+        "A.java",
+        "sql/concat",
+        &servlet(body),
+        &servlet(&body.replace("3 * 5", "3 * 2")),
+    );
+    let py = "def f():\n    param = request.args['v']\n    limit = 4\n    if (3 * 5) - limit > 10:\n        bar = 'fixed'\n    else:\n        bar = param\n    os.system('ping ' + bar)  # SINK\n";
+    twins(
+        "a.py",
+        "exec/python-os-system",
+        py,
+        &py.replace("3 * 5", "3 * 2"),
+    );
+    // A sink in an arm that never runs.
+    let never = "function f(req) {\n  const limit = 4;\n  if ((3 * 2) - limit > 10) {\n    db.query('SELECT * FROM t WHERE n = ' + req.query.v); // SINK\n  }\n}\n";
+    let j = skeptic("a.js", never, "sql/concat");
+    assert_eq!(j.verdict, "refuted", "{j:?}");
+    assert!(j.why.contains("never runs"), "{j:?}");
+}
+
+#[test]
+fn what_is_not_a_constant_leaves_both_arms() {
+    // A parameter, a local set twice, one set in a branch, a call, a field:
+    // none is a constant, and the request value may reach the sink.
+    for condition in [
+        "limit > 10",
+        "count > 10",
+        "late > 10",
+        "Integer.parseInt(\"15\") > 10",
+        "this.size > 10",
+        "\"abc\".length() > 2",
+    ] {
+        let code = format!(
+            "class A {{\n  void doPost(HttpServletRequest request, int limit) throws Exception {{\n    String param = request.getParameter(\"v\");\n    int count = 4;\n    count = 40;\n    int late;\n    if (param.isEmpty()) late = 50;\n    String bar = \"fixed\";\n    if ({condition}) bar = param;\n    String sql = \"SELECT * FROM t WHERE n = '\" + bar + \"'\"; // SINK\n  }}\n}}\n"
+        );
+        let j = skeptic("A.java", &code, "sql/concat");
+        assert_ne!(j.verdict, "refuted", "{condition}: {j:?}");
+    }
+}
+
+#[test]
+fn a_taint_rule_does_not_report_a_sink_that_never_runs_nor_a_value_it_rules_out() {
+    let dead_sink = "<?php\n$debug = 0;\nif ($debug == 1) {\n  include($_GET['page']);\n}\n";
+    assert!(sinks("a.php", dead_sink).is_empty());
+    assert_eq!(
+        sinks("a.php", &dead_sink.replace("$debug = 0", "$debug = 1")),
+        [("include/php".to_string(), 4)]
+    );
+    let dead_value =
+        "def f():\n    page = 'home' if 2 > 1 else request.args['p']\n    return send_file(page)\n";
+    assert!(sinks("a.py", dead_value).is_empty());
+    assert_eq!(
+        sinks("a.py", &dead_value.replace("2 > 1", "2 < 1")),
+        [("path/python-open".to_string(), 3)]
+    );
+}
+
+#[test]
+fn a_call_of_a_function_of_the_file_is_followed_into_what_it_returns() {
+    // What the helper returns comes from its parameter: the call's
+    // argument, a request value.
+    let java = "class A {\n  void doPost(HttpServletRequest request, HttpServletResponse r) throws Exception {\n    String to = new Helper().pick(\"x\", request.getParameter(\"to\"));\n    r.sendRedirect(to);\n  }\n  class Helper {\n    String pick(String a, String b) {\n      String out = b.trim();\n      return out;\n    }\n  }\n}\n";
+    let found = flows("A.java", java);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let trace = &found[0].2;
+    assert!(
+        trace.contains("is passed as `b` to `newHelper().pick`"),
+        "{trace}"
+    );
+    assert!(
+        trace.contains("is returned by `newHelper().pick`"),
+        "{trace}"
+    );
+    // It returns the other argument, or a constant: no flow, and the line
+    // is constant for the skeptic.
+    let other = java.replace("String out = b.trim();", "String out = a.trim();");
+    assert!(sinks("A.java", &other).is_empty());
+    let fixed = java.replace("String out = b.trim();", "String out = \"/home\";");
+    assert!(sinks("A.java", &fixed).is_empty());
+    let syntax = parse("A.java", &fixed, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        taint().line_status(&syntax, 4, Some(601)),
+        LineStatus::Constant
+    );
+    // A helper whose constant condition rules out the request value.
+    let py = "def pick(v):\n    limit = 3\n    if limit > 5:\n        return v\n    return 'home'\ndef view():\n    page = pick(request.args['p'])\n    return send_file(page)\n";
+    assert!(sinks("a.py", py).is_empty());
+    assert_eq!(
+        sinks("a.py", &py.replace("limit = 3", "limit = 9")),
+        [("path/python-open".to_string(), 8)]
+    );
+}
+
+#[test]
+fn a_call_of_another_files_class_or_of_an_overloaded_name_is_not_followed() {
+    let syntax =
+        |code: &str| parse("A.java", code, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+    // `Other` is not declared here: its `pick` may be anything.
+    let code = "class A {\n  void go(HttpServletResponse r) throws Exception {\n    String to = new Other().pick(\"/home\");\n    r.sendRedirect(to); // SINK\n  }\n  String pick(String a) {\n    return a;\n  }\n}\n";
+    assert_eq!(
+        taint().line_status(&syntax(code), 4, Some(601)),
+        LineStatus::Unknown
+    );
+    // Two functions of the name.
+    let two = "class A {\n  void go(HttpServletResponse r) throws Exception {\n    String to = pick(\"/home\");\n    r.sendRedirect(to);\n  }\n  String pick(String a) {\n    return a;\n  }\n  String pick(int a) {\n    return System.getenv(\"HOME\");\n  }\n}\n";
+    assert_eq!(
+        taint().line_status(&syntax(two), 4, Some(601)),
+        LineStatus::Unknown
+    );
+    let one = two.replace(
+        "String pick(int a) {\n    return System.getenv(\"HOME\");\n  }\n",
+        "",
+    );
+    assert_eq!(
+        taint().line_status(&syntax(&one), 4, Some(601)),
+        LineStatus::Constant
+    );
+}
+
+#[test]
+fn a_php_variable_in_capitals_is_no_constant() {
+    // `$_SESSION` holds what an earlier request put there.
+    let code = "<?php\n$id = $_SESSION['id'];\n$query = \"SELECT * FROM users WHERE user_id = '$id'\";\n$r = mysqli_query($db, $query); // SINK\n";
+    let j = skeptic("a.php", code, "sql/interpolation");
+    assert_ne!(j.verdict, "refuted", "{j:?}");
+    let fixed = code.replace("$_SESSION['id']", "'42'");
+    let syntax = parse("a.php", &fixed, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        taint().line_status(&syntax, 3, Some(89)),
+        LineStatus::Constant
+    );
+}
+
+#[test]
+fn a_line_of_a_call_written_over_several_is_not_refuted_on_its_own() {
+    let code = "def lab(request):\n    domain = request.POST.get('domain')\n    command = 'dig {}'.format(domain)\n    process = subprocess.Popen(\n        command,\n        shell=True,  # SINK\n    )\n";
+    let j = skeptic("a.py", code, "exec/python-shell-true");
+    assert_ne!(j.verdict, "refuted", "{j:?}");
+    // A handler passed to a call is a body of its own: its lines are
+    // judged as they are.
+    let js = "app.get('/x', (req, res) => {\n  const n = 'fixed';\n  db.query('SELECT * FROM t WHERE n = ' + n); // SINK\n});\n";
+    assert_eq!(skeptic("a.js", js, "sql/concat").verdict, "refuted");
+}
