@@ -11,7 +11,7 @@
 use tree_sitter::Node;
 
 use super::{Assign, BRANCHES, last_named};
-use crate::engine::syntax::{FUNCTION_KINDS, Syntax, Visit, walk};
+use crate::engine::syntax::Syntax;
 
 /// How deep an expression (with the locals it reads) is evaluated.
 const DEPTH: usize = 16;
@@ -24,7 +24,7 @@ enum Value {
 }
 
 /// Node kinds that choose between two arms by a condition.
-const CHOICES: &[&str] = &[
+pub(super) const CHOICES: &[&str] = &[
     "if_statement",
     "if",
     "ternary_expression",
@@ -32,12 +32,13 @@ const CHOICES: &[&str] = &[
     "conditional",
 ];
 
-/// The arms that never run in `func` (its conditions evaluated with its
-/// `assigns`), and those that always do, as nodes. A function inside is
-/// left to its own scope.
+/// The arms that never run in `func` (the conditions of its `choices`,
+/// nodes of [`CHOICES`] kinds not inside a function of its own, evaluated
+/// with its `assigns`), and those that always do, as nodes.
 pub(super) fn arms<'t>(
     syntax: &'t Syntax,
     func: Node<'t>,
+    choices: &[Node<'t>],
     assigns: &[Assign<'t>],
     params: &[(String, Node<'t>)],
 ) -> (Vec<Node<'t>>, Vec<Node<'t>>) {
@@ -52,20 +53,15 @@ pub(super) fn arms<'t>(
     };
     let mut dead = Vec::new();
     let mut always = Vec::new();
-    walk(func, |n, _| {
-        if !n.is_named() || (n != func && FUNCTION_KINDS.contains(&n.kind())) {
-            return Visit::Skip;
-        }
-        if CHOICES.contains(&n.kind())
-            && let Some((condition, yes, no)) = parts(n)
+    for n in choices {
+        if let Some((condition, yes, no)) = parts(*n)
             && let Some(Value::Bool(holds)) = consts.eval(condition, 0)
         {
             let (runs, never) = if holds { (yes, no) } else { (no, yes) };
             dead.extend(never);
             always.extend(runs);
         }
-        Visit::Enter
-    });
+    }
     (dead, always)
 }
 

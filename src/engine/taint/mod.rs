@@ -1190,6 +1190,13 @@ impl<'t> Scopes<'t> {
     /// on a new object of a class the file declares
     /// (`new Helper().run(x)`).
     fn callee_of(&mut self, syntax: &'t Syntax, call: &Call<'t>) -> Option<Node<'t>> {
+        // Most calls are made on another object: no need for the index.
+        if call.receiver.is_some_and(|r| {
+            !OWN_OBJECTS.contains(&syntax.text_of(r))
+                && !matches!(r.kind(), "object_creation_expression" | "new_expression")
+        }) {
+            return None;
+        }
         let index = self.calls.get_or_insert_with(|| CallIndex::of(syntax));
         let ours = match call.receiver {
             None => true,
@@ -1509,6 +1516,7 @@ impl<'t> Scope<'t> {
                 }
             }
         }
+        let mut choices = Vec::new();
         walk(func, |n, _| {
             if !n.is_named() {
                 return Visit::Skip;
@@ -1517,10 +1525,13 @@ impl<'t> Scope<'t> {
             if n != func && FUNCTION_KINDS.contains(&n.kind()) {
                 return Visit::Skip;
             }
+            if constant::CHOICES.contains(&n.kind()) {
+                choices.push(n);
+            }
             scope.read(syntax, n);
             Visit::Enter
         });
-        let (dead, always) = constant::arms(syntax, func, &scope.assigns, &scope.params);
+        let (dead, always) = constant::arms(syntax, func, &choices, &scope.assigns, &scope.params);
         scope.dead = dead
             .iter()
             .map(|n| (n.start_byte(), n.end_byte()))
