@@ -2283,6 +2283,19 @@ fn starts_upper(name: &str) -> bool {
     name.chars().next().is_some_and(char::is_uppercase)
 }
 
+/// `text` as the only file shown, and its line that holds `SINK`: a test's
+/// finding to judge.
+#[cfg(test)]
+pub(crate) fn marked(path: &str, text: &str) -> (Files, u32) {
+    let line = text
+        .lines()
+        .position(|l| l.contains("SINK"))
+        .and_then(|i| u32::try_from(i + 1).ok())
+        .unwrap_or_else(|| panic!("no SINK in {text}"));
+    let files = Files::from([(path.to_string(), crate::util::numbered(text))]);
+    (files, line)
+}
+
 pub(crate) fn is_constant(name: &str) -> bool {
     name.chars().any(char::is_alphabetic)
         && name
@@ -2305,13 +2318,7 @@ mod tests {
 
     fn judge_text(path: &str, text: &str, rule: &str) -> Judged {
         let table = SourceTable::bundled().unwrap();
-        let lines = crate::util::numbered(text);
-        let line = text
-            .lines()
-            .position(|l| l.contains("SINK"))
-            .map(|i| (i + 1) as u32)
-            .unwrap();
-        let files = Files::from([(path.to_string(), lines)]);
+        let (files, line) = marked(path, text);
         judge(
             table,
             &Patterns::default(),

@@ -863,6 +863,19 @@ impl<'t> Call<'t> {
         })
     }
 
+    /// The argument the call passes for the parameter `name` at
+    /// `position`: a keyword argument of that name, else the argument at
+    /// that position (not in a call that names any argument).
+    fn argument_for(&self, name: &str, position: Option<usize>) -> Option<Node<'t>> {
+        if let Some((_, v)) = self.keywords.iter().find(|(k, _)| k == name) {
+            return Some(*v);
+        }
+        if !self.keywords.is_empty() {
+            return None;
+        }
+        self.args.get(position?).copied()
+    }
+
     /// The callee's last name.
     fn last(&self) -> &str {
         self.dotted.rsplit('.').next().unwrap_or(&self.dotted)
@@ -1274,12 +1287,7 @@ const RETURN_DEPTH: usize = 3;
 /// A call of a function of the file whose returned values a trace walks:
 /// where the function's parameters come from.
 struct Frame<'t> {
-    /// The call's arguments, and its keyword arguments by name.
-    args: Vec<Node<'t>>,
-    keywords: Vec<(String, Node<'t>)>,
-    /// The callee as written, for the trace.
-    callee: String,
-    line: u32,
+    call: Call<'t>,
     /// The function the call is made in, and the call it was reached
     /// through, if any.
     caller: Rc<Scope<'t>>,
@@ -1922,14 +1930,7 @@ impl<'t> Tracer<'_, 't> {
                 let Some(call) = Call::of(site, self.syntax) else {
                     continue;
                 };
-                let keyword = call.keywords.iter().find(|(k, _)| *k == name);
-                let Some(arg) = keyword.map(|(_, v)| *v).or_else(|| {
-                    // A call that names any argument is not read by position.
-                    call.keywords
-                        .is_empty()
-                        .then(|| call.args.get(position).copied())
-                        .flatten()
-                }) else {
+                let Some(arg) = call.argument_for(&name, Some(position)) else {
                     continue;
                 };
                 self.scope = self.scopes.around(self.syntax, site);
@@ -1996,11 +1997,9 @@ impl<'t> Tracer<'_, 't> {
                     self.seen.calls = true;
                     continue;
                 }
+                let what = format!("is returned by `{}`", shown(&call.dotted));
                 let callee = Rc::new(Frame {
-                    args: call.args.clone(),
-                    keywords: call.keywords.clone(),
-                    callee: call.dotted.clone(),
-                    line: line_of(call.node),
+                    call,
                     caller: Rc::clone(&self.scope),
                     outer: frame.clone(),
                     depth: depth + 1,
@@ -2009,7 +2008,7 @@ impl<'t> Tracer<'_, 't> {
                     let mut via = via.clone();
                     via.push(Step {
                         line: line_of(value),
-                        what: format!("is returned by `{}`", shown(&callee.callee)),
+                        what: what.clone(),
                     });
                     let scope = self.scopes.around(self.syntax, value);
                     queue.push((value, via, scope, Some(Rc::clone(&callee))));
@@ -2023,20 +2022,16 @@ impl<'t> Tracer<'_, 't> {
                 {
                     // A parameter of a function whose returned value this
                     // is: the call's argument for it.
-                    let keyword = f.keywords.iter().find(|(k, _)| *k == name);
                     let position = param_position(self.syntax, self.scope.node, *decl, &name);
-                    let arg = keyword.map(|(_, v)| *v).or_else(|| {
-                        f.keywords
-                            .is_empty()
-                            .then(|| position.and_then(|p| f.args.get(p).copied()))
-                            .flatten()
-                    });
-                    match arg {
+                    match f.call.argument_for(&name, position) {
                         Some(arg) => {
                             let mut via = via.clone();
                             via.push(Step {
-                                line: f.line,
-                                what: format!("is passed as `{name}` to `{}`", shown(&f.callee)),
+                                line: line_of(f.call.node),
+                                what: format!(
+                                    "is passed as `{name}` to `{}`",
+                                    shown(&f.call.dotted)
+                                ),
                             });
                             queue.push((arg, via, Rc::clone(&f.caller), f.outer.clone()));
                         }

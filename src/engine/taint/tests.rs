@@ -444,12 +444,7 @@ fn an_assignment_to_a_member_that_renders_markup_is_a_sink() {
 /// of `text` that holds `SINK`.
 fn skeptic(path: &str, text: &str, rule: &str) -> Judged {
     let table = SourceTable::bundled().unwrap_or_else(|e| panic!("{e}"));
-    let line = text
-        .lines()
-        .position(|l| l.contains("SINK"))
-        .and_then(|i| u32::try_from(i + 1).ok())
-        .unwrap_or_else(|| panic!("no SINK in {text}"));
-    let files = Files::from([(path.to_string(), crate::util::numbered(text))]);
+    let (files, line) = source_check::marked(path, text);
     judge(
         table,
         &Patterns::default(),
