@@ -570,12 +570,13 @@ fn servlet(shape: &str) -> String {
 /// branch, a map key or an overwrite are told apart.
 #[test]
 fn the_offline_skeptic_follows_the_value_not_the_shape() {
-    // A read of a container under a constant key is not evaluated: the
-    // finding stays (it is in the gate, not refuted).
+    // A read of a container under a literal key sees only what was put
+    // under that key: the fixed value here, the input in its twin.
     let collection = "    java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"first\", \"fixed\");\n    map.put(\"second\", param);\n    bar = (String) map.get(\"first\");";
     let safe = [
         "    int num = 4;\n    if ((3 * 5) - num > 10) bar = \"fixed\";\n    else bar = param;",
         "    bar = param;\n    bar = \"fixed\";",
+        collection,
     ];
     let files: Vec<(String, String)> = safe
         .iter()
@@ -590,14 +591,17 @@ fn the_offline_skeptic_follows_the_value_not_the_shape() {
     let root = repo.path().to_str().unwrap();
     let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
     let report: Report = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report.refuted.len(), 2, "{:?}", report.findings);
+    assert_eq!(report.refuted.len(), 3, "{:?}", report.findings);
     assert_eq!(
         out.status.code(),
         Some(exit::OK),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    repo.write("web/S9.java", &servlet(collection));
+    repo.write(
+        "web/S9.java",
+        &servlet(&collection.replace("get(\"first\")", "get(\"second\")")),
+    );
     let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
     let report: Report = serde_json::from_slice(&out.stdout).unwrap();
     assert!(

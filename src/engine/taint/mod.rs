@@ -30,6 +30,7 @@
 //! followed) and goes by a cursor, never by recursion.
 
 mod constant;
+mod keys;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -49,7 +50,7 @@ use super::syntax::{
 use crate::util::language::language_of;
 
 /// Bumped whenever the analysis would report the same code differently.
-const VERSION: u32 = 4;
+const VERSION: u32 = 5;
 
 /// Most nodes one trace walks.
 const BUDGET: usize = 20_000;
@@ -495,6 +496,8 @@ impl Taint {
                 .collect(),
             sanitizers,
             fixed_prefix: false,
+            source_calls: Vec::new(),
+            numbers_clean: true,
         }
     }
 
@@ -537,6 +540,20 @@ impl Taint {
         let class = self.table.class_of(sink);
         if let Some(needle) = &sink.contains
             && !syntax.text_of(call.node).to_lowercase().contains(needle)
+        {
+            return None;
+        }
+        if !sink.only_read_by.is_empty()
+            && let Some(next) = call.node.parent().and_then(|p| {
+                let p = if MEMBER_KINDS.contains(&p.kind()) {
+                    p.parent()?
+                } else {
+                    p
+                };
+                Call::of(p, syntax)
+            })
+            && next.receiver == Some(call.node)
+            && sink.only_read_by.iter().any(|m| m == next.last())
         {
             return None;
         }
@@ -1147,6 +1164,8 @@ struct Assign<'t> {
     /// Where the name holds the value: the assignment's end, a loop's
     /// header (its body, where the name is read, is inside the loop).
     set_by: usize,
+    /// The part of a container it sets.
+    key: keys::Key,
 }
 
 /// The function around a sink: its assignments and its parameters.
@@ -1583,6 +1602,7 @@ impl<'t> Scope<'t> {
                 value: list,
                 adds: true,
                 set_by: n.end_byte(),
+                key: keys::put_key(syntax, &call),
             });
             return;
         }
@@ -1647,6 +1667,7 @@ impl<'t> Scope<'t> {
             } else {
                 n.end_byte()
             },
+            key: keys::assigned_key(syntax, left),
         });
     }
 
@@ -1825,6 +1846,10 @@ const MEMBER_KINDS: &[&str] = &[
     "scope_resolution",
 ];
 
+/// The source kind of `configs/sources.toml` that a framework's request
+/// parameters are.
+const REQUEST: &str = "an HTTP request";
+
 /// A cast's types that make a number (or a truth value) of anything.
 const NUMBER_TYPES: &[&str] = &[
     "int", "integer", "float", "double", "bool", "boolean", "long", "short", "byte", "decimal",
@@ -1965,7 +1990,7 @@ impl<'t> Tracer<'_, 't> {
         type Item<'t> = (Node<'t>, Vec<Step>, Rc<Scope<'t>>, Option<Rc<Frame<'t>>>);
         let own = Rc::clone(&self.scope);
         let mut queue: Vec<Item<'t>> = vec![(value, first_via, Rc::clone(&own), None)];
-        let mut followed: HashSet<(usize, usize)> = HashSet::new();
+        let mut followed: HashSet<(usize, usize, Option<String>)> = HashSet::new();
         let mut params_seen: BTreeSet<String> = BTreeSet::new();
         let mut next = 0;
         let mut found = None;
@@ -2014,7 +2039,7 @@ impl<'t> Tracer<'_, 't> {
                     queue.push((value, via, scope, Some(Rc::clone(&callee))));
                 }
             }
-            for (name, at) in uses {
+            for (name, at, key) in uses {
                 let reaching = self.scope.reaching(&name, at);
                 if reaching.is_empty()
                     && let Some(f) = &frame
@@ -2070,15 +2095,26 @@ impl<'t> Tracer<'_, 't> {
                     continue;
                 }
                 for a in reaching {
-                    if !followed.insert((a.node.id(), frame_id)) {
+                    // A read under a literal key sees what was put under
+                    // it, or under a key that may be it.
+                    if !a.key.reaches(key.as_deref())
+                        || !followed.insert((a.node.id(), frame_id, key.clone()))
+                    {
                         continue;
                     }
-                    let mut via = via.clone();
-                    via.push(Step {
-                        line: line_of(a.node),
-                        what: format!("`{name}` is set from it"),
-                    });
-                    queue.push((a.value, via, Rc::clone(&self.scope), frame.clone()));
+                    let values = key
+                        .as_deref()
+                        .filter(|_| !a.adds)
+                        .and_then(|k| keys::keyed_values(self.syntax, a.value, k))
+                        .unwrap_or_else(|| vec![a.value]);
+                    for value in values {
+                        let mut via = via.clone();
+                        via.push(Step {
+                            line: line_of(a.node),
+                            what: format!("`{name}` is set from it"),
+                        });
+                        queue.push((value, via, Rc::clone(&self.scope), frame.clone()));
+                    }
                 }
             }
         }
@@ -2094,14 +2130,15 @@ impl<'t> Tracer<'_, 't> {
     fn walk(
         &mut self,
         value: Node<'t>,
-        uses: &mut Vec<(String, usize)>,
+        uses: &mut Vec<(String, usize, Option<String>)>,
         helpers: &mut Vec<(Call<'t>, Node<'t>)>,
         depth: usize,
     ) -> Option<Step> {
         let mut found = None;
         // A source's text is a part of the value's own: where the value
         // holds none, no part of it is one.
-        let may_hold_source = self.sources.any_source(self.syntax.text_of(value));
+        let may_hold_source = !self.class.source_calls.is_empty()
+            || self.sources.any_source(self.syntax.text_of(value));
         walk(value, |n, field| {
             self.walked += 1;
             if self.walked > BUDGET {
@@ -2163,7 +2200,11 @@ impl<'t> Tracer<'_, 't> {
                     .and_then(|p| p.child_by_field_name("function"))
                     .is_some_and(|f| f == n);
                 if !callee && !field.is_some_and(|f| NOT_VALUES.contains(&f)) {
-                    uses.push((self.syntax.text_of(n).to_string(), n.start_byte()));
+                    uses.push((
+                        self.syntax.text_of(n).to_string(),
+                        n.start_byte(),
+                        keys::read_key(self.syntax, n),
+                    ));
                 }
                 return Visit::Skip;
             }
@@ -2178,7 +2219,7 @@ impl<'t> Tracer<'_, 't> {
     /// Whether `n` makes a value safe for the class: a sanitizer's call or
     /// a cast to a number.
     fn cleans(&self, n: Node<'t>, call: Option<&Call<'t>>) -> bool {
-        if n.kind() == "cast_expression" {
+        if n.kind() == "cast_expression" && self.class.numbers_clean {
             let ty = n
                 .child_by_field_name("type")
                 .map(|t| self.syntax.text_of(t))
@@ -2195,6 +2236,17 @@ impl<'t> Tracer<'_, 't> {
     fn source_at(&self, n: Node<'t>) -> Option<Step> {
         if !n.is_named() || n.byte_range().len() > 2_000 {
             return None;
+        }
+        // A call that is the class's source itself.
+        if let Some(kind) = self.class.sources.first()
+            && !self.class.source_calls.is_empty()
+            && let Some(call) = Call::of(n, self.syntax)
+            && table::names_call(&self.class.source_calls, &call.dotted)
+        {
+            return Some(Step {
+                line: line_of(n),
+                what: format!("{kind}: `{}`", shown(self.syntax.text_of(n))),
+            });
         }
         let kind = self.source_kind(n)?;
         let mut c = n.walk();
@@ -2216,6 +2268,9 @@ impl<'t> Tracer<'_, 't> {
 
     /// A parameter that its framework fills from the request.
     fn param_source(&self, name: &str) -> Option<Step> {
+        if !self.class.sources.iter().any(|s| s == REQUEST) {
+            return None;
+        }
         let (_, decl) = self.scope.params.iter().find(|(n, _)| n == name)?;
         let text = self.syntax.text_of(*decl);
         if REQUEST_ANNOTATIONS.iter().any(|a| text.contains(a)) {

@@ -51,6 +51,14 @@ struct RawClass {
     sanitizers: Vec<String>,
     #[serde(default)]
     fixed_prefix: bool,
+    #[serde(default)]
+    source_calls: Vec<String>,
+    #[serde(default = "yes")]
+    common_sanitizers: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Deserialize)]
@@ -70,6 +78,8 @@ struct RawSink {
     keywords: Vec<String>,
     #[serde(default)]
     contains: Option<String>,
+    #[serde(default)]
+    only_read_by: Vec<String>,
     #[serde(default)]
     examples: Vec<Sample>,
     #[serde(default)]
@@ -97,6 +107,12 @@ pub(crate) struct Class {
     /// Its own sanitizers and those of every class.
     pub(super) sanitizers: BTreeSet<String>,
     pub(super) fixed_prefix: bool,
+    /// Calls that are this class's source themselves (a predictable random
+    /// generator), named as a sink's calls are; the source's kind is the
+    /// class's first `sources` entry.
+    pub(super) source_calls: Vec<String>,
+    /// A number made of the value (a cast, `[all].sanitizers`) is safe.
+    pub(super) numbers_clean: bool,
 }
 
 /// One sink.
@@ -117,24 +133,33 @@ pub(crate) struct Sink {
     pub(super) keywords: Vec<String>,
     /// Lower case.
     pub(super) contains: Option<String>,
+    /// Methods that, called right away on what the sink's call made
+    /// (`new URL(u).getHost()`), only read a part of it: no sink then.
+    pub(super) only_read_by: Vec<String>,
 }
 
 impl Sink {
     /// Whether a callee named `dotted` (`requests.get`, `res.redirect`,
     /// `include`) is one of this sink's calls.
     pub(super) fn calls(&self, dotted: &str) -> bool {
-        let last = dotted.rsplit('.').next().unwrap_or(dotted);
-        self.calls.iter().any(|c| {
-            if c.contains('.') {
-                dotted == c
-                    || dotted
-                        .strip_suffix(c.as_str())
-                        .is_some_and(|before| before.ends_with('.'))
-            } else {
-                last == c
-            }
-        })
+        names_call(&self.calls, dotted)
     }
+}
+
+/// Whether a callee named `dotted` is one of `calls`: `name` matches a
+/// callee whose last name it is, `a.b` one whose dotted name ends with it.
+pub(super) fn names_call(calls: &[String], dotted: &str) -> bool {
+    let last = dotted.rsplit('.').next().unwrap_or(dotted);
+    calls.iter().any(|c| {
+        if c.contains('.') {
+            dotted == c
+                || dotted
+                    .strip_suffix(c.as_str())
+                    .is_some_and(|before| before.ends_with('.'))
+        } else {
+            last == c
+        }
+    })
 }
 
 /// The table, checked.
@@ -181,12 +206,12 @@ impl Table {
                     "names no `sources`: list the source kinds of configs/sources.toml that make it a risk".into(),
                 ));
             }
-            let sanitizers = c
-                .sanitizers
-                .iter()
-                .chain(&raw.all.sanitizers)
-                .cloned()
-                .collect();
+            let common: &[String] = if c.common_sanitizers {
+                &raw.all.sanitizers
+            } else {
+                &[]
+            };
+            let sanitizers = c.sanitizers.iter().chain(common).cloned().collect();
             classes.push(Class {
                 name,
                 cwe: c.cwe,
@@ -196,6 +221,8 @@ impl Table {
                 sources: c.sources,
                 sanitizers,
                 fixed_prefix: c.fixed_prefix,
+                source_calls: c.source_calls,
+                numbers_clean: c.common_sanitizers,
             });
         }
         let mut sinks = Vec::new();
@@ -242,6 +269,7 @@ impl Table {
                 args: s.args,
                 keywords: s.keywords,
                 contains: s.contains.map(|c| c.to_lowercase()),
+                only_read_by: s.only_read_by,
             });
             samples.push((s.examples, s.counterexamples));
         }

@@ -623,3 +623,111 @@ fn a_line_of_a_call_written_over_several_is_not_refuted_on_its_own() {
     let js = "app.get('/x', (req, res) => {\n  const n = 'fixed';\n  db.query('SELECT * FROM t WHERE n = ' + n); // SINK\n});\n";
     assert_eq!(skeptic("a.js", js, "sql/concat").verdict, "refuted");
 }
+
+#[test]
+fn a_read_under_a_literal_key_sees_only_what_was_put_under_it() {
+    // Each pair: the same code reading the key the request value was put
+    // under (a flow), and another key (none).
+    let php = "<?php\n$a = [];\n$a['f'] = $_GET['f'];\n$a['g'] = 'fixed';\nreadfile($a['KEY']);\n";
+    let py = "def v():\n    d = {}\n    d['f'] = request.args['f']\n    d['g'] = 'fixed'\n    return send_file(d['KEY'])\n";
+    let py_literal = "def v():\n    d = {'f': request.args['f'], \"g\": 'fixed'}\n    return send_file(d.get('KEY'))\n";
+    let js = "app.get('/', (req, res) => {\n  const o = {f: req.query.f, g: 'fixed'};\n  res.redirect(o['KEY']);\n});\n";
+    let rb =
+        "def show\n  h = {}\n  h[:f] = params[:f]\n  h[:g] = 'fixed'\n  redirect_to h[:KEY]\nend\n";
+    for (path, code, sink, line) in [
+        ("a.php", php, "path/php-file", 5),
+        ("a.py", py, "path/python-open", 5),
+        ("b.py", py_literal, "path/python-open", 3),
+        ("a.js", js, "redirect/js", 3),
+        ("a.rb", rb, "redirect/ruby", 5),
+    ] {
+        assert_eq!(
+            sinks(path, &code.replace("KEY", "f")),
+            [(sink.to_string(), line)],
+            "{code}"
+        );
+        assert!(sinks(path, &code.replace("KEY", "g")).is_empty(), "{code}");
+    }
+    // Java: the skeptic refutes the read of the other key, and confirms
+    // the read of the request's.
+    let servlet = |key: &str| {
+        format!(
+            "class A {{\n  void doPost(HttpServletRequest request) throws Exception {{\n    String param = request.getParameter(\"v\");\n    java.util.Map<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"keyA\", \"fixed\");\n    map.put(\"keyB\", param);\n    String bar = (String) map.get(\"{key}\");\n    String sql = \"SELECT * FROM t WHERE n = '\" + bar + \"'\"; // SINK\n  }}\n}}\n"
+        )
+    };
+    twins("A.java", "sql/concat", &servlet("keyA"), &servlet("keyB"));
+}
+
+#[test]
+fn a_key_that_is_not_a_literal_may_be_any_key() {
+    // Written or read under a computed key, or the whole container read:
+    // the request value may be there.
+    let written =
+        "def v(k):\n    d = {}\n    d[k] = request.args['f']\n    return send_file(d['g'])\n";
+    assert_eq!(
+        sinks("a.py", written),
+        [("path/python-open".to_string(), 4)]
+    );
+    let read =
+        "def v(k):\n    d = {}\n    d['f'] = request.args['f']\n    return send_file(d[k])\n";
+    assert_eq!(sinks("a.py", read), [("path/python-open".to_string(), 4)]);
+    let whole =
+        "def v():\n    d = {}\n    d['f'] = request.args['f']\n    return send_file(str(d))\n";
+    assert_eq!(sinks("a.py", whole), [("path/python-open".to_string(), 4)]);
+    let interpolated = "<?php\n$a = [];\n$a[\"f$x\"] = $_GET['f'];\nreadfile($a['g']);\n";
+    assert_eq!(
+        sinks("a.php", interpolated),
+        [("path/php-file".to_string(), 4)]
+    );
+    // A literal with a spread in it holds whatever the spread does.
+    let spread = "app.get('/', (req, res) => {\n  const o = {...req.query, g: 'fixed'};\n  res.redirect(o['f']);\n});\n";
+    assert_eq!(sinks("a.js", spread), [("redirect/js".to_string(), 3)]);
+}
+
+#[test]
+fn a_literal_key_is_read_without_its_quotes() {
+    let key = |path: &str, code: &str| {
+        let syntax = parse(path, code, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+        let mut found = Vec::new();
+        walk(syntax.root(), |n, _| {
+            if matches!(n.kind(), "identifier" | "variable_name")
+                && let Some(k) = keys::read_key(&syntax, n)
+            {
+                found.push((syntax.text_of(n).to_string(), k));
+            }
+            Visit::Enter
+        });
+        found
+    };
+    let pair = |a: &str, b: &str| vec![(a.to_string(), b.to_string())];
+    assert_eq!(key("a.py", "x = d['k']\n"), pair("d", "k"));
+    assert_eq!(key("a.py", "x = d.get(\"k\")\n"), pair("d", "k"));
+    assert_eq!(key("a.php", "<?php\n$x = $a[0];\n"), pair("$a", "0"));
+    assert_eq!(key("a.rb", "x = h[:k]\n"), pair("h", "k"));
+    assert_eq!(key("a.go", "package a\nvar x = m[\"k\"]\n"), pair("m", "k"));
+    // No literal: an f-string, a name, a slice.
+    assert!(key("a.py", "x = d[f'{k}']\ny = d[k]\nz = d[1:2]\n").is_empty());
+    // A getter on something else's result is not this name's part.
+    assert!(key("a.py", "x = d.items().get('k')\n").is_empty());
+}
+
+#[test]
+fn a_predictable_random_value_kept_as_a_secret_is_its_own_source() {
+    let servlet = |value: &str| {
+        format!(
+            "class A {{\n  void go(HttpServletRequest request, HttpServletResponse response) throws Exception {{\n    String v = {value};\n    response.addCookie(new Cookie(\"remember\", v));\n  }}\n}}\n"
+        )
+    };
+    // A number or a hash of it is as predictable.
+    let random = servlet("Integer.toString((int) (new java.util.Random().nextDouble() * 1000))");
+    assert_eq!(
+        sinks("A.java", &random),
+        [("random/java-cookie".to_string(), 4)]
+    );
+    // A request value in a cookie is no predictable secret, and a
+    // framework's request parameter is a source of request values only.
+    let request = servlet("request.getParameter(\"v\")");
+    assert!(sinks("A.java", &request).is_empty());
+    let secure = servlet("Long.toString(new java.security.SecureRandom().nextLong())");
+    assert!(sinks("A.java", &secure).is_empty());
+}
