@@ -30,6 +30,7 @@
 //! followed) and goes by a cursor, never by recursion.
 
 mod constant;
+mod guards;
 mod keys;
 mod table;
 #[cfg(test)]
@@ -50,7 +51,7 @@ use super::syntax::{
 use crate::util::language::language_of;
 
 /// Bumped whenever the analysis would report the same code differently.
-const VERSION: u32 = 5;
+const VERSION: u32 = 6;
 
 /// Most nodes one trace walks.
 const BUDGET: usize = 20_000;
@@ -77,6 +78,9 @@ pub(crate) enum LineStatus {
     /// Every value is a literal or a constant (or made from them by the
     /// line's own calls): nothing reaches the line from outside.
     Constant,
+    /// Every value is a literal, a constant, or one that the condition
+    /// around the line checked to be a number or alphanumeric.
+    Checked,
     /// They come only from the function's parameters (named) or the
     /// object's own state: whoever calls the function decides them.
     FromCaller(Vec<String>),
@@ -451,6 +455,8 @@ impl Taint {
         }
         if seen.opaque || spans {
             LineStatus::Unknown
+        } else if seen.params.is_empty() && !seen.state && seen.checked {
+            LineStatus::Checked
         } else if seen.params.is_empty() && !seen.state {
             LineStatus::Constant
         } else if seen.strings {
@@ -651,6 +657,9 @@ pub(crate) fn judge(
         )),
         Some(LineStatus::Constant) => Some(format!(
             "on the syntax tree, every value at line {line} is a literal or a constant, or made from them by the line's own calls: nothing reaches it from outside"
+        )),
+        Some(LineStatus::Checked) => Some(format!(
+            "on the syntax tree, every value at line {line} is a literal or a constant, or one that the condition around the line checked to be a number or letters and digits only"
         )),
         _ => None,
     };
@@ -1179,6 +1188,9 @@ struct Scope<'t> {
     always: HashSet<usize>,
     /// Each parameter's name and its declaration.
     params: Vec<(String, Node<'t>)>,
+    /// The values a condition around an arm checks to be a number or
+    /// alphanumeric ([`guards`]).
+    guards: Vec<guards::Guard>,
 }
 
 /// The scopes of one file's functions, each made once, by the function's
@@ -1531,6 +1543,7 @@ impl<'t> Scope<'t> {
             dead: Vec::new(),
             always: HashSet::new(),
             params: Vec::new(),
+            guards: Vec::new(),
         };
         if let Some(params) = func
             .child_by_field_name("parameters")
@@ -1554,6 +1567,7 @@ impl<'t> Scope<'t> {
             }
             if constant::CHOICES.contains(&n.kind()) {
                 choices.push(n);
+                guards::of_choice(syntax, n, &mut scope.guards);
             }
             scope.read(syntax, n);
             Visit::Enter
@@ -1574,6 +1588,22 @@ impl<'t> Scope<'t> {
             }
         }
         scope
+    }
+
+    /// Whether `n` is a value a condition around it checks, and the name
+    /// it is read from is not set again in the checked arm before it.
+    fn checked(&self, syntax: &Syntax, n: Node<'_>) -> bool {
+        let text = syntax.text_of(n);
+        self.guards.iter().any(|g| {
+            g.start <= n.start_byte()
+                && n.end_byte() <= g.end
+                && g.value == text
+                && !self.assigns.iter().any(|a| {
+                    g.start <= a.node.start_byte()
+                        && a.node.start_byte() < n.start_byte()
+                        && a.names.contains(&g.name)
+                })
+        })
     }
 
     /// Whether `node` is in an arm that never runs.
@@ -1912,6 +1942,8 @@ struct Seen {
     /// A call of another function is among what it walked: what such a
     /// call returns may not depend on what it was given.
     calls: bool,
+    /// A value the condition around it checks ([`guards`]) was passed over.
+    checked: bool,
 }
 
 impl<'t> Tracer<'_, 't> {
@@ -2153,6 +2185,10 @@ impl<'t> Tracer<'_, 't> {
             }
             let call = Call::of(n, self.syntax);
             if self.cleans(n, call.as_ref()) {
+                return Visit::Skip;
+            }
+            if !self.scope.guards.is_empty() && self.scope.checked(self.syntax, n) {
+                self.seen.checked = true;
                 return Visit::Skip;
             }
             if may_hold_source && let Some(step) = self.source_at(n) {

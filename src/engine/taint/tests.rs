@@ -731,3 +731,43 @@ fn a_predictable_random_value_kept_as_a_secret_is_its_own_source() {
     let secure = servlet("Long.toString(new java.security.SecureRandom().nextLong())");
     assert!(sinks("A.java", &secure).is_empty());
 }
+
+#[test]
+fn a_value_the_condition_around_it_checks_to_be_a_number_is_safe_there() {
+    // Each octet checked, the address put back together from them.
+    let php = "<?php\n$target = $_REQUEST['ip'];\n$octet = explode('.', $target);\nif (is_numeric($octet[0]) && is_numeric($octet[1]) && sizeof($octet) == 2) {\n  $target = $octet[0] . '.' . $octet[1];\n  $cmd = shell_exec('ping ' . $target); // SINK\n}\n";
+    let j = skeptic("a.php", php, "exec/php-shell");
+    assert_eq!(j.verdict, "refuted", "{j:?}");
+    assert!(j.why.contains("checked"), "{j:?}");
+    // One part unchecked, the check on another value, the sink outside
+    // the arm, or the name set again in the arm: not safe.
+    for unsafe_ in [
+        php.replace("is_numeric($octet[1])", "strlen($octet[1])"),
+        php.replace("is_numeric($octet[1])", "is_numeric($octet[2])"),
+        php.replace(
+            "  $cmd = shell_exec('ping ' . $target); // SINK\n}\n",
+            "}\n$cmd = shell_exec('ping ' . $target); // SINK\n",
+        ),
+        php.replace(
+            "  $target = $octet[0]",
+            "  $octet = explode('.', $_GET['ip']);\n  $target = $octet[0]",
+        ),
+    ] {
+        let j = skeptic("a.php", &unsafe_, "exec/php-shell");
+        assert_ne!(j.verdict, "refuted", "{unsafe_}\n{j:?}");
+    }
+    // Python's method checks, and the `else` of a failed check.
+    let py = "def f():\n    n = request.args['n']\n    if n.isdigit():\n        os.system('kill ' + n)  # SINK\n";
+    twins(
+        "a.py",
+        "exec/python-os-system",
+        py,
+        &py.replace("n.isdigit()", "n"),
+    );
+    let negated = "def f():\n    n = request.args['n']\n    if not n.isdigit():\n        return\n    else:\n        os.system('kill ' + n)  # SINK\n";
+    let j = skeptic("a.py", negated, "exec/python-os-system");
+    assert_eq!(j.verdict, "refuted", "{j:?}");
+    // A taint rule's flow is cut by the check as well.
+    let include = "<?php\n$p = $_GET['p'];\nif (ctype_digit($p)) {\n  include('page' . $p . '.php');\n}\ninclude($p);\n";
+    assert_eq!(sinks("i.php", include), [("include/php".to_string(), 6)]);
+}
