@@ -572,7 +572,7 @@ fn servlet(shape: &str) -> String {
 fn the_offline_skeptic_follows_the_value_not_the_shape() {
     // A read of a container under a literal key sees only what was put
     // under that key: the fixed value here, the input in its twin.
-    let collection = "    java.util.HashMap<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"first\", \"fixed\");\n    map.put(\"second\", param);\n    bar = (String) map.get(\"first\");";
+    let collection = "    java.util.Map<String, String> order = new java.util.HashMap<>();\n    order.put(\"sort\", \"name\");\n    order.put(\"filter\", param);\n    bar = order.get(\"sort\");";
     let safe = [
         "    int num = 4;\n    if ((3 * 5) - num > 10) bar = \"fixed\";\n    else bar = param;",
         "    bar = param;\n    bar = \"fixed\";",
@@ -600,7 +600,7 @@ fn the_offline_skeptic_follows_the_value_not_the_shape() {
     );
     repo.write(
         "web/S9.java",
-        &servlet(&collection.replace("get(\"first\")", "get(\"second\")")),
+        &servlet(&collection.replace("get(\"sort\")", "get(\"filter\")")),
     );
     let out = fanscan(&["scan", root, "--format", "json", "--quiet", "--no-store"]);
     let report: Report = serde_json::from_slice(&out.stdout).unwrap();

@@ -7,29 +7,16 @@
 
 use tree_sitter::Node;
 
-use super::{Call, MEMBER_KINDS, METHOD_CALLS, PART_KINDS};
+use super::{Call, MEMBER_KINDS, METHOD_CALLS, PART_KINDS, container_of};
 use crate::engine::syntax::{Syntax, Visit, walk};
 
-/// What a write into a container sets.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Key {
-    /// The whole value, or a part not named by a key (`list.add(v)`,
-    /// `$a[] = v`, `o.f = v`).
-    Whole,
-    /// The part under a literal key.
-    Literal(String),
-    /// A part under a key that is not a literal: any key may be it.
-    Unknown,
-}
-
-impl Key {
-    /// Whether a read under `read` (none: the whole container) may see
-    /// what this write put in.
-    pub(super) fn reaches(&self, read: Option<&str>) -> bool {
-        match (self, read) {
-            (Key::Literal(put), Some(read)) => put == read,
-            _ => true,
-        }
+/// Whether a read under the literal key `read` (none: the whole
+/// container, or a key that is not a literal) may see what a write under
+/// `put` (none: the whole, or a key that is not a literal) put in.
+pub(super) fn reaches(put: Option<&str>, read: Option<&str>) -> bool {
+    match (put, read) {
+        (Some(put), Some(read)) => put == read,
+        _ => true,
     }
 }
 
@@ -94,13 +81,7 @@ pub(super) fn literal_key(syntax: &Syntax, node: Node<'_>) -> Option<String> {
 /// The container and the index of `part`, a node of [`PART_KINDS`] with
 /// one index.
 fn container_and_index(part: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
-    let container = part
-        .child_by_field_name("value")
-        .or_else(|| part.child_by_field_name("object"))
-        .or_else(|| part.child_by_field_name("array"))
-        .or_else(|| part.child_by_field_name("operand"))
-        .or_else(|| part.child_by_field_name("expression"))
-        .or_else(|| part.named_child(0))?;
+    let container = container_of(part)?;
     let mut c = part.walk();
     let rest: Vec<Node<'_>> = part
         .named_children(&mut c)
@@ -137,27 +118,28 @@ pub(super) fn read_key(syntax: &Syntax, n: Node<'_>) -> Option<String> {
     literal_key(syntax, *call.args.first()?)
 }
 
-/// The key a write sets: `call` putting a value into its receiver, or
-/// `left`, the left side of an assignment.
-pub(super) fn put_key(syntax: &Syntax, call: &Call<'_>) -> Key {
+/// The literal key `call` puts a value under in its receiver
+/// (`m.put("k", v)`; none for `list.add(v)` or a key that is not a
+/// literal).
+pub(super) fn put_key(syntax: &Syntax, call: &Call<'_>) -> Option<String> {
     if !PUTTERS.contains(&call.last()) || call.args.len() < 2 {
-        return Key::Whole;
+        return None;
     }
-    literal_key(syntax, call.args[0]).map_or(Key::Unknown, Key::Literal)
+    literal_key(syntax, call.args[0])
 }
 
-/// The key an assignment to `left` sets: `m["k"] = v` sets `"k"` of `m`.
-pub(super) fn assigned_key(syntax: &Syntax, left: Node<'_>) -> Key {
+/// The literal key an assignment to `left` sets: `m["k"] = v` sets `"k"`
+/// of `m` (none for `$a[] = v`, which appends, and `a[i][j] = v`, which
+/// sets a part of a part).
+pub(super) fn assigned_key(syntax: &Syntax, left: Node<'_>) -> Option<String> {
     if !PART_KINDS.contains(&left.kind()) {
-        return Key::Whole;
+        return None;
     }
-    match container_and_index(left) {
-        Some((container, index)) if matches!(container.kind(), "identifier" | "variable_name") => {
-            literal_key(syntax, index).map_or(Key::Unknown, Key::Literal)
-        }
-        // `$a[] = v` appends; `a[i][j] = v` sets a part of a part.
-        _ => Key::Unknown,
+    let (container, index) = container_and_index(left)?;
+    if !matches!(container.kind(), "identifier" | "variable_name") {
+        return None;
     }
+    literal_key(syntax, index)
 }
 
 /// The values a map literal `value` holds under `key`, when every entry

@@ -1173,8 +1173,9 @@ struct Assign<'t> {
     /// Where the name holds the value: the assignment's end, a loop's
     /// header (its body, where the name is read, is inside the loop).
     set_by: usize,
-    /// The part of a container it sets.
-    key: keys::Key,
+    /// The literal key of the container's part it sets (none: it may set
+    /// any part, or the whole).
+    key: Option<String>,
 }
 
 /// The function around a sink: its assignments and its parameters.
@@ -1783,26 +1784,12 @@ fn member_assigned<'t>(syntax: &'t Syntax, n: Node<'t>) -> Option<(&'t str, Node
 fn assigned_names(syntax: &Syntax, left: Node<'_>) -> Vec<String> {
     let mut node = left;
     for _ in 0..16 {
-        match node.kind() {
-            "subscript"
-            | "subscript_expression"
-            | "element_reference"
-            | "index_expression"
-            | "element_access_expression"
-            | "array_access" => {
-                match node
-                    .child_by_field_name("value")
-                    .or_else(|| node.child_by_field_name("object"))
-                    .or_else(|| node.child_by_field_name("array"))
-                    .or_else(|| node.child_by_field_name("operand"))
-                    .or_else(|| node.child_by_field_name("expression"))
-                    .or_else(|| node.named_child(0))
-                {
-                    Some(n) => node = n,
-                    None => return Vec::new(),
-                }
-            }
-            _ => break,
+        if !PART_KINDS.contains(&node.kind()) {
+            break;
+        }
+        match container_of(node) {
+            Some(n) => node = n,
+            None => return Vec::new(),
         }
     }
     match node.kind() {
@@ -1861,6 +1848,16 @@ const PART_KINDS: &[&str] = &[
     "element_access_expression",
     "array_access",
 ];
+
+/// The container of `part`, a node of [`PART_KINDS`]: `a` of `a[k]`.
+fn container_of(part: Node<'_>) -> Option<Node<'_>> {
+    part.child_by_field_name("value")
+        .or_else(|| part.child_by_field_name("object"))
+        .or_else(|| part.child_by_field_name("array"))
+        .or_else(|| part.child_by_field_name("operand"))
+        .or_else(|| part.child_by_field_name("expression"))
+        .or_else(|| part.named_child(0))
+}
 
 /// Node kinds that read a member of an object, a class or a package.
 const MEMBER_KINDS: &[&str] = &[
@@ -2129,7 +2126,7 @@ impl<'t> Tracer<'_, 't> {
                 for a in reaching {
                     // A read under a literal key sees what was put under
                     // it, or under a key that may be it.
-                    if !a.key.reaches(key.as_deref())
+                    if !keys::reaches(a.key.as_deref(), key.as_deref())
                         || !followed.insert((a.node.id(), frame_id, key.clone()))
                     {
                         continue;

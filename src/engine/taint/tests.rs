@@ -648,14 +648,19 @@ fn a_read_under_a_literal_key_sees_only_what_was_put_under_it() {
         );
         assert!(sinks(path, &code.replace("KEY", "g")).is_empty(), "{code}");
     }
-    // Java: the skeptic refutes the read of the other key, and confirms
-    // the read of the request's.
+    // Java: a search filter's fields. The skeptic refutes the read of the
+    // fixed field, and confirms the read of the customer's.
     let servlet = |key: &str| {
         format!(
-            "class A {{\n  void doPost(HttpServletRequest request) throws Exception {{\n    String param = request.getParameter(\"v\");\n    java.util.Map<String, Object> map = new java.util.HashMap<String, Object>();\n    map.put(\"keyA\", \"fixed\");\n    map.put(\"keyB\", param);\n    String bar = (String) map.get(\"{key}\");\n    String sql = \"SELECT * FROM t WHERE n = '\" + bar + \"'\"; // SINK\n  }}\n}}\n"
+            "class Orders {{\n  void doGet(HttpServletRequest request) throws Exception {{\n    Map<String, String> filter = new HashMap<>();\n    filter.put(\"status\", \"open\");\n    filter.put(\"customer\", request.getParameter(\"customer\"));\n    String value = filter.get(\"{key}\");\n    String sql = \"SELECT * FROM orders WHERE f = '\" + value + \"'\"; // SINK\n  }}\n}}\n"
         )
     };
-    twins("A.java", "sql/concat", &servlet("keyA"), &servlet("keyB"));
+    twins(
+        "A.java",
+        "sql/concat",
+        &servlet("status"),
+        &servlet("customer"),
+    );
 }
 
 #[test]
