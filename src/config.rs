@@ -830,6 +830,9 @@ pub(crate) struct Leads {
     pub(crate) rules: bool,
     /// Other tools' results (`--leads FILE.sarif`), in the order given.
     pub(crate) sarif: Vec<PathBuf>,
+    /// The rule engine's flows across files, into each group's files
+    /// (with every provider; not with `off` nor in a triage).
+    pub(crate) across: bool,
 }
 
 /// `--leads` as given: `off` (nothing), `rules` (the rule engine's hits),
@@ -861,6 +864,7 @@ fn resolve_leads(
             && (given.iter().any(|g| g == "rules")
                 || (provider != ProviderKind::Offline && !triage)),
         sarif: files,
+        across: !off && !triage,
     })
 }
 

@@ -72,7 +72,7 @@ pub async fn scan(ctx: &Context, ui: &Ui) -> Result<Report, ScanError> {
     // The tools below still reach the whole inventory, for context.
     let (scope, sarif) = steps::scope(ctx, &inventory)?;
     let (plan, planner_usage) = ctx.planner()?.plan(&scope).await?;
-    let (tasks, outside_leads) = steps::tasks(s, &plan, &scope, sarif, &inventory)?;
+    let (tasks, outside_leads) = steps::tasks(ctx, &plan, &scope, sarif, &inventory)?;
     ctx.check_budget(&plan, &auditor)?;
     let spend = Arc::new(ctx.spend(ui.control.clone(), planner_usage));
     let tools = Arc::new(steps::scoped_tools(&ctx.tools, &inventory));

@@ -27,8 +27,8 @@ use serde_json::{Value, json};
 
 use rayon::prelude::*;
 
-use super::source_check::{self, Patterns, SourceTable};
-use super::syntax::{Trees, Unparsed};
+use super::source_check::{self, SourceTable};
+use super::syntax::Unparsed;
 use crate::engine::rules::RuleSet;
 use crate::llm::conversation::{
     ChatRequest, ChatResponse, Facts, FileRead, FinishReason, LeadFact, MAX_CALLS_PER_TURN,
@@ -71,7 +71,7 @@ impl Offline {
             if !calls.is_empty() {
                 return Ok(reply(None, calls));
             }
-            let judged = skeptic_judge(self.rules.patterns(), &self.rules.trees, facts, &seen);
+            let judged = skeptic_judge(&self.rules, facts, &seen);
             // A class the value is returned by that no file read declares:
             // searched for once, then its files are read (above).
             let calls = skeptic_searches(request, facts, &judged, &seen);
@@ -189,6 +189,7 @@ impl Offline {
                     table,
                     self.rules.patterns(),
                     &self.rules.trees,
+                    self.rules.across(),
                     &l.path,
                     &seen.contents,
                     l.line,
@@ -226,20 +227,16 @@ impl Offline {
 
 /// The source check's verdict on each challenged finding, from the lines
 /// shown of its file and the other files read (see [`super::source_check`]).
-fn skeptic_judge(
-    patterns: &Patterns,
-    trees: &Trees,
-    facts: &Facts,
-    seen: &Conversation,
-) -> Vec<source_check::Judged> {
+fn skeptic_judge(rules: &RuleSet, facts: &Facts, seen: &Conversation) -> Vec<source_check::Judged> {
     facts
         .challenges
         .iter()
         .map(|c| match SourceTable::bundled() {
             Ok(table) => crate::engine::taint::judge(
                 table,
-                patterns,
-                trees,
+                rules.patterns(),
+                &rules.trees,
+                rules.across(),
                 &c.path,
                 &seen.contents,
                 c.line,

@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use super::source_check::{self, Files, Patterns};
 use super::syntax::{Grammar, Syntax, Trees, Unparsed};
-use super::taint::{Flow, LineStatus, Scopes, Taint};
+use super::taint::{Across, Flow, LineStatus, Scopes, Taint};
 use crate::model::findings::{Finding, FindingCwe, Origin, Severity};
 use crate::util::language::language_of;
 
@@ -154,6 +154,8 @@ pub(crate) struct RuleSet {
     /// (`--challenge`): a file's tree is kept for it only when the rules
     /// found something there at or above it; none without a skeptic.
     keep_trees_at: Option<Severity>,
+    /// The run's flows across files ([`RuleSet::trace_across`]).
+    across: OnceLock<Across>,
 }
 
 /// The rules' findings in each file (path and numbered lines) read this
@@ -201,6 +203,7 @@ impl RuleSet {
             trees: Trees::default(),
             applied: Applied::default(),
             keep_trees_at: Some(Severity::High),
+            across: OnceLock::new(),
         })
     }
 
@@ -229,6 +232,27 @@ impl RuleSet {
             .get_or_init(|| Taint::bundled().map_err(|e| RuleError::Taint(e.to_string())))
             .as_ref()
             .map(|t| *t)
+    }
+
+    /// Traces the flows from a source in one of `files` (path and text, the
+    /// run's files) into a sink of another ([`crate::engine::taint::across`]),
+    /// once a run: the run's judgments confirm them ([`RuleSet::across`]).
+    pub(crate) fn trace_across(&self, files: &[(String, String)]) -> Result<&Across, &RuleError> {
+        let taint = self.taint()?;
+        // Each file parsed as the rules will read it (its lines joined),
+        // its tree kept for them.
+        let parse = |path: &str, text: &str| {
+            let joined: Vec<&str> = text.lines().collect();
+            self.trees.get(path, &joined.join("\n"))
+        };
+        Ok(self
+            .across
+            .get_or_init(|| crate::engine::taint::across(taint, &parse, files)))
+    }
+
+    /// The run's flows across files, once traced.
+    pub(crate) fn across(&self) -> Option<&Across> {
+        self.across.get()
     }
 
     /// The CWE ids of rule `id` (see [`Rule::cwe`]), if the set has it: a
@@ -260,6 +284,7 @@ impl RuleSet {
             trees: Trees::default(),
             applied: Applied::default(),
             keep_trees_at: Some(Severity::High),
+            across: OnceLock::new(),
         }
     }
 

@@ -32,7 +32,7 @@ use crate::agents::router::{ReadOnlyTools, ToolRouter};
 use crate::agents::turns::{Finish, Loop, Reader, Start};
 use crate::agents::{AgentDefinition, Harness, UnknownAgent};
 use crate::engine::rules::RuleSet;
-use crate::engine::source_check::{Files, Patterns, SourceTable};
+use crate::engine::source_check::{Files, SourceTable};
 use crate::llm::budget::Spend;
 use crate::llm::conversation::{ChallengeFact, FileRead};
 use crate::llm::events::EventSink;
@@ -461,7 +461,7 @@ impl Stage<'_> {
                         self.against_trace(
                             &t.finding,
                             check(said.clone(), &exists),
-                            (self.rules.patterns(), &self.rules.trees),
+                            self.rules,
                             &text,
                         ),
                         true,
@@ -502,7 +502,7 @@ impl Stage<'_> {
         &self,
         finding: &Finding,
         challenge: Challenge,
-        (patterns, trees): (&Patterns, &crate::engine::syntax::Trees),
+        rules: &crate::engine::rules::RuleSet,
         text: &std::cell::OnceCell<Option<Files>>,
     ) -> Challenge {
         if challenge.stance != Stance::Refuted {
@@ -527,8 +527,9 @@ impl Stage<'_> {
         };
         let traced = crate::engine::taint::judge(
             table,
-            patterns,
-            trees,
+            rules.patterns(),
+            &rules.trees,
+            rules.across(),
             &finding.path,
             files,
             finding.line,

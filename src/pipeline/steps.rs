@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crate::agents::{AgentDefinition, AgentTask, GroupReport};
 use crate::config::{PlannerKind, Settings};
+use crate::engine::rules::{RuleError, RuleSet};
 use crate::llm::events::EventSink;
 use crate::pipeline::context::{Context, SetupError, Ui};
 use crate::pipeline::error::ScanError;
@@ -287,14 +288,75 @@ pub(crate) fn scope(
 /// the SARIF leads of its files and followed by its further samples; and
 /// the leads whose file is in no group of `plan`.
 pub(crate) fn tasks(
-    settings: &Settings,
+    ctx: &Context,
     plan: &Plan,
     scope: &Inventory,
     sarif: stages::leads::SarifLeads,
     inventory: &Inventory,
 ) -> Result<(Vec<AgentTask>, Vec<model::leads::OutsideLead>), ScanError> {
-    let (tasks, outside) = lead_tasks(shard_tasks(settings, plan, scope)?, sarif, plan, inventory);
+    let settings = &ctx.settings;
+    let (mut tasks, outside) =
+        lead_tasks(shard_tasks(settings, plan, scope)?, sarif, plan, inventory);
+    if settings.leads.across {
+        across_leads(&ctx.rules, inventory, &mut tasks)?;
+    }
     Ok((stages::samples::expand(tasks, settings.samples), outside))
+}
+
+/// Gives each of `tasks` the rule engine's flows across files into its
+/// files' sinks, as leads: a source in one file of `inventory` (the whole
+/// of it: a caller need not be in the scan), a sink in another. The run's
+/// judgments confirm them by their trace ([`RuleSet::across`]). A file
+/// that cannot be read as UTF-8 text adds nothing (its group says why).
+fn across_leads(
+    rules: &RuleSet,
+    inventory: &Inventory,
+    tasks: &mut [AgentTask],
+) -> Result<(), ScanError> {
+    use rayon::prelude::*;
+    let files: Vec<(String, String)> = inventory
+        .files
+        .par_iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(inventory.root.join(&f.path)).ok()?;
+            Some((f.path.clone(), text))
+        })
+        .collect();
+    let taint = rules
+        .taint()
+        .map_err(|e| SetupError::from(RuleError::Taint(e.to_string())))?;
+    let across = rules
+        .trace_across(&files)
+        .map_err(|e| SetupError::from(RuleError::Taint(e.to_string())))?;
+    for task in tasks.iter_mut() {
+        for flow in across.flows() {
+            if !task.files.iter().any(|f| f.path == flow.path) {
+                continue;
+            }
+            let Some(sink) = taint.table().sink(&flow.sink) else {
+                continue;
+            };
+            let class = taint.table().class_of(sink);
+            task.leads.push(model::leads::Lead {
+                id: String::new(),
+                tool: model::leads::RULE_ENGINE.to_string(),
+                path: flow.path.clone(),
+                line: flow.line,
+                end_line: None,
+                rule: flow.sink.clone(),
+                severity: class.severity,
+                title: class.title.clone(),
+                message: format!(
+                    "{} Traced on the syntax trees across files: {}.",
+                    class.message,
+                    flow.trace()
+                ),
+                code: None,
+                cwe: model::findings::FindingCwe::number(class.cwe),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The tasks of the groups this run audits: all, or its shard's share.

@@ -1340,3 +1340,69 @@ async fn answers_that_are_no_verdict_are_kept_and_an_unchanged_rescan_asks_nothi
     assert_eq!(full.get("reduce"), Some(&1), "{full:?}");
     assert_eq!(mock.brief_requests().len(), 2, "--full asks the brief too");
 }
+
+/// A module that opens a report by the name it is given.
+const STORAGE: &str = "import os\n\n\ndef read_report(name):\n    path = os.path.join(\"reports\", name)\n    with open(path) as f:\n        return f.read()\n";
+
+/// A view that passes `arg` (made from the request's `wanted`) to the
+/// module's function.
+fn report_view(arg: &str) -> String {
+    format!(
+        "from flask import request\nfrom storage import read_report\n\n\ndef show():\n    wanted = request.args.get(\"report\")\n    return read_report({arg})\n"
+    )
+}
+
+/// The offline engine, through the binary and the default gate: a request
+/// value passed to a function of another file is traced into its sink
+/// there, confirmed with the trace across both files; a caller that takes
+/// only the file name passes nothing; `--leads off` turns the trace off.
+#[test]
+fn the_offline_engine_traces_a_value_into_another_files_function() {
+    let repo = Repo::new(&[
+        ("app/storage.py", STORAGE),
+        ("app/views.py", &report_view("wanted")),
+    ]);
+    let root = repo.path().to_str().unwrap();
+    let scan = |extra: &[&str]| {
+        let mut args = vec!["scan", root, "--format", "json", "--quiet", "--no-store"];
+        args.extend(extra);
+        let out = fanscan(&args);
+        let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), report)
+    };
+    let traced = |report: &Report| {
+        report
+            .findings
+            .iter()
+            .find(|m| {
+                m.finding.path == "app/storage.py"
+                    && m.finding.rule.as_deref() == Some("path/python-open")
+            })
+            .cloned()
+    };
+    let (code, report) = scan(&[]);
+    let found = traced(&report).unwrap_or_else(|| panic!("{:?}", report.findings));
+    assert_eq!(found.finding.line, 6);
+    assert!(
+        found.finding.detail.contains(
+            "app/views.py line 6: an HTTP request: `request.args` → line 6: `wanted` is set from it → line 7: is passed as `name` to `read_report`, defined in app/storage.py"
+        ),
+        "{}",
+        found.finding.detail
+    );
+    let challenge = found.challenge.as_ref().expect("the skeptic's verdict");
+    assert_eq!(challenge.stance, Stance::Confirmed);
+    assert!(
+        challenge.reason.contains("across files"),
+        "{}",
+        challenge.reason
+    );
+    assert_eq!(code, Some(exit::GATE_FAILED));
+
+    let (_, off) = scan(&["--leads", "off"]);
+    assert!(traced(&off).is_none(), "{:?}", off.findings);
+
+    repo.write("app/views.py", &report_view("os.path.basename(wanted)"));
+    let (_, clean) = scan(&[]);
+    assert!(traced(&clean).is_none(), "{:?}", clean.findings);
+}

@@ -29,6 +29,7 @@
 //! Every walk is bounded ([`BUDGET`] nodes a trace, [`MOST_STEPS`] values
 //! followed) and goes by a cursor, never by recursion.
 
+mod across;
 mod constant;
 mod guards;
 mod keys;
@@ -42,6 +43,7 @@ use std::sync::LazyLock;
 
 use tree_sitter::Node;
 
+pub(crate) use across::{Across, across};
 pub(crate) use table::{Table, TaintTableError};
 
 use super::source_check::{self, Files, Judged, Patterns, SourceTable};
@@ -238,6 +240,19 @@ impl Taint {
         syntax: &'t Syntax,
         scopes: &mut Scopes<'t>,
     ) -> Vec<Flow> {
+        self.sinks_in(path, syntax, scopes, &mut Vec::new())
+    }
+
+    /// [`Taint::flows_in`], and each sink's value that comes from a
+    /// parameter of a function its file never passes a source to, pushed
+    /// onto `opens`: the file's callers elsewhere decide it ([`across`]).
+    fn sinks_in<'t>(
+        &self,
+        path: &str,
+        syntax: &'t Syntax,
+        scopes: &mut Scopes<'t>,
+        opens: &mut Vec<across::Open>,
+    ) -> Vec<Flow> {
         let Some(language) = language_of(path) else {
             return Vec::new();
         };
@@ -258,23 +273,25 @@ impl Taint {
             }
             if let Some(call) = Call::of(node, syntax) {
                 for sink in sinks.iter().filter(|s| s.calls(&call.dotted)) {
-                    out.extend(self.flow_into(syntax, scopes, sink, &call));
+                    out.extend(self.flow_into(syntax, scopes, sink, &call, opens));
                 }
                 if let Some(values) = html_format(syntax, scopes, &call) {
                     for sink in sinks.iter().filter(|s| s.html_strings) {
-                        out.extend(self.flow_into_string(syntax, scopes, sink, node, &values));
+                        out.extend(
+                            self.flow_into_string(syntax, scopes, sink, node, &values, opens),
+                        );
                     }
                 }
             } else if html_string(syntax, node) {
                 for sink in sinks.iter().filter(|s| s.html_strings) {
-                    out.extend(self.flow_into_string(syntax, scopes, sink, node, &[node]));
+                    out.extend(self.flow_into_string(syntax, scopes, sink, node, &[node], opens));
                 }
             } else if let Some((member, value)) = member_assigned(syntax, node) {
                 for sink in sinks
                     .iter()
                     .filter(|s| s.properties.iter().any(|p| p == member))
                 {
-                    out.extend(self.flow_into_member(syntax, scopes, sink, node, value));
+                    out.extend(self.flow_into_member(syntax, scopes, sink, node, value, opens));
                 }
             }
             Visit::Enter
@@ -310,12 +327,20 @@ impl Taint {
         sink: &table::Sink,
         node: Node<'t>,
         values: &[Node<'t>],
+        opens: &mut Vec<across::Open>,
     ) -> Option<Flow> {
         let class = self.table.class_of(sink);
-        let mut steps = self.trace(syntax, scopes, node, class, values)?;
+        let what = "is written into a string of HTML markup";
+        let (first, last) = (line_of(node), end_line_of(node));
+        let mut steps = match self.trace(syntax, scopes, node, class, values) {
+            Ok(steps) => steps,
+            Err(ends) => {
+                across::Open::push(opens, sink, first, what.into(), ends);
+                return None;
+            }
+        };
         // A string over several lines is flagged where the source is, when
         // it is inside the string.
-        let (first, last) = (line_of(node), end_line_of(node));
         let line = steps
             .first()
             .map(|s| s.line)
@@ -323,7 +348,7 @@ impl Taint {
             .unwrap_or(first);
         steps.push(Step {
             line,
-            what: "is written into a string of HTML markup".into(),
+            what: what.into(),
         });
         Some(Flow {
             sink: sink.id.clone(),
@@ -341,21 +366,26 @@ impl Taint {
         sink: &table::Sink,
         node: Node<'t>,
         value: Node<'t>,
+        opens: &mut Vec<across::Open>,
     ) -> Option<Flow> {
         let class = self.table.class_of(sink);
         let line = line_of(node);
         let target = node
             .child_by_field_name("left")
             .map_or("", |l| syntax.text_of(l));
-        let mut steps = self.trace(syntax, scopes, node, class, &[value])?;
-        steps.push(Step {
-            line,
-            what: format!(
-                "is assigned to `{}` ({})",
-                shown(target),
-                class.title.to_lowercase()
-            ),
-        });
+        let what = format!(
+            "is assigned to `{}` ({})",
+            shown(target),
+            class.title.to_lowercase()
+        );
+        let mut steps = match self.trace(syntax, scopes, node, class, &[value]) {
+            Ok(steps) => steps,
+            Err(ends) => {
+                across::Open::push(opens, sink, line, what, ends);
+                return None;
+            }
+        };
+        steps.push(Step { line, what });
         Some(Flow {
             sink: sink.id.clone(),
             line,
@@ -430,18 +460,8 @@ impl Taint {
         if scope.is_dead(at) {
             return LineStatus::Dead;
         }
-        let mut tracer = Tracer {
-            syntax,
-            sources: self.sources,
-            class: &class,
-            scope,
-            scopes,
-            walked: 0,
-            seen: Seen {
-                line_row: Some(row),
-                ..Seen::default()
-            },
-        };
+        let mut tracer = Tracer::new(syntax, self.sources, &class, scope, scopes);
+        tracer.seen.line_row = Some(row);
         let traced = values.iter().find_map(|v| tracer.trace(*v));
         let seen = tracer.seen;
         // A trace through a call of another function is no proof: what the
@@ -508,7 +528,8 @@ impl Taint {
     }
 
     /// The steps from a source to the first of `values` (read in the
-    /// function around `at`) that one reaches.
+    /// function around `at`) that one reaches; else the parameters they
+    /// come from of functions their file never passes a source to.
     fn trace<'t>(
         &self,
         syntax: &'t Syntax,
@@ -516,22 +537,17 @@ impl Taint {
         at: Node<'t>,
         class: &table::Class,
         values: &[Node<'t>],
-    ) -> Option<Vec<Step>> {
+    ) -> Result<Vec<Step>, Vec<End>> {
         let scope = scopes.around(syntax, at);
         // A sink in an arm that never runs is no flow.
         if scope.is_dead(at) {
-            return None;
+            return Err(Vec::new());
         }
-        let mut tracer = Tracer {
-            syntax,
-            sources: self.sources,
-            class,
-            scope,
-            scopes,
-            walked: 0,
-            seen: Seen::default(),
-        };
-        values.iter().find_map(|v| tracer.trace(*v))
+        let mut tracer = Tracer::new(syntax, self.sources, class, scope, scopes);
+        values
+            .iter()
+            .find_map(|v| tracer.trace(*v))
+            .ok_or(tracer.ends)
     }
 
     /// The flow into `call`, a call of `sink`, if a source reaches the
@@ -542,6 +558,7 @@ impl Taint {
         scopes: &mut Scopes<'t>,
         sink: &table::Sink,
         call: &Call<'t>,
+        opens: &mut Vec<across::Open>,
     ) -> Option<Flow> {
         let class = self.table.class_of(sink);
         if let Some(needle) = &sink.contains
@@ -581,11 +598,15 @@ impl Taint {
             return None;
         }
         let line = line_of(call.node);
-        let mut steps = self.trace(syntax, scopes, call.node, class, &values)?;
-        steps.push(Step {
-            line,
-            what: format!("reaches `{}` ({})", call.dotted, class.title.to_lowercase()),
-        });
+        let what = format!("reaches `{}` ({})", call.dotted, class.title.to_lowercase());
+        let mut steps = match self.trace(syntax, scopes, call.node, class, &values) {
+            Ok(steps) => steps,
+            Err(ends) => {
+                across::Open::push(opens, sink, line, what, ends);
+                return None;
+            }
+        };
+        steps.push(Step { line, what });
         Some(Flow {
             sink: sink.id.clone(),
             line,
@@ -601,12 +622,15 @@ fn last_named(node: Node<'_>) -> Option<Node<'_>> {
 }
 
 /// The skeptic's check of one finding: a finding of a taint rule whose
-/// flow the file's tree still shows is confirmed, with that trace; any
-/// other is judged by the source check ([`source_check::judge`]).
+/// flow the file's tree still shows, or the run traced into it from
+/// another file (`across`), is confirmed, with that trace; any other is
+/// judged by the source check ([`source_check::judge`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn judge(
     table: &SourceTable,
     patterns: &Patterns,
     trees: &Trees,
+    across: Option<&Across>,
     path: &str,
     files: &Files,
     line: u32,
@@ -620,6 +644,17 @@ pub(crate) fn judge(
         elsewhere: Vec::new(),
         wants: BTreeSet::new(),
     };
+    if let Some(flow) = across.and_then(|a| a.at(path, line, rule)) {
+        return proven(
+            "confirmed",
+            format!("traced on the syntax trees across files: {}", flow.trace()),
+            flow.steps
+                .iter()
+                .filter(|(p, _)| p == path)
+                .map(|(_, s)| s.line)
+                .collect(),
+        );
+    }
     // One look at the tree, its functions' scopes made once: the taint
     // rule's flow into the line, and what reaches the line.
     let sink_rule = table.is_sink_rule(rule);
@@ -1395,33 +1430,11 @@ fn function_name<'t>(syntax: &'t Syntax, func: Node<'t>) -> Option<&'t str> {
 /// arguments of a call of `func`, when it takes one argument there: not a
 /// rest parameter, not the object a method runs on.
 fn param_position(syntax: &Syntax, func: Node<'_>, decl: Node<'_>, name: &str) -> Option<usize> {
-    let params = func
-        .child_by_field_name("parameters")
-        .or_else(|| func.child_by_field_name("parameter"))?;
-    let text = syntax.text_of(decl).trim_start();
-    if text.starts_with('*')
-        || text.starts_with("...")
-        || text.starts_with("params ")
-        || decl.kind().contains("splat")
-        || decl.kind().contains("rest")
-        || decl.kind().contains("variadic")
-    {
+    if is_rest(syntax, decl) {
         return None;
     }
     let mut position = 0usize;
-    let mut c = params.walk();
-    for (i, p) in params
-        .named_children(&mut c)
-        .filter(|p| !p.kind().ends_with("comment"))
-        .enumerate()
-    {
-        // Python's `self` and `cls` are not passed in the parentheses.
-        if i == 0
-            && syntax.grammar == Grammar::Python
-            && ["self", "cls"].contains(&syntax.text_of(p))
-        {
-            continue;
-        }
+    for p in filled_params(syntax, func)? {
         // Go declares several names at once: `func f(a, b string)`.
         let mut names = p.walk();
         let declared: Vec<_> = if syntax.grammar == Grammar::Go {
@@ -1437,6 +1450,38 @@ fn param_position(syntax: &Syntax, func: Node<'_>, decl: Node<'_>, name: &str) -
         position += declared.len().max(1);
     }
     None
+}
+
+/// The parameters of `func` that a call's arguments fill, in order:
+/// Python's `self` and `cls` are not passed in the parentheses.
+fn filled_params<'t>(syntax: &Syntax, func: Node<'t>) -> Option<Vec<Node<'t>>> {
+    let params = func
+        .child_by_field_name("parameters")
+        .or_else(|| func.child_by_field_name("parameter"))?;
+    let mut c = params.walk();
+    let filled = params
+        .named_children(&mut c)
+        .filter(|p| !p.kind().ends_with("comment"))
+        .enumerate()
+        .filter(|(i, p)| {
+            !(*i == 0
+                && syntax.grammar == Grammar::Python
+                && ["self", "cls"].contains(&syntax.text_of(*p)))
+        })
+        .map(|(_, p)| p)
+        .collect();
+    Some(filled)
+}
+
+/// Whether parameter `decl` takes the rest of a call's arguments.
+fn is_rest(syntax: &Syntax, decl: Node<'_>) -> bool {
+    let text = syntax.text_of(decl).trim_start();
+    text.starts_with('*')
+        || text.starts_with("...")
+        || text.starts_with("params ")
+        || ["splat", "rest", "variadic"]
+            .iter()
+            .any(|k| decl.kind().contains(k))
 }
 
 /// The innermost function around `node` (the root at top level).
@@ -1918,6 +1963,25 @@ struct Tracer<'a, 't> {
     walked: usize,
     /// What else the walk saw, for [`Taint::line_status`].
     seen: Seen,
+    /// The parameters the value came from, of functions their file never
+    /// passes a source to.
+    ends: Vec<End>,
+}
+
+/// A parameter a sink's value comes from, of a function that no call in
+/// its file passes a source to: its callers in other files decide it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct End {
+    /// The function's name.
+    pub(crate) function: String,
+    /// The parameter's name, and its place among a call's arguments.
+    pub(crate) param: String,
+    pub(crate) position: usize,
+    /// How many arguments a call of the function may pass: the
+    /// parameters a caller fills (not `self`).
+    pub(crate) arity: usize,
+    /// From the parameter to the value at the sink, in order.
+    pub(crate) steps: Vec<Step>,
 }
 
 /// What a walk met besides sources.
@@ -1943,7 +2007,26 @@ struct Seen {
     checked: bool,
 }
 
-impl<'t> Tracer<'_, 't> {
+impl<'a, 't> Tracer<'a, 't> {
+    fn new(
+        syntax: &'t Syntax,
+        sources: &'static SourceTable,
+        class: &'a table::Class,
+        scope: Rc<Scope<'t>>,
+        scopes: &'a mut Scopes<'t>,
+    ) -> Self {
+        Self {
+            syntax,
+            sources,
+            class,
+            scope,
+            scopes,
+            walked: 0,
+            seen: Seen::default(),
+            ends: Vec::new(),
+        }
+    }
+
     /// The steps from a source to `value`, when one reaches it.
     fn trace(&mut self, value: Node<'t>) -> Option<Vec<Step>> {
         self.trace_from(value, Vec::new(), 0)
@@ -1977,7 +2060,12 @@ impl<'t> Tracer<'_, 't> {
             let Some(position) = param_position(self.syntax, own.node, *decl, &name) else {
                 continue;
             };
-            for site in self.scopes.calls_of(self.syntax, own.node) {
+            let sites = self.scopes.calls_of(self.syntax, own.node);
+            if sites.is_empty() {
+                self.end_at(own.node, &name, *decl, position, &via);
+                continue;
+            }
+            for site in sites {
                 if self.walked > BUDGET {
                     break 'params;
                 }
@@ -2002,6 +2090,33 @@ impl<'t> Tracer<'_, 't> {
         self.scope = own;
         self.seen = seen;
         found
+    }
+
+    /// Notes that the value came from parameter `name` (declared by
+    /// `decl`, at `position`) of `func`, which its file never calls.
+    fn end_at(
+        &mut self,
+        func: Node<'t>,
+        name: &str,
+        decl: Node<'t>,
+        position: usize,
+        via: &[Step],
+    ) {
+        let Some(function) = function_name(self.syntax, func) else {
+            return;
+        };
+        let mut steps = vec![Step {
+            line: line_of(decl),
+            what: format!("is `{name}`, a parameter of `{function}`"),
+        }];
+        steps.extend(via.iter().rev().cloned());
+        self.ends.push(End {
+            function: function.to_string(),
+            param: name.to_string(),
+            position,
+            arity: across::arity(self.syntax, func),
+            steps,
+        });
     }
 
     /// [`Tracer::trace_from`] within one function: the parameters the

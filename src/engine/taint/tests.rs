@@ -449,6 +449,7 @@ fn skeptic(path: &str, text: &str, rule: &str) -> Judged {
         table,
         &Patterns::default(),
         &Trees::default(),
+        None,
         path,
         &files,
         line,
