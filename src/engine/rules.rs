@@ -491,18 +491,22 @@ impl RuleSet {
                 && let Ok(syntax) = parse().as_ref()
             {
                 let flows = taint.flows_in(path, syntax, &mut scopes);
-                // A line rule's finding of the same weakness on a traced
-                // line gives way to the finding with the trace.
-                let traced: Vec<Finding> = flows
+                // A line rule's finding of the same weakness on a line of
+                // a trace (the query built, the sink called) gives way to
+                // the finding with the trace.
+                let traced: Vec<(Finding, Vec<u32>)> = flows
                     .iter()
-                    .filter_map(|f| traced_finding(taint, path, lines, f))
+                    .filter_map(|f| {
+                        let finding = traced_finding(taint, path, lines, f)?;
+                        Some((finding, f.steps.iter().map(|s| s.line).collect()))
+                    })
                     .collect();
                 out.retain(|f| {
                     !traced
                         .iter()
-                        .any(|t| t.line == f.line && t.cwe.id == f.cwe.id)
+                        .any(|(t, on)| t.cwe.id == f.cwe.id && on.contains(&f.line))
                 });
-                out.extend(traced);
+                out.extend(traced.into_iter().map(|(t, _)| t));
             }
         }
         out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));

@@ -1113,9 +1113,13 @@ fn the_offline_skeptic_sees_what_a_string_interpolates_on_the_tree() {
         challenge.flow,
         [
             "vulnerabilities/sqli/low.php:3",
-            "vulnerabilities/sqli/low.php:4"
+            "vulnerabilities/sqli/low.php:4",
+            "vulnerabilities/sqli/low.php:5"
         ]
     );
+    // The query's taint rule, traced to its call: the line rule's finding
+    // on the line that builds it gives way.
+    assert_eq!(found.finding.rule.as_deref(), Some("sql/php-mysqli"));
     assert!(challenge.reason.contains("`$_REQUEST`"), "{challenge:?}");
     assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
 }

@@ -13,8 +13,9 @@
 //!    own file (through the caller's own callers there too).
 //!
 //! Without types, a name is taken for the one function only when it is:
-//! a function defined more than once in the files read, or a call that
-//! passes more arguments than it takes, is not followed. A call in the
+//! defined once in the files read, or called on the name of its class
+//! (`Student.create(…)`) that defines it once. A call that passes more
+//! arguments than the function takes is not followed. A call in the
 //! function's own file was followed by the file's own trace. One file
 //! away: a flow through two functions in two other files is not followed.
 
@@ -26,8 +27,8 @@ use rayon::prelude::*;
 use crate::engine::syntax::Unparsed;
 
 use super::{
-    Call, End, FUNCTION_KINDS, Grammar, Scopes, Step, Syntax, Taint, Tracer, Visit, callee_name,
-    filled_params, function_name, is_rest, language_of, line_of, shown, table, walk,
+    CLASS_KINDS, Call, End, FUNCTION_KINDS, Grammar, Scopes, Step, Syntax, Taint, Tracer, Visit,
+    callee_name, filled_params, function_name, is_rest, language_of, line_of, shown, table, walk,
 };
 
 /// A sink's value that comes from a parameter of a function that no call
@@ -118,6 +119,30 @@ impl Across {
     }
 }
 
+/// The name of the class `func` is declared in, if any.
+pub(super) fn class_of<'t>(syntax: &'t Syntax, func: tree_sitter::Node<'_>) -> Option<&'t str> {
+    let mut node = func.parent();
+    while let Some(n) = node {
+        if CLASS_KINDS.contains(&n.kind()) {
+            return n
+                .child_by_field_name("name")
+                .map(|name| syntax.text_of(name));
+        }
+        node = n.parent();
+    }
+    None
+}
+
+/// The keys a definition of `func` (named `name`) is counted under: its
+/// name, and its class's name with it (`Student.create`).
+fn defined_as(syntax: &Syntax, func: tree_sitter::Node<'_>, name: &str) -> Vec<String> {
+    let mut keys = vec![name.to_string()];
+    if let Some(class) = class_of(syntax, func) {
+        keys.push(format!("{class}.{name}"));
+    }
+    keys
+}
+
 /// How many arguments a call of `func` may pass: the parameters a caller
 /// fills, any number after a rest parameter.
 pub(super) fn arity(syntax: &Syntax, func: tree_sitter::Node<'_>) -> usize {
@@ -144,7 +169,14 @@ pub(super) fn arity(syntax: &Syntax, func: tree_sitter::Node<'_>) -> usize {
 #[derive(Default)]
 struct Entered {
     defined: HashMap<String, usize>,
-    flows: Vec<(usize, CrossFlow)>,
+    /// Each flow's open end, and whether the call names the function's
+    /// class (`Student.create(…)`).
+    flows: Vec<(usize, bool, CrossFlow)>,
+}
+
+/// The name of an end's function with its class's (`Student.create`).
+fn qualified(end: &End) -> Option<String> {
+    Some(format!("{}.{}", end.class.as_deref()?, end.function))
 }
 
 /// How a pass gets a file's tree: the run's parse of a path and its text,
@@ -171,11 +203,14 @@ pub(crate) fn across(taint: &Taint, parse: &Parse<'_>, files: &[(String, String)
             *defined.entry(name.as_str()).or_default() += n;
         }
     }
-    // A function defined twice already is not followed.
+    // A function defined twice already, even in its class, is not followed.
     let opens: Vec<(usize, Open)> = first
         .iter()
         .flat_map(|(i, opens, _)| opens.iter().map(move |o| (*i, o.clone())))
-        .filter(|(_, o)| defined.get(o.end.function.as_str()) == Some(&1))
+        .filter(|(_, o)| {
+            defined.get(o.end.function.as_str()) == Some(&1)
+                || defined.get(qualified(&o.end).as_deref().unwrap_or_default()) == Some(&1)
+        })
         .collect();
     if opens.is_empty() {
         return Across::default();
@@ -218,8 +253,13 @@ pub(crate) fn across(taint: &Taint, parse: &Parse<'_>, files: &[(String, String)
     let mut found: Vec<CrossFlow> = entered
         .iter()
         .flat_map(|e| &e.flows)
-        .filter(|(o, _)| defined.get(opens[*o].1.end.function.as_str()) == Some(&1))
-        .map(|(_, f)| f.clone())
+        .filter(|(o, by_class, _)| {
+            let end = &opens[*o].1.end;
+            defined.get(end.function.as_str()) == Some(&1)
+                || (*by_class
+                    && defined.get(qualified(end).as_deref().unwrap_or_default()) == Some(&1))
+        })
+        .map(|(_, _, f)| f.clone())
         .collect();
     found.sort_by(|a, b| {
         (&a.steps[0].0, a.steps[0].1.line).cmp(&(&b.steps[0].0, b.steps[0].1.line))
@@ -259,7 +299,9 @@ fn opens_of(
         if FUNCTION_KINDS.contains(&n.kind())
             && let Some(name) = function_name(syntax, n)
         {
-            *defined.entry(name.to_string()).or_default() += 1;
+            for key in defined_as(syntax, n, name) {
+                *defined.entry(key).or_default() += 1;
+            }
         }
         Visit::Enter
     });
@@ -296,7 +338,9 @@ fn enter(
             && FUNCTION_KINDS.contains(&n.kind())
             && let Some(name) = function_name(syntax, n).filter(|f| wanted.contains_key(f))
         {
-            *out.defined.entry(name.to_string()).or_default() += 1;
+            for key in defined_as(syntax, n, name) {
+                *out.defined.entry(key).or_default() += 1;
+            }
         }
         if let Some(name) = callee_name(syntax, n).filter(|f| wanted.contains_key(f))
             && let Some(call) = Call::of(n, syntax)
@@ -352,8 +396,12 @@ fn enter(
                     .chain(std::iter::once(&open.last))
                     .map(|s| (sink_path.clone(), s.clone())),
             );
+            let by_class = call
+                .receiver
+                .is_some_and(|r| open.end.class.as_deref() == Some(syntax.text_of(r)));
             out.flows.push((
                 o,
+                by_class,
                 CrossFlow {
                     path: sink_path.clone(),
                     line: open.line,
@@ -436,6 +484,33 @@ mod tests {
             ("app/views.py", &view("wanted, 2")),
         ]);
         assert!(more.is_empty(), "{more:?}");
+    }
+
+    #[test]
+    fn a_method_defined_in_two_classes_is_entered_only_through_its_class_name() {
+        let students = "class Student:\n    @staticmethod\n    def create(conn, name):\n        return open(\"/srv/students/\" + name)\n";
+        let courses = "class Course:\n    @staticmethod\n    def create(conn, title):\n        return title\n";
+        let view = |call: &str| {
+            format!(
+                "from flask import request\n\n\ndef add(conn):\n    name = request.form[\"name\"]\n    return {call}(conn, name)\n"
+            )
+        };
+        let by_class = traced(&[
+            ("app/student.py", students),
+            ("app/course.py", courses),
+            ("app/views.py", &view("Student.create")),
+        ]);
+        assert_eq!(by_class.len(), 1, "{by_class:?}");
+        assert_eq!(
+            (by_class[0].0.as_str(), by_class[0].1),
+            ("app/student.py", 4)
+        );
+        let by_object = traced(&[
+            ("app/student.py", students),
+            ("app/course.py", courses),
+            ("app/views.py", &view("model.create")),
+        ]);
+        assert!(by_object.is_empty(), "{by_object:?}");
     }
 
     #[test]

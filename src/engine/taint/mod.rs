@@ -53,7 +53,7 @@ use super::syntax::{
 use crate::util::language::language_of;
 
 /// Bumped whenever the analysis would report the same code differently.
-const VERSION: u32 = 6;
+const VERSION: u32 = 7;
 
 /// Most nodes one trace walks.
 const BUDGET: usize = 20_000;
@@ -111,6 +111,10 @@ pub(crate) struct Flow {
     pub(crate) line: u32,
     /// From the source to the sink, in order.
     pub(crate) steps: Vec<Step>,
+    /// The walk passed over a call it cannot see into (a method of an
+    /// object, defined elsewhere): what such a call returns may not
+    /// depend on what it was given, so the trace alone proves nothing.
+    pub(crate) through_calls: bool,
 }
 
 impl Flow {
@@ -332,8 +336,8 @@ impl Taint {
         let class = self.table.class_of(sink);
         let what = "is written into a string of HTML markup";
         let (first, last) = (line_of(node), end_line_of(node));
-        let mut steps = match self.trace(syntax, scopes, node, class, values) {
-            Ok(steps) => steps,
+        let (mut steps, through_calls) = match self.trace(syntax, scopes, node, class, values) {
+            Ok(traced) => traced,
             Err(ends) => {
                 across::Open::push(opens, sink, first, what.into(), ends);
                 return None;
@@ -354,6 +358,7 @@ impl Taint {
             sink: sink.id.clone(),
             line,
             steps,
+            through_calls,
         })
     }
 
@@ -378,8 +383,8 @@ impl Taint {
             shown(target),
             class.title.to_lowercase()
         );
-        let mut steps = match self.trace(syntax, scopes, node, class, &[value]) {
-            Ok(steps) => steps,
+        let (mut steps, through_calls) = match self.trace(syntax, scopes, node, class, &[value]) {
+            Ok(traced) => traced,
             Err(ends) => {
                 across::Open::push(opens, sink, line, what, ends);
                 return None;
@@ -390,6 +395,7 @@ impl Taint {
             sink: sink.id.clone(),
             line,
             steps,
+            through_calls,
         })
     }
 
@@ -537,17 +543,17 @@ impl Taint {
         at: Node<'t>,
         class: &table::Class,
         values: &[Node<'t>],
-    ) -> Result<Vec<Step>, Vec<End>> {
+    ) -> Result<(Vec<Step>, bool), Vec<End>> {
         let scope = scopes.around(syntax, at);
         // A sink in an arm that never runs is no flow.
         if scope.is_dead(at) {
             return Err(Vec::new());
         }
         let mut tracer = Tracer::new(syntax, self.sources, class, scope, scopes);
-        values
-            .iter()
-            .find_map(|v| tracer.trace(*v))
-            .ok_or(tracer.ends)
+        match values.iter().find_map(|v| tracer.trace(*v)) {
+            Some(steps) => Ok((steps, tracer.seen.calls)),
+            None => Err(tracer.ends),
+        }
     }
 
     /// The flow into `call`, a call of `sink`, if a source reaches the
@@ -593,14 +599,17 @@ impl Taint {
                     .map(|(_, n)| *n),
             )
             .filter(|v| !(class.fixed_prefix && fixed_prefix(syntax, *v)))
+            .filter(|v| !(sink.not_lists && LIST_KINDS.contains(&v.kind())))
+            .filter(|v| !sink.built || built_here(syntax, scopes, *v))
             .collect();
         if values.is_empty() {
             return None;
         }
         let line = line_of(call.node);
         let what = format!("reaches `{}` ({})", call.dotted, class.title.to_lowercase());
-        let mut steps = match self.trace(syntax, scopes, call.node, class, &values) {
-            Ok(steps) => steps,
+        let (mut steps, through_calls) = match self.trace(syntax, scopes, call.node, class, &values)
+        {
+            Ok(traced) => traced,
             Err(ends) => {
                 across::Open::push(opens, sink, line, what, ends);
                 return None;
@@ -611,6 +620,7 @@ impl Taint {
             sink: sink.id.clone(),
             line,
             steps,
+            through_calls,
         })
     }
 }
@@ -674,6 +684,23 @@ pub(crate) fn judge(
         (flow, status, inside_a_call(syntax, line))
     });
     let (flow, status, inside) = looked.unwrap_or((None, None, false));
+    // A trace over a call the walk cannot see into proves nothing of what
+    // the call returns: the source check, which follows a method into its
+    // class's file (asking for that file first), has the first word when
+    // it confirms, when it refutes by what it read in that file, or when
+    // it wants the file; else the trace stands.
+    if let Some(flow) = flow.as_ref().filter(|f| f.through_calls) {
+        let judged = source_check::judge(table, patterns, trees, path, files, line, rule);
+        let followed = judged.verdict == "refuted" && !judged.elsewhere.is_empty();
+        if judged.verdict == "confirmed" || followed || !judged.wants.is_empty() {
+            return judged;
+        }
+        return proven(
+            "confirmed",
+            format!("traced on the syntax tree: {}", flow.trace()),
+            flow.steps.iter().map(|s| s.line).collect(),
+        );
+    }
     if let Some(flow) = flow {
         return proven(
             "confirmed",
@@ -723,6 +750,7 @@ pub(crate) fn judge(
                 sink: String::new(),
                 line,
                 steps,
+                through_calls: false,
             };
             proven(
                 "confirmed",
@@ -942,6 +970,44 @@ impl<'t> Call<'t> {
         self.dotted.rsplit('.').next().unwrap_or(&self.dotted)
     }
 }
+
+/// Whether `value` is text built in its function: a string spliced with
+/// other parts or a format's result (`"… WHERE id = " + id`, `f"…{id}"`,
+/// `"…%s" % id`, `fmt.Sprintf(…)`), or a name the function last set to
+/// such text before `value` (or added to).
+fn built_here<'t>(syntax: &'t Syntax, scopes: &mut Scopes<'t>, value: Node<'t>) -> bool {
+    let text_built = |n: Node<'_>| {
+        // `(…)`, and Go's one value of `q := …`.
+        let n = if matches!(n.kind(), "parenthesized_expression" | "expression_list") {
+            n.named_child(0).unwrap_or(n)
+        } else {
+            n
+        };
+        STRING_BUILDS.contains(&n.kind())
+            || n.kind().contains("string")
+            || Call::of(n, syntax).is_some_and(|c| FORMATTERS.contains(&c.last()))
+    };
+    if text_built(value) {
+        return true;
+    }
+    if !matches!(value.kind(), "identifier" | "variable_name") {
+        return false;
+    }
+    let scope = scopes.around(syntax, value);
+    scope
+        .reaching(syntax.text_of(value), value.start_byte())
+        .iter()
+        .any(|a| text_built(a.value))
+}
+
+/// Node kinds of a list or an array written out, in every grammar.
+const LIST_KINDS: &[&str] = &[
+    "array",
+    "list",
+    "array_creation_expression",
+    "array_initializer",
+    "composite_literal",
+];
 
 /// Node kinds that build a string from parts.
 const STRING_BUILDS: &[&str] = &[
@@ -1980,6 +2046,8 @@ pub(crate) struct End {
     /// How many arguments a call of the function may pass: the
     /// parameters a caller fills (not `self`).
     pub(crate) arity: usize,
+    /// The class the function is a method of, if any.
+    pub(crate) class: Option<String>,
     /// From the parameter to the value at the sink, in order.
     pub(crate) steps: Vec<Step>,
 }
@@ -2115,6 +2183,7 @@ impl<'a, 't> Tracer<'a, 't> {
             param: name.to_string(),
             position,
             arity: across::arity(self.syntax, func),
+            class: across::class_of(self.syntax, func).map(str::to_string),
             steps,
         });
     }

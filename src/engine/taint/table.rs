@@ -81,6 +81,10 @@ struct RawSink {
     #[serde(default)]
     only_read_by: Vec<String>,
     #[serde(default)]
+    not_lists: bool,
+    #[serde(default)]
+    built: bool,
+    #[serde(default)]
     examples: Vec<Sample>,
     #[serde(default)]
     counterexamples: Vec<Sample>,
@@ -136,6 +140,13 @@ pub(crate) struct Sink {
     /// Methods that, called right away on what the sink's call made
     /// (`new URL(u).getHost()`), only read a part of it: no sink then.
     pub(super) only_read_by: Vec<String>,
+    /// An argument written as a list or an array is not the sink: a query
+    /// with its bound values, a command's argument vector.
+    pub(super) not_lists: bool,
+    /// The argument is the sink only when it is text built in the function
+    /// (a literal spliced with other parts, a format), not a value passed
+    /// on alone (a prepared statement's bound values).
+    pub(super) built: bool,
 }
 
 impl Sink {
@@ -270,6 +281,8 @@ impl Table {
                 keywords: s.keywords,
                 contains: s.contains.map(|c| c.to_lowercase()),
                 only_read_by: s.only_read_by,
+                not_lists: s.not_lists,
+                built: s.built,
             });
             samples.push((s.examples, s.counterexamples));
         }
