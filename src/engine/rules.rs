@@ -234,17 +234,14 @@ impl RuleSet {
             .map(|t| *t)
     }
 
-    /// Traces the flows from a source in one of `files` (path and text, the
-    /// run's files) into a sink of another ([`crate::engine::taint::across`]),
+    /// Traces the flows from a source in one of `files` (path and text as
+    /// the rules read it: its lines joined by `\n`, the run's files) into a
+    /// sink of another ([`crate::engine::taint::across`]),
     /// once a run: the run's judgments confirm them ([`RuleSet::across`]).
     pub(crate) fn trace_across(&self, files: &[(String, String)]) -> Result<&Across, &RuleError> {
         let taint = self.taint()?;
-        // Each file parsed as the rules will read it (its lines joined),
-        // its tree kept for them.
-        let parse = |path: &str, text: &str| {
-            let joined: Vec<&str> = text.lines().collect();
-            self.trees.get(path, &joined.join("\n"))
-        };
+        // Each file parsed once, its tree kept for the rules.
+        let parse = |path: &str, text: &str| self.trees.get(path, text);
         Ok(self
             .across
             .get_or_init(|| crate::engine::taint::across(taint, &parse, files)))
@@ -490,7 +487,11 @@ impl RuleSet {
                 && lines.iter().any(|(_, l)| taint.may_hold(language, l))
                 && let Ok(syntax) = parse().as_ref()
             {
-                let flows = taint.flows_in(path, syntax, &mut scopes);
+                // The pass across files found them already, in the same text.
+                let flows = match self.across().and_then(|a| a.flows_in_file(path, &joined)) {
+                    Some(flows) => flows.to_vec(),
+                    None => taint.flows_in(path, syntax, &mut scopes),
+                };
                 // A line rule's finding of the same weakness on a line of
                 // a trace (the query built, the sink called) gives way to
                 // the finding with the trace.

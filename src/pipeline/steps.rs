@@ -318,8 +318,10 @@ fn across_leads(
         .files
         .par_iter()
         .filter_map(|f| {
+            // The text as the rules read it: its lines joined.
             let text = std::fs::read_to_string(inventory.root.join(&f.path)).ok()?;
-            Some((f.path.clone(), text))
+            let lines: Vec<&str> = text.lines().collect();
+            Some((f.path.clone(), lines.join("\n")))
         })
         .collect();
     let taint = rules

@@ -27,8 +27,9 @@ use rayon::prelude::*;
 use crate::engine::syntax::Unparsed;
 
 use super::{
-    CLASS_KINDS, Call, End, FUNCTION_KINDS, Grammar, Scopes, Step, Syntax, Taint, Tracer, Visit,
-    callee_name, filled_params, function_name, is_rest, language_of, line_of, shown, table, walk,
+    CLASS_KINDS, Call, End, FUNCTION_KINDS, Flow, Grammar, Scopes, Step, Syntax, Taint, Tracer,
+    Visit, callee_name, filled_params, function_name, is_rest, language_of, line_of, shown, table,
+    walk,
 };
 
 /// A sink's value that comes from a parameter of a function that no call
@@ -101,9 +102,27 @@ impl CrossFlow {
 #[derive(Debug, Default)]
 pub(crate) struct Across {
     flows: Vec<CrossFlow>,
+    /// Each file's own flows, found on the way, by path: with a hash of
+    /// the text they were found in.
+    in_file: HashMap<String, (u64, Vec<Flow>)>,
+}
+
+/// A hash of a file's text, to tell the text a pass read from another.
+pub(crate) fn text_key(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
 }
 
 impl Across {
+    /// The flows within `path` found on the way ([`Taint::flows_in`] of
+    /// its tree), when `text` is the text they were found in.
+    pub(crate) fn flows_in_file(&self, path: &str, text: &str) -> Option<&[Flow]> {
+        let (key, flows) = self.in_file.get(path)?;
+        (*key == text_key(text)).then_some(flows.as_slice())
+    }
+
     /// Every flow, in path, line and sink order.
     pub(crate) fn flows(&self) -> &[CrossFlow] {
         &self.flows
@@ -189,45 +208,57 @@ pub(crate) type Parse<'a> = dyn Fn(&str, &str) -> Arc<Result<Syntax, Unparsed>> 
 pub(crate) fn across(taint: &Taint, parse: &Parse<'_>, files: &[(String, String)]) -> Across {
     // 1. The open ends of every file that may hold a sink, and the names
     // its functions have.
-    let first: Vec<(usize, Vec<Open>, HashMap<String, usize>)> = files
+    let first: Vec<(usize, First)> = files
         .par_iter()
         .enumerate()
-        .filter_map(|(i, (path, text))| {
-            let (opens, defined) = opens_of(taint, parse, path, text)?;
-            Some((i, opens, defined))
-        })
+        .filter_map(|(i, (path, text))| Some((i, opens_of(taint, parse, path, text)?)))
         .collect();
     let mut defined: HashMap<&str, usize> = HashMap::new();
-    for (_, _, names) in &first {
-        for (name, n) in names {
+    for (_, f) in &first {
+        for (name, n) in &f.defined {
             *defined.entry(name.as_str()).or_default() += n;
         }
     }
     // A function defined twice already, even in its class, is not followed.
     let opens: Vec<(usize, Open)> = first
         .iter()
-        .flat_map(|(i, opens, _)| opens.iter().map(move |o| (*i, o.clone())))
+        .flat_map(|(i, f)| f.opens.iter().map(move |o| (*i, o.clone())))
         .filter(|(_, o)| {
             defined.get(o.end.function.as_str()) == Some(&1)
                 || defined.get(qualified(&o.end).as_deref().unwrap_or_default()) == Some(&1)
         })
         .collect();
+    let in_file = first
+        .iter()
+        .map(|(i, f)| {
+            let (path, text) = &files[*i];
+            (path.clone(), (text_key(text), f.flows.clone()))
+        })
+        .collect();
     if opens.is_empty() {
-        return Across::default();
+        return Across {
+            flows: Vec::new(),
+            in_file,
+        };
     }
-    let read: std::collections::HashSet<usize> = first.iter().map(|(i, _, _)| *i).collect();
+    let read: std::collections::HashSet<usize> = first.iter().map(|(i, _)| *i).collect();
     let mut wanted: HashMap<&str, Vec<usize>> = HashMap::new();
+    // What a file that calls an open end's function holds: the name, or,
+    // for a name defined more than once, its class's name.
+    let mut needles: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
     for (o, (_, open)) in opens.iter().enumerate() {
-        wanted
-            .entry(open.end.function.as_str())
-            .or_default()
-            .push(o);
+        let name = open.end.function.as_str();
+        wanted.entry(name).or_default().push(o);
+        match open.end.class.as_deref() {
+            Some(class) if defined.get(name) != Some(&1) => needles.insert(class),
+            _ => needles.insert(name),
+        };
     }
     // 2. The calls of their functions in every file that names one.
     let entered: Vec<Entered> = files
         .par_iter()
         .enumerate()
-        .filter(|(_, (_, text))| wanted.keys().any(|w| text.contains(w)))
+        .filter(|(_, (_, text))| needles.iter().any(|w| text.contains(w)))
         .map(|(i, (path, text))| {
             enter(
                 taint,
@@ -272,17 +303,20 @@ pub(crate) fn across(taint: &Taint, parse: &Parse<'_>, files: &[(String, String)
     }
     let mut flows: Vec<CrossFlow> = by_sink.into_values().collect();
     flows.sort_by(|a, b| (&a.path, a.line, &a.sink).cmp(&(&b.path, b.line, &b.sink)));
-    Across { flows }
+    Across { flows, in_file }
+}
+
+/// What the first pass finds in a file: the open ends of its sinks, how
+/// often it defines each name, and its own flows.
+struct First {
+    opens: Vec<Open>,
+    defined: HashMap<String, usize>,
+    flows: Vec<Flow>,
 }
 
 /// The open ends of `path`'s sinks and how often it defines each name,
 /// when its language has sinks, a line may hold one and it parses.
-fn opens_of(
-    taint: &Taint,
-    parse: &Parse<'_>,
-    path: &str,
-    text: &str,
-) -> Option<(Vec<Open>, HashMap<String, usize>)> {
+fn opens_of(taint: &Taint, parse: &Parse<'_>, path: &str, text: &str) -> Option<First> {
     let language = language_of(path)?;
     if !taint.covers(language) || !text.lines().any(|l| taint.may_hold(language, l)) {
         return None;
@@ -290,7 +324,7 @@ fn opens_of(
     let parsed = parse(path, text);
     let syntax = parsed.as_ref().as_ref().ok()?;
     let mut opens = Vec::new();
-    taint.sinks_in(path, syntax, &mut Scopes::default(), &mut opens);
+    let flows = taint.sinks_in(path, syntax, &mut Scopes::default(), &mut opens);
     let mut defined: HashMap<String, usize> = HashMap::new();
     walk(syntax.root(), |n, _| {
         if !n.is_named() {
@@ -305,7 +339,11 @@ fn opens_of(
         }
         Visit::Enter
     });
-    Some((opens, defined))
+    Some(First {
+        opens,
+        defined,
+        flows,
+    })
 }
 
 /// The second pass over `path` (file `me` of `files`): its definitions of
