@@ -314,9 +314,15 @@ fn across_leads(
     tasks: &mut [AgentTask],
 ) -> Result<(), ScanError> {
     use rayon::prelude::*;
+    let taint = rules
+        .taint()
+        .map_err(|e| SetupError::from(RuleError::Taint(e.to_string())))?;
+    // Only a language the taint rules have sinks for can hold a sink or
+    // call a function that does.
     let files: Vec<(String, String)> = inventory
         .files
         .par_iter()
+        .filter(|f| util::language::language_of(&f.path).is_some_and(|l| taint.covers(l)))
         .filter_map(|f| {
             // The text as the rules read it: its lines joined.
             let text = std::fs::read_to_string(inventory.root.join(&f.path)).ok()?;
@@ -324,9 +330,6 @@ fn across_leads(
             Some((f.path.clone(), lines.join("\n")))
         })
         .collect();
-    let taint = rules
-        .taint()
-        .map_err(|e| SetupError::from(RuleError::Taint(e.to_string())))?;
     let across = rules
         .trace_across(&files)
         .map_err(|e| SetupError::from(RuleError::Taint(e.to_string())))?;

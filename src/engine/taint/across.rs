@@ -292,9 +292,9 @@ pub(crate) fn across(taint: &Taint, parse: &Parse<'_>, files: &[(String, String)
         })
         .map(|(_, _, f)| f.clone())
         .collect();
-    found.sort_by(|a, b| {
-        (&a.steps[0].0, a.steps[0].1.line).cmp(&(&b.steps[0].0, b.steps[0].1.line))
-    });
+    // By where each flow starts: its source's file and line.
+    let start = |f: &CrossFlow| f.steps.first().map(|(p, s)| (p.clone(), s.line));
+    found.sort_by_key(start);
     for flow in found {
         let class = flow.sink.split('/').next().unwrap_or_default().to_string();
         by_sink
