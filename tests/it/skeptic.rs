@@ -1401,6 +1401,17 @@ fn the_offline_engine_traces_a_value_into_another_files_function() {
         "{}",
         challenge.reason
     );
+    // The flow starts in the view, where the request is read.
+    assert_eq!(
+        challenge.flow,
+        [
+            "app/views.py:6",
+            "app/views.py:7",
+            "app/storage.py:4",
+            "app/storage.py:5",
+            "app/storage.py:6"
+        ]
+    );
     assert_eq!(code, Some(exit::GATE_FAILED));
 
     let (_, off) = scan(&["--leads", "off"]);
