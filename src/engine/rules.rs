@@ -238,13 +238,31 @@ impl RuleSet {
     /// the rules read it: its lines joined by `\n`, the run's files) into a
     /// sink of another ([`crate::engine::taint::across`]),
     /// once a run: the run's judgments confirm them ([`RuleSet::across`]).
-    pub(crate) fn trace_across(&self, files: &[(String, String)]) -> Result<&Across, &RuleError> {
+    fn trace_across(&self, files: &[(String, String)]) -> Result<&Across, &RuleError> {
         let taint = self.taint()?;
         // Each file parsed once, its tree kept for the rules.
         let parse = |path: &str, text: &str| self.trees.get(path, text);
         Ok(self
             .across
             .get_or_init(|| crate::engine::taint::across(taint, &parse, files)))
+    }
+
+    /// [`RuleSet::trace_across`], each flow as the finding at its sink
+    /// (without the sink's line: the file read fills it in).
+    pub(crate) fn findings_across(
+        &self,
+        files: &[(String, String)],
+    ) -> Result<Vec<Finding>, &RuleError> {
+        let taint = self.taint()?;
+        let across = self.trace_across(files)?;
+        Ok(across
+            .flows()
+            .iter()
+            .filter_map(|f| {
+                let traced = format!("Traced on the syntax trees across files: {}.", f.trace());
+                sink_finding(taint, &f.path, f.line, &f.sink, &traced)
+            })
+            .collect())
     }
 
     /// The run's flows across files, once traced.
@@ -542,25 +560,30 @@ fn traced_finding(
     lines: &[(u32, String)],
     flow: &Flow,
 ) -> Option<Finding> {
-    let sink = taint.table().sink(&flow.sink)?;
-    let class = taint.table().class_of(sink);
     let evidence = lines
         .iter()
         .find(|(n, _)| *n == flow.line)
         .map(|(_, l)| l.trim().to_string())?;
+    let traced = format!("Traced on the syntax tree: {}.", flow.trace());
+    let mut finding = sink_finding(taint, path, flow.line, &flow.sink, &traced)?;
+    finding.evidence = Some(evidence);
+    Some(finding)
+}
+
+/// The finding of sink `sink` at `line` of `path`: its class's title,
+/// severity and message, then `traced` (the trace as a sentence). Its
+/// evidence is the caller's to fill.
+fn sink_finding(taint: &Taint, path: &str, line: u32, sink: &str, traced: &str) -> Option<Finding> {
+    let class = taint.table().class_of(taint.table().sink(sink)?);
     Some(Finding {
         path: path.to_string(),
-        line: flow.line,
+        line,
         end_line: None,
         severity: class.severity,
         title: class.title.clone(),
-        detail: format!(
-            "{} Traced on the syntax tree: {}.",
-            class.message,
-            flow.trace()
-        ),
-        evidence: Some(evidence),
-        rule: Some(flow.sink.clone()),
+        detail: format!("{} {traced}", class.message),
+        evidence: None,
+        rule: Some(sink.to_string()),
         cwe: FindingCwe::number(class.cwe),
         origin: Origin::Agent,
         seen: None,

@@ -314,9 +314,8 @@ fn across_leads(
     tasks: &mut [AgentTask],
 ) -> Result<(), ScanError> {
     use rayon::prelude::*;
-    let taint = rules
-        .taint()
-        .map_err(|e| SetupError::from(RuleError::Taint(e.to_string())))?;
+    let unusable = |e: &RuleError| SetupError::from(RuleError::Taint(e.to_string()));
+    let taint = rules.taint().map_err(unusable)?;
     // Only a language the taint rules have sinks for can hold a sink or
     // call a function that does.
     let files: Vec<(String, String)> = inventory
@@ -330,35 +329,18 @@ fn across_leads(
             Some((f.path.clone(), lines.join("\n")))
         })
         .collect();
-    let across = rules
-        .trace_across(&files)
-        .map_err(|e| SetupError::from(RuleError::Taint(e.to_string())))?;
+    let mut by_path: std::collections::BTreeMap<String, Vec<model::leads::Lead>> =
+        std::collections::BTreeMap::new();
+    for finding in rules.findings_across(&files).map_err(unusable)? {
+        by_path
+            .entry(finding.path.clone())
+            .or_default()
+            .push(model::leads::Lead::of_rule(finding));
+    }
     for task in tasks.iter_mut() {
-        for flow in across.flows() {
-            if !task.files.iter().any(|f| f.path == flow.path) {
-                continue;
-            }
-            let Some(sink) = taint.table().sink(&flow.sink) else {
-                continue;
-            };
-            let class = taint.table().class_of(sink);
-            task.leads.push(model::leads::Lead {
-                id: String::new(),
-                tool: model::leads::RULE_ENGINE.to_string(),
-                path: flow.path.clone(),
-                line: flow.line,
-                end_line: None,
-                rule: flow.sink.clone(),
-                severity: class.severity,
-                title: class.title.clone(),
-                message: format!(
-                    "{} Traced on the syntax trees across files: {}.",
-                    class.message,
-                    flow.trace()
-                ),
-                code: None,
-                cwe: model::findings::FindingCwe::number(class.cwe),
-            });
+        for file in &task.files {
+            task.leads
+                .extend(by_path.get(&file.path).into_iter().flatten().cloned());
         }
     }
     Ok(())

@@ -1120,6 +1120,14 @@ fn the_offline_skeptic_sees_what_a_string_interpolates_on_the_tree() {
     // The query's taint rule, traced to its call: the line rule's finding
     // on the line that builds it gives way.
     assert_eq!(found.finding.rule.as_deref(), Some("sql/php-mysqli"));
+    let php_lines: Vec<u32> = report
+        .findings
+        .iter()
+        .chain(&report.refuted)
+        .filter(|m| m.finding.path == "vulnerabilities/sqli/low.php")
+        .map(|m| m.finding.line)
+        .collect();
+    assert_eq!(php_lines, [5], "{:?}", report.findings);
     assert!(challenge.reason.contains("`$_REQUEST`"), "{challenge:?}");
     assert_eq!(out.status.code(), Some(exit::GATE_FAILED));
 }
