@@ -206,6 +206,7 @@ async fn finish_run(ctx: &Context, ui: &Ui, a: Audited<'_>) -> Result<Report, Sc
         .shard
         .map(|shard| steps::shard_part(shard, s.shard_quota.clone(), &a.plan, &reports, ui));
     let outputs = s.outputs();
+    steps::batch_rounds_ended(ctx).await;
     let (calls, spent) = match a.carried {
         Some(carried) => carried.with_merge(a.spend.ledger(), ctx.call_counts()),
         None => (ctx.call_counts(), a.spend.ledger()),

@@ -41,6 +41,17 @@ pub(crate) fn show_batch_rounds(ctx: &Context, ui: &Ui) {
     }
 }
 
+/// `--batch`: waits for the rounds still being driven to end. A round
+/// answers its calls before it records its batches' end and counts and
+/// shows itself, so without this the report could miss its last round.
+pub(crate) async fn batch_rounds_ended(ctx: &Context) {
+    if let Some(rounds) = ctx.harness.provider().rounds() {
+        let mut driving = rounds.driving();
+        // The sender lives in the provider, which outlives this wait.
+        let _ = driving.wait_for(|n| *n == 0).await;
+    }
+}
+
 /// Opens a scan's run store (none without `--store`), with its warnings.
 /// `--batch` keeps its batch ids and answers there, so a run started
 /// again polls what this one sent instead of sending it.

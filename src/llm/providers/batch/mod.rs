@@ -268,6 +268,10 @@ pub(crate) trait Rounds: Send + Sync {
     fn notes(&self) -> Vec<String>;
     /// `delta` agents more (or fewer) are live.
     fn adjust(&self, delta: isize);
+    /// How many rounds are still being driven. A round answers its calls
+    /// before it ends (it records the batches' end and counts and shows
+    /// itself after), so the report waits for this to reach 0.
+    fn driving(&self) -> tokio::sync::watch::Receiver<usize>;
 }
 
 /// Agents counted as live before they start (see [`Rounds::hold`]).
@@ -445,7 +449,19 @@ struct Inner<A: BatchApi> {
     observer: Mutex<Option<OnRound>>,
     stats: Mutex<BatchStats>,
     notes: Mutex<Vec<String>>,
+    /// Rounds started and not ended (see [`Rounds::driving`]).
+    driving: tokio::sync::watch::Sender<usize>,
     this: Weak<Inner<A>>,
+}
+
+/// A round being driven: counted in [`Inner::driving`] until it drops,
+/// a panic in the round included.
+struct Driven<A: BatchApi>(Arc<Inner<A>>);
+
+impl<A: BatchApi> Drop for Driven<A> {
+    fn drop(&mut self) {
+        self.0.driving.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl<A: BatchApi> BatchProvider<A> {
@@ -463,6 +479,7 @@ impl<A: BatchApi> BatchProvider<A> {
                 observer: Mutex::new(None),
                 stats: Mutex::new(BatchStats::default()),
                 notes: Mutex::new(Vec::new()),
+                driving: tokio::sync::watch::Sender::new(0),
                 this: this.clone(),
             }),
         }
@@ -586,7 +603,12 @@ impl<A: BatchApi> Inner<A> {
         };
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
-                handle.spawn(async move { this.drive(round, calls).await });
+                self.driving.send_modify(|n| *n += 1);
+                let driven = Driven(Arc::clone(&this));
+                handle.spawn(async move {
+                    this.drive(round, calls).await;
+                    drop(driven);
+                });
             }
             Err(_) => {
                 for call in calls {
@@ -953,7 +975,14 @@ impl<A: BatchApi> Inner<A> {
             if let Some(deadline) = self.deadline {
                 sleep = sleep.min(deadline.saturating_duration_since(now));
             }
-            tokio::time::sleep(sleep).await;
+            // The wait ends early when the last caller stops waiting (a
+            // stopped run): the report waits for this round to end.
+            let callers_gone =
+                futures::future::join_all(open.values_mut().flatten().map(|w| w.answer.closed()));
+            tokio::select! {
+                () = tokio::time::sleep(sleep) => {}
+                _ = callers_gone => {}
+            }
             delay = (delay * 2).min(self.poll.max).max(self.poll.first);
         }
     }
@@ -1118,6 +1147,10 @@ impl<A: BatchApi> Rounds for Inner<A> {
 
     fn notes(&self) -> Vec<String> {
         relock(&self.notes).clone()
+    }
+
+    fn driving(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.driving.subscribe()
     }
 
     fn adjust(&self, delta: isize) {

@@ -17,6 +17,8 @@ struct Fake {
     wire: OpenAi,
     submitted: StdMutex<Vec<Vec<String>>>,
     fail_first: Vec<&'static str>,
+    /// Every batch stays in progress.
+    never_end: bool,
 }
 
 impl Fake {
@@ -27,6 +29,7 @@ impl Fake {
             },
             submitted: StdMutex::new(Vec::new()),
             fail_first,
+            never_end: false,
         }
     }
 }
@@ -55,6 +58,15 @@ impl BatchApi for Fake {
                 return Err(ProviderError::NotFound {
                     provider: "openai".into(),
                     url: "batches/gone".into(),
+                });
+            }
+            if self.never_end {
+                return Ok(Status {
+                    phase: BatchPhase::InProgress,
+                    end: None,
+                    done: 0,
+                    total: 1,
+                    results: Vec::new(),
                 });
             }
             Ok(Status {
@@ -165,6 +177,68 @@ async fn a_failed_line_is_sent_once_more_alone_and_the_others_are_answered() {
     assert!(submitted[1][0].starts_with("g2-"));
     let stats = p.rounds().unwrap().stats();
     assert_eq!((stats.resent, stats.failed, stats.answered), (1, 0, 2));
+}
+
+#[tokio::test]
+async fn once_no_round_is_driven_each_round_counted_has_shown_its_end() {
+    let p = provider(Fake::new(vec!["g2"]));
+    let done = Arc::new(StdMutex::new(Vec::new()));
+    let seen = Arc::clone(&done);
+    p.rounds().unwrap().set_observer(Arc::new(move |event| {
+        if let RoundEvent::Done { round, .. } = event {
+            seen.lock().unwrap().push(*round);
+        }
+    }));
+    let mut hold = p.rounds().unwrap().hold(2);
+    let mut tasks = Vec::new();
+    for name in ["g1", "g2"] {
+        let member = hold.member(name).unwrap();
+        let p = Arc::clone(&p);
+        tasks.push(tokio::spawn(
+            member.scope(async move { p.chat(&request(name)).await }),
+        ));
+    }
+    for t in tasks {
+        assert!(t.await.unwrap().is_ok());
+    }
+    let mut driving = p.rounds().unwrap().driving();
+    driving.wait_for(|n| *n == 0).await.unwrap();
+    let stats = p.rounds().unwrap().stats();
+    assert_eq!(stats.rounds, 2, "{stats:?}");
+    assert_eq!(*done.lock().unwrap(), vec![1, 2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_stops_polling_as_soon_as_its_last_caller_stops_waiting() {
+    let mut fake = Fake::new(Vec::new());
+    fake.never_end = true;
+    // An hour between polls: the round ends only because nobody waits.
+    let hour = Duration::from_secs(3600);
+    let p = Arc::new(BatchProvider::new(
+        fake,
+        "m",
+        Poll {
+            first: hour,
+            max: hour,
+        },
+        None,
+    ));
+    let mut driving = p.rounds().unwrap().driving();
+    let mut hold = p.rounds().unwrap().hold(1);
+    let member = hold.member("g1").unwrap();
+    let call = {
+        let p = Arc::clone(&p);
+        tokio::spawn(member.scope(async move { p.chat(&request("x")).await }))
+    };
+    driving.wait_for(|n| *n == 1).await.unwrap();
+    call.abort();
+    let ended = tokio::time::timeout(Duration::from_secs(30), driving.wait_for(|n| *n == 0)).await;
+    assert!(
+        ended.is_ok(),
+        "the round still polls a batch nobody waits for"
+    );
+    let stats = p.rounds().unwrap().stats();
+    assert_eq!(stats.open.len(), 1, "{stats:?}");
 }
 
 #[tokio::test]
