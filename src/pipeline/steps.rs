@@ -327,6 +327,7 @@ fn across_leads(
     use rayon::prelude::*;
     let unusable = |e: &RuleError| SetupError::from(RuleError::Taint(e.to_string()));
     let taint = rules.taint().map_err(unusable)?;
+    let started = std::time::Instant::now();
     // Only a language the taint rules have sinks for can hold a sink or
     // call a function that does.
     let files: Vec<(String, String)> = inventory
@@ -342,7 +343,16 @@ fn across_leads(
         .collect();
     let mut by_path: std::collections::BTreeMap<String, Vec<model::leads::Lead>> =
         std::collections::BTreeMap::new();
-    for finding in rules.findings_across(&files).map_err(unusable)? {
+    let read = started.elapsed();
+    let findings = rules.findings_across(&files).map_err(unusable)?;
+    tracing::debug!(
+        files = files.len(),
+        flows = findings.len(),
+        ?read,
+        traced = ?started.elapsed() - read,
+        "flows across files"
+    );
+    for finding in findings {
         by_path
             .entry(finding.path.clone())
             .or_default()

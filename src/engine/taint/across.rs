@@ -301,6 +301,12 @@ pub(crate) fn across(taint: &Taint, parse: &Parse<'_>, files: &[(String, String)
             .entry((flow.path.clone(), flow.line, class))
             .or_insert(flow);
     }
+    tracing::debug!(
+        read = first.len(),
+        opens = opens.len(),
+        entered = entered.len(),
+        "flows across files: the two passes"
+    );
     let mut flows: Vec<CrossFlow> = by_sink.into_values().collect();
     flows.sort_by(|a, b| (&a.path, a.line, &a.sink).cmp(&(&b.path, b.line, &b.sink)));
     Across { flows, in_file }
