@@ -53,7 +53,7 @@ use super::syntax::{
 use crate::util::language::language_of;
 
 /// Bumped whenever the analysis would report the same code differently.
-const VERSION: u32 = 7;
+const VERSION: u32 = 8;
 
 /// Most nodes one trace walks.
 const BUDGET: usize = 20_000;
@@ -460,14 +460,34 @@ impl Taint {
                 _ => break,
             }
         }
-        let spans = statement.start_position().row != row || statement.end_position().row != row;
+        let rows = (statement.start_position().row, statement.end_position().row);
+        // A statement written over several lines is read whole: its
+        // values on the other lines too. One that holds a block (a
+        // lambda's body, a nested function) is not read as values.
+        let spans = rows != (row, row);
+        let simple = (statement.kind().ends_with("statement")
+            || statement.kind().ends_with("declaration"))
+            && !matches!(statement.kind(), "body_statement" | "compound_statement");
+        let unreadable = spans && (!simple || has_block(statement));
+        if spans && !unreadable {
+            values.clear();
+            walk(statement, |n, _| {
+                if let Some(call) = Call::of(n, syntax) {
+                    values.extend(call.args.iter().copied());
+                    values.extend(call.keywords.iter().map(|(_, v)| *v));
+                } else if let Some(value) = assigned_value(n) {
+                    values.push(value);
+                }
+                Visit::Enter
+            });
+        }
         let class = self.any_class(cwe);
         let scope = scopes.around(syntax, at);
         if scope.is_dead(at) {
             return LineStatus::Dead;
         }
         let mut tracer = Tracer::new(syntax, self.sources, &class, scope, scopes);
-        tracer.seen.line_row = Some(row);
+        tracer.seen.line_rows = Some(if spans { rows } else { (row, row) });
         let traced = values.iter().find_map(|v| tracer.trace(*v));
         let seen = tracer.seen;
         // A trace through a call of another function is no proof: what the
@@ -479,7 +499,7 @@ impl Taint {
                 LineStatus::Traced(steps)
             };
         }
-        if seen.opaque || spans {
+        if seen.opaque || unreadable {
             LineStatus::Unknown
         } else if seen.params.is_empty() && !seen.state && seen.checked {
             LineStatus::Checked
@@ -760,6 +780,28 @@ pub(crate) fn judge(
         }
         _ => judged,
     }
+}
+
+/// Whether `statement` holds a block: a lambda's or a nested function's
+/// body, a branch.
+fn has_block(statement: Node<'_>) -> bool {
+    let mut found = false;
+    walk(statement, |n, _| {
+        if found {
+            return Visit::Skip;
+        }
+        if n != statement
+            && (FUNCTION_KINDS.contains(&n.kind())
+                || n.kind().ends_with("block")
+                || n.kind() == "compound_statement"
+                || n.kind() == "body_statement")
+        {
+            found = true;
+            return Visit::Skip;
+        }
+        Visit::Enter
+    });
+    found
 }
 
 /// Whether `line` is inside the arguments of a call that starts on an
@@ -2055,9 +2097,10 @@ pub(crate) struct End {
 /// What a walk met besides sources.
 #[derive(Debug, Default)]
 struct Seen {
-    /// Calls that start on this row are the flagged line's own: their
-    /// arguments are its values, not results to follow.
-    line_row: Option<usize>,
+    /// Calls that start on these rows (first and last) are the flagged
+    /// line's own statement's: their arguments are its values, not
+    /// results to follow.
+    line_rows: Option<(usize, usize)>,
     /// Parameters of the function the value comes from.
     params: BTreeSet<String>,
     /// It reads the object's own state (`this`, `self`, `$this`).
@@ -2396,7 +2439,10 @@ impl<'a, 't> Tracer<'a, 't> {
                 return Visit::Skip;
             }
             if let Some(call) = call {
-                let own = self.seen.line_row == Some(n.start_position().row);
+                let own = self
+                    .seen
+                    .line_rows
+                    .is_some_and(|(first, last)| (first..=last).contains(&n.start_position().row));
                 if !own && !self.sources.is_pure(call.last()) {
                     if depth < RETURN_DEPTH
                         && let Some(func) = self.scopes.callee_of(self.syntax, &call)

@@ -349,9 +349,23 @@ fn a_value_built_here_or_a_statement_over_lines_is_never_constant_nor_the_caller
     // Spliced into a shell command with literal text: the function builds it.
     let built = "class T {\n  int pack(String archive) throws Exception {\n    return new ProcessBuilder(\"sh\", \"-c\", \"tar czf \" + archive).start().waitFor();\n  }\n}\n";
     assert_eq!(status("T.java", built, 3), LineStatus::Unknown);
-    // A source on another line of the statement.
+    // A statement over two lines is read whole: the request value spliced
+    // into the call that starts on the line above reaches the line.
     let go = "package d\nfunc (s *S) By(w http.ResponseWriter, r *http.Request) {\n\treq := ldap.NewSearchRequest(\"ou=people\", 0,\n\t\t\"(mail=\"+r.URL.Query().Get(\"mail\")+\")\", nil)\n\t_ = req\n}\n";
-    assert_eq!(status("a.go", go, 4), LineStatus::Unknown);
+    assert!(matches!(status("a.go", go, 4), LineStatus::Traced(_)));
+    assert!(matches!(status("a.go", go, 3), LineStatus::Traced(_)));
+    // ... and a literal over two lines is constant; a caller's value on
+    // the other line is the caller's.
+    let lit = "class F {\n  void w(String name) throws IOException {\n    java.io.FileWriter fw =\n        new java.io.FileWriter(new java.io.File(org.example.Utils.DIR), true);\n    java.io.FileWriter gw =\n        new java.io.FileWriter(name, true);\n  }\n}\n";
+    assert_eq!(status("F.java", lit, 4), LineStatus::Constant);
+    assert_eq!(status("F.java", lit, 3), LineStatus::Constant);
+    assert_eq!(
+        status("F.java", lit, 6),
+        LineStatus::FromCaller(vec!["name".into()])
+    );
+    // A statement that holds a block (a lambda's body) is not read whole.
+    let lambda = "class G {\n  void g(java.util.List<String> xs, String p) {\n    xs.forEach(x -> {\n      System.out.println(p);\n    });\n  }\n}\n";
+    assert_eq!(status("G.java", lambda, 3), LineStatus::Unknown);
     // C writes through pointers: not followed.
     let c = "void f(const char *line) {\n  char buf[64];\n  strncpy(buf, line, 63);\n  buf[63] = 0;\n  syslog(LOG_WARNING, buf);\n}\n";
     assert_eq!(status("a.c", c, 5), LineStatus::Unknown);
