@@ -53,7 +53,7 @@ use super::syntax::{
 use crate::util::language::language_of;
 
 /// Bumped whenever the analysis would report the same code differently.
-const VERSION: u32 = 8;
+const VERSION: u32 = 9;
 
 /// Most nodes one trace walks.
 const BUDGET: usize = 20_000;

@@ -321,6 +321,15 @@ fn a_line_whose_values_the_caller_chooses_is_told_from_one_a_source_reaches() {
         status("S.java", servlet, 3),
         LineStatus::Traced(_)
     ));
+    // An element of an Enumeration the request gave carries it.
+    let headers = "class H {\n  void doGet(HttpServletRequest request, HttpServletResponse response) throws IOException {\n    String param = \"\";\n    java.util.Enumeration<String> headers = request.getHeaders(\"Referer\");\n    if (headers.hasMoreElements()) {\n      param = headers.nextElement();\n    }\n    response.getWriter().print(param);\n  }\n}\n";
+    let LineStatus::Traced(steps) = status("H.java", headers, 8) else {
+        panic!("not traced");
+    };
+    assert_eq!(steps.iter().map(|s| s.line).collect::<Vec<_>>(), [4, 4, 6]);
+    // ... and of one the function made from literals, nothing.
+    let fixed = "class H {\n  void doGet(HttpServletRequest request, HttpServletResponse response) throws IOException {\n    java.util.List<String> xs = new java.util.ArrayList<>();\n    xs.add(\"a\");\n    java.util.Iterator<String> it = xs.iterator();\n    response.getWriter().print(it.next());\n  }\n}\n";
+    assert_eq!(status("H.java", fixed, 6), LineStatus::Constant);
     let traced = "<?php\n$id = $_GET['id'];\n$q = \"SELECT * FROM t WHERE id = '$id'\";\nmysqli_query($db, $q);\n";
     let LineStatus::Traced(steps) = status("q.php", traced, 4) else {
         panic!("not traced");
