@@ -28,9 +28,10 @@
 //!   file) confirms; a parameter, a call the table does not know as pure,
 //!   or a variable set outside the function leaves it uncertain; only
 //!   literals and constants (`UPPER_CASE`, `Class.MEMBER`, also
-//!   package-qualified: `org.example.Utils.DIR`) refute. A static call of
-//!   a class given only literals (`Utils.command("echo")`) counts as a
-//!   constant too: like a class's member, the program chose it.
+//!   package-qualified: `org.example.Utils.DIR`) refute. A static call
+//!   given only literals (`Utils.command("echo")`) is no constant: what
+//!   the method returns is read in its class's file (below), or the value
+//!   is uncertain.
 //! - a call of a function or method that the file defines once (called
 //!   without a receiver, on `this`/`self`, on a class of the file or on
 //!   `new C()` of one) is followed into it, up to three calls deep: each
@@ -132,8 +133,11 @@ const TABLE: &str = include_str!("../../configs/sources.toml");
 /// path's containment check; 5: an interpolated or formatted string, or
 /// outside Java and C# a call into another file's class, is uncertain; 6:
 /// constant conditions are no longer read from the lines: the syntax
-/// tree's check decides them first, in general).
-const CHECK_VERSION: u32 = 6;
+/// tree's check decides them first, in general; 7: a static call given
+/// only literals is no constant: it is followed into its class, or
+/// uncertain; a statement that goes on after an assignment or an operator
+/// at the end of its line is read whole).
+const CHECK_VERSION: u32 = 7;
 
 /// What stored verdicts of the check depend on: its version and its
 /// table's text.
@@ -842,9 +846,29 @@ fn open_brackets(code: &str) -> i32 {
         .sum()
 }
 
+/// Whether a line whose code is `code` goes on to the next: it ends in an
+/// assignment or an operator that still wants its right side (`bar =`,
+/// `a +`, `x ? y :` aside), or in Python's `\\`.
+fn continues(code: &str, family: Family) -> bool {
+    let code = code.trim_end();
+    if family == Family::Indent {
+        return code.ends_with('\\');
+    }
+    let Some(last) = code.chars().next_back() else {
+        return false;
+    };
+    match last {
+        '=' | ',' | '?' | '.' | '&' | '|' => true,
+        // `i++` and `i--` are whole.
+        '+' | '-' => !code.ends_with("++") && !code.ends_with("--"),
+        _ => false,
+    }
+}
+
 /// The statement that starts at line `n` (written `raw`): the line, and
-/// while its brackets stay open the lines that close them (at most eight
-/// more), joined; as written, as code, and the interpolations in it.
+/// while its brackets stay open, or while a line ends in an operator that
+/// wants its right side, the lines that finish it (at most eight more),
+/// joined; as written, as code, and the interpolations in it.
 fn joined(
     family: Family,
     lines: &BTreeMap<u32, String>,
@@ -854,16 +878,18 @@ fn joined(
     let (mut code, mut interps) = code_of(raw, family);
     let mut text = raw.to_string();
     let mut open = open_brackets(&code);
-    if open > 0 {
+    let mut more = open > 0 || continues(&code, family);
+    if more {
         for (_, next) in lines.range(n.saturating_add(1)..).take(8) {
-            let (more, more_interps) = code_of(next, family);
-            open += open_brackets(&more);
+            let (next_code, next_interps) = code_of(next, family);
+            open += open_brackets(&next_code);
+            more = open > 0 || continues(&next_code, family);
             code.push(' ');
-            code.push_str(more.trim());
-            interps.extend(more_interps);
+            code.push_str(next_code.trim());
+            interps.extend(next_interps);
             text.push(' ');
             text.push_str(next.trim());
-            if open <= 0 {
+            if !more {
                 break;
             }
         }
@@ -1259,10 +1285,6 @@ enum CallKind {
     /// `new C()` without arguments: an object made from nothing the
     /// caller gives.
     NewOfNothing,
-    /// A static method of a class called with literals only
-    /// (`Utils.command("echo")`): like a class's constant member, a
-    /// value the program chose.
-    StaticOfLiterals,
     /// A method of a class that this file does not declare (see
     /// [`foreign`]).
     Foreign(String),
@@ -1353,7 +1375,7 @@ impl Trace<'_> {
                             }
                             self.unknown(format!("a call to `{name}`"));
                         }
-                        CallKind::NewOfNothing | CallKind::StaticOfLiterals => continue,
+                        CallKind::NewOfNothing => continue,
                         // What the method called on it returns decides.
                         CallKind::NewReceiver => {
                             if let Some((_, close)) = args {
@@ -1472,7 +1494,9 @@ impl Trace<'_> {
 
     /// What the call to `segments` whose name starts at byte `at` of
     /// `text` is: a helper of the file the check can follow, a local
-    /// object, a static call of literals, or unknown.
+    /// object, a method of another file's class, or unknown. A static
+    /// call given only literals is no constant: what the method returns
+    /// is read in its class's file, or the value is uncertain.
     fn call_kind(
         &self,
         text: &str,
@@ -1516,23 +1540,6 @@ impl Trace<'_> {
             if let [def] = defs.as_slice() {
                 return CallKind::Helper(*def);
             }
-        }
-        let literal = |a: &String| {
-            names(a).all(|n| {
-                matches!(
-                    n,
-                    "true" | "false" | "null" | "None" | "True" | "False" | "nil"
-                )
-            })
-        };
-        let class = segments.iter().position(|s| starts_upper(s));
-        let static_call = class.is_some_and(|c| {
-            c + 1 < segments.len()
-                && (c == 0 || self.qualified_class(segments))
-                && !is_constant(segments[c])
-        });
-        if static_call && !args.is_empty() && args.iter().all(literal) {
-            return CallKind::StaticOfLiterals;
         }
         match self.foreign_class(before, segments) {
             Some(class) => CallKind::Foreign(class),
@@ -2700,14 +2707,22 @@ mod tests {
     }
 
     #[test]
-    fn qualified_class_members_and_static_calls_of_literals_are_constants() {
+    fn qualified_class_members_are_constants_and_a_static_call_is_not() {
         let body = "    bar = \"fixed\";\n    String cmd = org.example.helpers.Utils.osCommand(\"echo\");\n    String dir = org.example.helpers.Utils.TEST_DIR + java.io.File.separator;";
         let sink = "    Runtime.getRuntime().exec(cmd + dir + bar); // SINK";
         let text = servlet(body).replace(
             "    String sql = \"SELECT * FROM t WHERE n = '\" + bar + \"'\"; // SINK",
             sink,
         );
+        // What the static call returns is in its class's file, not read
+        // here: uncertain, whatever it was given.
         let j = judge_text("A.java", &text, "java/runtime-exec");
+        assert_eq!(j.verdict, "uncertain", "{j:?}");
+        let members = text.replace(
+            "String cmd = org.example.helpers.Utils.osCommand(\"echo\");",
+            "String cmd = org.example.helpers.Utils.OS_COMMAND;",
+        );
+        let j = judge_text("A.java", &members, "java/runtime-exec");
         assert_eq!(j.verdict, "refuted", "{j:?}");
         let j = judge_text(
             "A.java",
@@ -2715,7 +2730,7 @@ mod tests {
             "java/runtime-exec",
         );
         assert_eq!(j.verdict, "confirmed", "{j:?}");
-        // A static call given a variable, or none, is still unknown.
+        // A static call given a variable, or none, is unknown too.
         let j = judge_text(
             "A.java",
             &text.replace("osCommand(\"echo\")", "osCommand(bar)"),
@@ -2866,6 +2881,15 @@ mod tests {
         let text = "class A {\n  void f(HttpServletRequest request) {\n    String bar = wrap(request.getParameter(\"v\"));\n    st.executeQuery(\"SELECT * FROM t WHERE a = '\" + bar + \"'\"); // SINK\n  }\n  private static String wrap(String p) {\n    return new String(java.util.Base64.getDecoder().decode(\n        p.getBytes()));\n  }\n}\n";
         let j = judge_text("A.java", text, "sql/concat");
         assert_eq!(j.verdict, "confirmed", "{j:?}");
+        // An assignment whose right side starts on the next line.
+        let text = "class A {\n  void f(HttpServletRequest request) {\n    String p = request.getParameter(\"v\");\n    String bar = \"\";\n    if (p != null) {\n      bar =\n          new String(p.getBytes());\n    }\n    st.executeQuery(\"SELECT * FROM t WHERE a = '\" + bar + \"'\"); // SINK\n  }\n}\n";
+        let j = judge_text("A.java", text, "sql/concat");
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
+        assert!(j.flow.contains(&6), "{j:?}");
+        // And one split after an operator.
+        let split = text.replace("new String(p.getBytes());", "\"x\" +\n          p;");
+        let j = judge_text("A.java", &split, "sql/concat");
+        assert_eq!(j.verdict, "confirmed", "{j:?}");
         // A query whose value closes on the next line.
         let text = "def f(cur, argv):\n    name = argv[1]\n    cur.execute(\"SELECT * FROM t WHERE a = '%s'\" % (  # SINK\n        name,))\n";
         let j = judge_text("a.py", text, "sql/python-format");
@@ -2980,7 +3004,7 @@ mod tests {
             assert_eq!(j.verdict, "uncertain", "{text}\n{j:?}");
         }
         // A class the file declares is still read as the file's own.
-        let py = "class Helpers:\n    X = 1\n\ndef find(cursor):\n    name = Helpers.lookup('id')\n    cursor.execute(\"SELECT * FROM t WHERE n = '\" + name + \"'\")  # SINK\n";
+        let py = "class Helpers:\n    @staticmethod\n    def lookup(k):\n        return 'x'\n\ndef find(cursor):\n    name = Helpers.lookup('id')\n    cursor.execute(\"SELECT * FROM t WHERE n = '\" + name + \"'\")  # SINK\n";
         assert_eq!(judge_text("app.py", py, "sql/concat").verdict, "refuted");
     }
 }

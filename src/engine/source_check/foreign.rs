@@ -469,6 +469,43 @@ mod tests {
         assert_ne!(j.verdict, "refuted", "{j:?}");
     }
 
+    const TOOLS: &str = "package app.util;\n\
+        public class Tools {\n\
+        \x20   public static String command(String p) {\n\
+        \x20       return \"echo\";\n\
+        \x20   }\n\
+        \x20   public static String home(String k) {\n\
+        \x20       return System.getenv(k);\n\
+        \x20   }\n\
+        }\n";
+
+    #[test]
+    fn a_static_call_given_literals_is_followed_into_its_class_not_taken_as_a_constant() {
+        let others = [("app/util/Tools.java", TOOLS)];
+        let j = judge_with(
+            &servlet("app.util.Tools.command(\"k\")"),
+            &others,
+            "sql/execute-dynamic",
+        );
+        assert_eq!(j.verdict, "refuted", "{j:?}");
+        assert_eq!(j.elsewhere[0], ("app/util/Tools.java".to_string(), 3));
+        // What the method returns decides, not that it was given literals.
+        let j = judge_with(
+            &servlet("app.util.Tools.home(\"k\")"),
+            &others,
+            "sql/execute-dynamic",
+        );
+        assert_ne!(j.verdict, "refuted", "{j:?}");
+        // Its class not read: uncertain, and the class is wanted.
+        let j = judge_with(
+            &servlet("app.util.Tools.command(\"k\")"),
+            &[],
+            "sql/execute-dynamic",
+        );
+        assert_eq!(j.verdict, "uncertain", "{j:?}");
+        assert_eq!(j.wants.iter().collect::<Vec<_>>(), ["Tools"]);
+    }
+
     #[test]
     fn a_class_no_file_read_declares_is_wanted_and_the_library_is_not() {
         let j = judge_with(&servlet("h.fixed(\"k\")"), &[], "sql/execute-dynamic");
