@@ -182,7 +182,7 @@ impl Offline {
             return Vec::new();
         };
         leads
-            .iter()
+            .par_iter()
             .filter_map(|l| {
                 let rule = self.rule_like(l, table);
                 let judged = crate::engine::taint::judge(
@@ -228,9 +228,10 @@ impl Offline {
 /// The source check's verdict on each challenged finding, from the lines
 /// shown of its file and the other files read (see [`super::source_check`]).
 fn skeptic_judge(rules: &RuleSet, facts: &Facts, seen: &Conversation) -> Vec<source_check::Judged> {
+    // Each finding is judged on its own, on rayon's pool, in order.
     facts
         .challenges
-        .iter()
+        .par_iter()
         .map(|c| match SourceTable::bundled() {
             Ok(table) => crate::engine::taint::judge(
                 table,
@@ -480,7 +481,18 @@ impl Provider for Offline {
         on_text: Option<OnText<'a>>,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
-            let response = self.answer(request, facts)?;
+            // The analysis is CPU work: on a blocking thread, so that the
+            // turns a stage runs side by side (the skeptic's loops share
+            // one task) use every core instead of taking turns on one.
+            let engine = Self::new(Arc::clone(&self.rules));
+            let (request, facts) = (request.clone(), facts.clone());
+            let response = tokio::task::spawn_blocking(move || engine.answer(&request, &facts))
+                .await
+                .map_err(|e| {
+                    ProviderError::Engine(format!(
+                        "the rule engine's thread failed ({e}): a fanscan bug, please report it"
+                    ))
+                })??;
             // It cannot stream: what it says is shown whole, once.
             if let (Some(on_text), Some(text)) = (on_text, &response.text) {
                 on_text(Shown::Text(text));

@@ -63,7 +63,7 @@
 //! is uncertain too.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use regex::{Regex, RegexSet};
 
@@ -94,7 +94,7 @@ pub(crate) type Files = BTreeMap<String, BTreeMap<u32, String>>;
 /// [`Patterns::MOST`] (a regex of a Unicode class takes tens of KB), and
 /// starts over when full.
 #[derive(Default)]
-pub(crate) struct Patterns(Mutex<HashMap<String, Option<Regex>>>);
+pub(crate) struct Patterns(Mutex<HashMap<String, Option<Arc<Regex>>>>);
 
 impl std::fmt::Debug for Patterns {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -107,13 +107,15 @@ impl std::fmt::Debug for Patterns {
 impl Patterns {
     const MOST: usize = 1024;
 
-    /// The regex of `pattern` (`None` when it does not compile).
-    fn get(&self, pattern: String) -> Option<Regex> {
+    /// The regex of `pattern` (`None` when it does not compile). Shared,
+    /// not cloned: a clone of a regex starts with empty search caches and
+    /// would build its automaton's states again.
+    fn get(&self, pattern: String) -> Option<Arc<Regex>> {
         if let Some(kept) = relock(&self.0).get(&pattern) {
             return kept.clone();
         }
         // Built outside the lock: another judgment may build it too.
-        let built = Regex::new(&pattern).ok();
+        let built = Regex::new(&pattern).ok().map(Arc::new);
         let mut kept = relock(&self.0);
         if kept.len() >= Self::MOST {
             kept.clear();
