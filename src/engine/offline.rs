@@ -481,18 +481,31 @@ impl Provider for Offline {
         on_text: Option<OnText<'a>>,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
-            // The analysis is CPU work: on a blocking thread, so that the
-            // turns a stage runs side by side (the skeptic's loops share
-            // one task) use every core instead of taking turns on one.
+            // The analysis is CPU work: on rayon's pool, one thread a
+            // core, so that the turns a stage runs side by side (the
+            // skeptic's loops share one task) use every core instead of
+            // taking turns on one, and no more of them are under way at
+            // once than there are cores to run them (each holds its files
+            // and trees while it runs).
             let engine = Self::new(Arc::clone(&self.rules));
             let (request, facts) = (request.clone(), facts.clone());
-            let response = tokio::task::spawn_blocking(move || engine.answer(&request, &facts))
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            rayon::spawn(move || {
+                let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    engine.answer(&request, &facts)
+                }));
+                // The turn may have been given up: no one to tell.
+                let _ = tx.send(answer);
+            });
+            let failed = |why: &str| {
+                ProviderError::Engine(format!(
+                    "the rule engine's thread {why}: a fanscan bug, please report it"
+                ))
+            };
+            let response = rx
                 .await
-                .map_err(|e| {
-                    ProviderError::Engine(format!(
-                        "the rule engine's thread failed ({e}): a fanscan bug, please report it"
-                    ))
-                })??;
+                .map_err(|_| failed("ended without an answer"))?
+                .map_err(|_| failed("panicked"))??;
             // It cannot stream: what it says is shown whole, once.
             if let (Some(on_text), Some(text)) = (on_text, &response.text) {
                 on_text(Shown::Text(text));
