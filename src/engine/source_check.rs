@@ -2874,6 +2874,25 @@ mod tests {
     }
 
     #[test]
+    fn a_line_goes_on_only_after_what_wants_a_right_side() {
+        for code in [
+            "bar =", "x = a +", "f(a,", "c ?", "s = a .", "ok &&", "x ||",
+        ] {
+            assert!(continues(code, Family::Braces), "{code}");
+        }
+        // A label or a `case` ends in `:` too: a ternary split after its
+        // `:` is not read on.
+        for code in [
+            "i++", "i--", "x = 1;", "}", "", "if (a) {", "x == y", "case 1:",
+        ] {
+            assert!(!continues(code, Family::Braces), "{code}");
+        }
+        // Python goes on only after a backslash (open brackets aside).
+        assert!(continues("x = a + \\", Family::Indent));
+        assert!(!continues("x =", Family::Indent));
+    }
+
+    #[test]
     fn a_statement_over_several_lines_is_read_whole() {
         let text = "class A {\n  void f(HttpServletRequest request) {\n    String p = request.getParameter(\"v\");\n    String bar = new String(java.util.Base64.getDecoder().decode(\n        java.util.Base64.getEncoder().encode(p.getBytes())));\n    String sql = \"SELECT * FROM t WHERE a = '\" + bar + \"'\";\n    st.executeQuery(sql); // SINK\n  }\n}\n";
         let j = judge_text("A.java", text, "sql/concat");
