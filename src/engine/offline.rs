@@ -59,6 +59,17 @@ impl Offline {
         Self { rules }
     }
 
+    /// [`Offline::answer`] on rayon's pool (see [`on_pool`]).
+    async fn answer_on_pool(
+        &self,
+        request: &ChatRequest,
+        facts: &Facts,
+    ) -> Result<ChatResponse, ProviderError> {
+        let engine = Self::new(Arc::clone(&self.rules));
+        let (request, facts) = (request.clone(), facts.clone());
+        on_pool(move || engine.answer(&request, &facts)).await
+    }
+
     /// The answer to one turn: `request` as sent, `facts` what the loop
     /// knows of its task (the files, the pages read, the findings put to
     /// the skeptic).
@@ -452,6 +463,31 @@ fn reply(text: Option<String>, tool_calls: Vec<ToolCall>) -> ChatResponse {
     }
 }
 
+/// Runs `work`, CPU work, on rayon's pool (one thread a core) and waits
+/// for it without holding the async runtime's worker: the turns a stage
+/// runs side by side (the skeptic's loops share one task) use every core
+/// instead of taking turns on one, and no more of them are under way at
+/// once than there are cores to run them (each holds its files and trees
+/// while it runs). A panic in it is an error that names the engine.
+async fn on_pool<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ProviderError> + Send + 'static,
+) -> Result<T, ProviderError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    rayon::spawn(move || {
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+        // The turn may have been given up: no one to tell.
+        let _ = tx.send(answer);
+    });
+    let failed = |why: &str| {
+        ProviderError::Engine(format!(
+            "the rule engine's thread {why}: a fanscan bug, please report it"
+        ))
+    };
+    rx.await
+        .map_err(|_| failed("ended without an answer"))?
+        .map_err(|_| failed("panicked"))?
+}
+
 impl Provider for Offline {
     fn name(&self) -> &str {
         "offline"
@@ -471,7 +507,7 @@ impl Provider for Offline {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async move { self.answer(request, &Facts::default()) })
+        Box::pin(async move { self.answer_on_pool(request, &Facts::default()).await })
     }
 
     fn turn<'a>(
@@ -481,31 +517,7 @@ impl Provider for Offline {
         on_text: Option<OnText<'a>>,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
-            // The analysis is CPU work: on rayon's pool, one thread a
-            // core, so that the turns a stage runs side by side (the
-            // skeptic's loops share one task) use every core instead of
-            // taking turns on one, and no more of them are under way at
-            // once than there are cores to run them (each holds its files
-            // and trees while it runs).
-            let engine = Self::new(Arc::clone(&self.rules));
-            let (request, facts) = (request.clone(), facts.clone());
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            rayon::spawn(move || {
-                let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    engine.answer(&request, &facts)
-                }));
-                // The turn may have been given up: no one to tell.
-                let _ = tx.send(answer);
-            });
-            let failed = |why: &str| {
-                ProviderError::Engine(format!(
-                    "the rule engine's thread {why}: a fanscan bug, please report it"
-                ))
-            };
-            let response = rx
-                .await
-                .map_err(|_| failed("ended without an answer"))?
-                .map_err(|_| failed("panicked"))??;
+            let response = self.answer_on_pool(request, facts).await?;
             // It cannot stream: what it says is shown whole, once.
             if let (Some(on_text), Some(text)) = (on_text, &response.text) {
                 on_text(Shown::Text(text));
@@ -672,6 +684,25 @@ mod tests {
     use crate::llm::conversation::Facts;
     use crate::tools::ToolContext;
     use crate::tools::fence::Fence;
+
+    #[tokio::test]
+    async fn work_on_the_pool_answers_and_a_panic_in_it_is_an_error_naming_the_engine() {
+        assert_eq!(on_pool(|| Ok(41 + 1)).await.unwrap(), 42);
+        let failed = on_pool(|| -> Result<u8, ProviderError> { panic!("boom") })
+            .await
+            .unwrap_err();
+        assert!(
+            failed.to_string().contains("rule engine's thread panicked"),
+            "{failed}"
+        );
+        // An error of the work is its own, passed on as it is.
+        let own = on_pool(|| -> Result<u8, ProviderError> {
+            Err(ProviderError::Engine("no table".into()))
+        })
+        .await
+        .unwrap_err();
+        assert!(own.to_string().contains("no table"), "{own}");
+    }
 
     fn request(messages: Vec<Message>, choice: ToolChoice) -> ChatRequest {
         ChatRequest {

@@ -850,7 +850,8 @@ fn open_brackets(code: &str) -> i32 {
 
 /// Whether a line whose code is `code` goes on to the next: it ends in an
 /// assignment or an operator that still wants its right side (`bar =`,
-/// `a +`, `x ? y :` aside), or in Python's `\\`.
+/// `a +`, `f(a,`), or in Python's `\\`. Not after `:`, which also ends a
+/// label or a `case`.
 fn continues(code: &str, family: Family) -> bool {
     let code = code.trim_end();
     if family == Family::Indent {
