@@ -212,6 +212,10 @@ pub struct GroupReport {
     /// Empty for a group audited whole.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub(crate) carried: std::collections::BTreeMap<String, i64>,
+    /// Lines of the group's files that no read showed whole (longer than
+    /// any read shows), by path: what lies past the cut was not reviewed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) lines_cut: std::collections::BTreeMap<String, Vec<u64>>,
     /// The leads put to the agent and what became of each (confirmed and
     /// unanswered ones are also in `findings`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -337,6 +341,7 @@ impl GroupReport {
             tool_calls: 0,
             tool_errors: 0,
             files_read: Vec::new(),
+            lines_cut: Default::default(),
             usage: Usage::default(),
             summary: String::new(),
             summary_parsed: false,
@@ -369,6 +374,7 @@ impl GroupReport {
             tool_calls: 0,
             tool_errors: 0,
             files_read: Vec::new(),
+            lines_cut: Default::default(),
             usage: Usage::default(),
             summary: String::new(),
             summary_parsed: true,
@@ -756,6 +762,11 @@ fn fill(
     );
     report.findings.extend(injections);
     report.files_read = files_read.into_iter().collect();
+    report.lines_cut = outcome
+        .lines_cut
+        .into_iter()
+        .filter(|(path, _)| task.files.iter().any(|f| &f.path == path))
+        .collect();
     report
 }
 

@@ -17,7 +17,7 @@
 //! ask for. The conversation moves into each request and back: it is
 //! never copied.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -224,6 +224,8 @@ pub(crate) struct Outcome<T> {
     pub(crate) counts: Counts,
     /// Files whose content the model was shown.
     pub(crate) files_read: BTreeSet<String>,
+    /// Lines shown only in part by every read of them, per file.
+    pub(crate) lines_cut: BTreeMap<String, Vec<u64>>,
     /// Secrets redacted from what the model was shown: (path, line, kind).
     pub(crate) redactions: BTreeSet<(String, u32, &'static str)>,
     /// The final answer as read (or the last answer, when no final turn
@@ -574,6 +576,7 @@ impl Loop<'_> {
             error,
             counts: s.counts,
             files_read: s.files_read,
+            lines_cut: crate::llm::conversation::lines_never_whole(&s.facts.reads),
             redactions: s.redactions,
             answer,
             repaired,
@@ -810,13 +813,10 @@ impl State {
     /// The files a final answer may cite: the task's, then the others the
     /// model read, sorted.
     fn citable(&self) -> Vec<String> {
+        // A set to look in: a group may hold a hundred thousand files.
+        let own: BTreeSet<&String> = self.facts.files.iter().collect();
         let mut paths = self.facts.files.clone();
-        paths.extend(
-            self.files_read
-                .iter()
-                .filter(|p| !self.facts.files.contains(p))
-                .cloned(),
-        );
+        paths.extend(self.files_read.iter().filter(|p| !own.contains(p)).cloned());
         paths
     }
 }

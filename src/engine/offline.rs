@@ -32,7 +32,7 @@ use super::syntax::Unparsed;
 use crate::engine::rules::RuleSet;
 use crate::llm::conversation::{
     ChatRequest, ChatResponse, Facts, FileRead, FinishReason, LeadFact, MAX_CALLS_PER_TURN,
-    Message, ToolCall, ToolChoice, Usage,
+    Message, ToolCall, ToolChoice, Usage, lines_never_whole,
 };
 use crate::llm::prices::{Price, Prices};
 use crate::llm::providers::stream::{OnText, Shown};
@@ -43,6 +43,10 @@ use crate::util::language::language_of;
 
 /// Most files it reads when it has to explore (no file list given).
 const EXPLORE_FILES: usize = 200;
+
+/// Most lines of a file shown cut that it reads alone, to see more of
+/// them; the others stay cut, and the run says so.
+const LONG_LINES: usize = 32;
 
 /// Most files the skeptic reads beyond the challenged ones: those its
 /// searches for the classes a value is returned by name.
@@ -124,13 +128,20 @@ impl Offline {
         let mut line_count = 0usize;
         let mut trees = 0usize;
         let mut by_lines: Vec<String> = Vec::new();
+        let mut traced_in_part: Vec<String> = Vec::new();
         for (path, count, (found, read)) in applied {
             line_count += count;
             findings.extend(found);
             match read {
                 // No rule's match needed the tree.
                 None => {}
-                Some(Ok(_)) => trees += 1,
+                Some(Ok(parsed)) => {
+                    trees += 1;
+                    if parsed.traces_cut > 0 {
+                        traced_in_part
+                            .push(format!("{path} ({} of its traces)", parsed.traces_cut));
+                    }
+                }
                 // A language the engine has no grammar for is no news.
                 Some(Err(Unparsed::NoGrammar)) => {}
                 Some(Err(why)) => by_lines.push(format!("{path} ({why})")),
@@ -154,6 +165,14 @@ impl Offline {
             String::new()
         } else {
             format!("; read by their lines alone: {}", by_lines.join(", "))
+        };
+        let by_lines = if traced_in_part.is_empty() {
+            by_lines
+        } else {
+            format!(
+                "{by_lines}; traced in part, each file's bound on its traces reached (a cut trace finds no flow and proves nothing safe): {}",
+                traced_in_part.join(", ")
+            )
         };
         let summary = format!(
             "Offline rule engine (not a language model): {} rules applied to {line_count} lines of {} files ({trees} parsed as syntax trees where a match needed one{by_lines}); {} findings{}.",
@@ -390,6 +409,7 @@ fn wanted_calls(request: &ChatRequest, facts: &Facts, seen: &Conversation) -> Ve
             wanted.push(json!({"tool": "read_file", "path": path, "offset": offset}));
         }
     }
+    wanted.extend(seen.long_lines_wanted(None));
     tool_calls(request, wanted)
 }
 
@@ -422,6 +442,7 @@ fn skeptic_reads(request: &ChatRequest, facts: &Facts, seen: &Conversation) -> V
                 wanted.push(json!({"tool": "read_file", "path": path, "offset": offset}));
             }
         }
+        wanted.extend(seen.long_lines_wanted(Some(path)));
     }
     tool_calls(request, wanted)
 }
@@ -541,6 +562,11 @@ struct Conversation {
     contents: BTreeMap<String, BTreeMap<u32, String>>,
     /// Where a read that stopped before its file's end goes on.
     continuations: BTreeSet<(String, u64)>,
+    /// Lines shown cut and not yet whole, per file: each is read alone,
+    /// which shows more of it (up to [`LONG_LINES`] a file).
+    long_lines: BTreeSet<(String, u64)>,
+    /// (path, line) of every read of one line alone.
+    alone: BTreeSet<(String, u64)>,
     /// Directories and files seen in `list_dir` results.
     dirs: BTreeSet<String>,
     listed_files: BTreeSet<String>,
@@ -553,6 +579,11 @@ impl Conversation {
         let mut c = Self::default();
         for read in reads {
             c.pages_after(read);
+        }
+        for (path, lines) in lines_never_whole(reads) {
+            for line in lines.into_iter().take(LONG_LINES) {
+                c.long_lines.insert((path.clone(), line));
+            }
         }
         for message in messages {
             match message {
@@ -569,7 +600,11 @@ impl Conversation {
                         };
                         let path = args[key].as_str().unwrap_or_default().to_string();
                         let offset = args["offset"].as_u64().unwrap_or(0);
-                        c.calls.insert((call.name.clone(), path, offset));
+                        if call.name == "read_file" && args["limit"].as_u64() == Some(1) {
+                            c.alone.insert((path, offset));
+                        } else {
+                            c.calls.insert((call.name.clone(), path, offset));
+                        }
                     }
                 }
                 Message::ToolResult {
@@ -594,6 +629,17 @@ impl Conversation {
             }
         }
         c
+    }
+
+    /// A read of each line shown cut (of `only`, else of every file) not
+    /// yet read alone.
+    fn long_lines_wanted(&self, only: Option<&str>) -> Vec<Value> {
+        self.long_lines
+            .iter()
+            .filter(|(p, _)| only.is_none_or(|o| o == p))
+            .filter(|key| !self.alone.contains(*key))
+            .map(|(path, line)| json!({"tool": "read_file", "path": path, "offset": line, "limit": 1}))
+            .collect()
     }
 
     /// The fenced file blocks of a task message or a `read_file` result:
@@ -722,6 +768,7 @@ mod tests {
             first,
             last,
             total,
+            cut: Vec::new(),
         }
     }
 

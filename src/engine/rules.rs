@@ -99,7 +99,16 @@ impl Rule {
 
 /// How a file was read: as a syntax tree of its grammar, or why by its
 /// lines alone.
-pub(crate) type Read = Result<Grammar, Unparsed>;
+pub(crate) type Read = Result<Parsed, Unparsed>;
+
+/// A file read as its syntax tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Parsed {
+    pub(crate) grammar: Grammar,
+    /// How many of its taint traces were cut at their bound (a file of
+    /// thousands of sinks): what they would have found is not known.
+    pub(crate) traces_cut: usize,
+}
 
 /// A rule file that cannot be used: names the file, the rule and the fix.
 #[derive(Debug, thiserror::Error)]
@@ -453,6 +462,7 @@ impl RuleSet {
         }
         // The taint rules, on the tree of a file with a line that names
         // one of its language's sinks.
+        let mut traces_cut = 0;
         if !test_file && let Some(language) = language {
             let taint = self.taint()?;
             // The scopes of the file's functions, made once for the
@@ -507,7 +517,10 @@ impl RuleSet {
             {
                 // The pass across files found them already, in the same text.
                 let flows = match self.across().and_then(|a| a.flows_in_file(path, &joined)) {
-                    Some(flows) => flows.to_vec(),
+                    Some((flows, cut)) => {
+                        traces_cut += cut;
+                        flows.to_vec()
+                    }
                     None => taint.flows_in(path, syntax, &mut scopes),
                 };
                 // A line rule's finding of the same weakness on a line of
@@ -527,6 +540,7 @@ impl RuleSet {
                 });
                 out.extend(traced.into_iter().map(|(t, _)| t));
             }
+            traces_cut += scopes.cut_short();
         }
         out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
         // The tree of a file with no finding the skeptic is asked about is
@@ -540,9 +554,15 @@ impl RuleSet {
         {
             self.trees.forget(path, &joined);
         }
-        let read = parsed
-            .get()
-            .map(|p| p.as_ref().as_ref().map(|s| s.grammar).map_err(Clone::clone));
+        let read = parsed.get().map(|p| {
+            p.as_ref()
+                .as_ref()
+                .map(|s| Parsed {
+                    grammar: s.grammar,
+                    traces_cut,
+                })
+                .map_err(Clone::clone)
+        });
         Ok((out, read))
     }
 }

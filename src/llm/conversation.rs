@@ -108,6 +108,40 @@ pub(crate) struct FileRead {
     pub last: u64,
     /// The file's line count.
     pub total: u64,
+    /// The lines of `first..=last` shown only in part: longer than a line
+    /// `read_file` shows whole (see [`crate::tools::LINE_SHOWN`]).
+    pub cut: Vec<u64>,
+}
+
+impl FileRead {
+    /// Whether `line` was shown whole by this read.
+    pub(crate) fn shows_whole(&self, line: u64) -> bool {
+        (self.first..=self.last).contains(&line) && !self.cut.contains(&line)
+    }
+}
+
+/// The lines of each file that no read of `reads` showed whole: cut by
+/// every read that showed them. What lies past the cut was seen by no one.
+pub(crate) fn lines_never_whole(
+    reads: &[FileRead],
+) -> std::collections::BTreeMap<String, Vec<u64>> {
+    let mut out: std::collections::BTreeMap<String, Vec<u64>> = std::collections::BTreeMap::new();
+    for read in reads {
+        for &line in &read.cut {
+            let whole_elsewhere = reads
+                .iter()
+                .any(|r| r.path == read.path && r.shows_whole(line));
+            let lines = out.entry(read.path.clone()).or_default();
+            if !whole_elsewhere && !lines.contains(&line) {
+                lines.push(line);
+            }
+        }
+    }
+    out.retain(|_, lines| {
+        lines.sort_unstable();
+        !lines.is_empty()
+    });
+    out
 }
 
 /// What an agent's loop knows of its task as data, for an engine that
@@ -351,5 +385,40 @@ impl ChatResponse {
             cached_tokens: 0,
             cache_write_tokens: 0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(path: &str, first: u64, last: u64, cut: &[u64]) -> FileRead {
+        FileRead {
+            path: path.into(),
+            first,
+            last,
+            total: 100,
+            cut: cut.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_line_cut_by_every_read_of_it_is_never_whole_one_read_whole_once_is() {
+        let reads = [
+            read("a.js", 1, 40, &[3, 7]),
+            // Line 3 alone, shown whole; line 9 alone, cut again.
+            read("a.js", 3, 3, &[]),
+            read("b.js", 9, 9, &[9]),
+            read("c.js", 1, 10, &[]),
+        ];
+        let never = lines_never_whole(&reads);
+        assert_eq!(
+            never,
+            std::collections::BTreeMap::from([
+                ("a.js".to_string(), vec![7]),
+                ("b.js".to_string(), vec![9]),
+            ])
+        );
+        assert!(lines_never_whole(&[]).is_empty());
     }
 }

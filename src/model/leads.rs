@@ -321,14 +321,26 @@ pub struct LeadsReport {
     pub tally: Vec<LeadTally>,
     /// Dismissed leads: out of the gate, never out of the report.
     pub dismissed: Vec<LeadResult>,
+    /// Up to [`OUTSIDE_LISTED`] of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outside: Vec<OutsideLead>,
+    /// How many more there were than are listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outside_more: usize,
+}
+
+/// Most results naming no file of the scan that a report lists; the rest
+/// are counted ([`LeadsReport::outside_more`]).
+pub(crate) const OUTSIDE_LISTED: usize = 1_000;
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl LeadsReport {
     /// The report of `results` (every group's) and `outside`; none when a
     /// run had no leads at all.
-    pub(crate) fn of(results: &[&LeadResult], outside: Vec<OutsideLead>) -> Option<Self> {
+    pub(crate) fn of(results: &[&LeadResult], mut outside: Vec<OutsideLead>) -> Option<Self> {
         if results.is_empty() && outside.is_empty() {
             return None;
         }
@@ -338,10 +350,13 @@ impl LeadsReport {
             .map(|r| (*r).clone())
             .collect();
         dismissed.sort_by(|a, b| (&a.lead.path, a.lead.line).cmp(&(&b.lead.path, b.lead.line)));
+        let outside_more = outside.len().saturating_sub(OUTSIDE_LISTED);
+        outside.truncate(OUTSIDE_LISTED);
         Some(Self {
             tally: tally(results.iter().copied()),
             dismissed,
             outside,
+            outside_more,
         })
     }
 

@@ -52,6 +52,13 @@ pub(crate) const SKEPTIC: &str = "skeptic";
 /// Most findings put to the skeptic in one call.
 const PER_CALL: usize = 6;
 
+/// Most findings of one file it is asked about: the most severe first,
+/// then in line order. A file of thousands of findings fails its gate
+/// whatever is refuted, and asking about each would cost thousands of
+/// calls; the findings past it stay as verification left them (in the
+/// gate), and a note says how many of which files.
+const MOST_PER_FILE: usize = 60;
+
 /// Lines shown before and after each finding's line.
 const BEFORE: usize = 40;
 const AFTER: usize = 15;
@@ -180,7 +187,8 @@ struct Heard {
 
 impl Stage<'_> {
     async fn run(&self, mut checked: Vec<Checked>, threshold: Severity, quorum: u32) -> Challenged {
-        let targets = targets(&checked, threshold, quorum);
+        let mut targets = targets(&checked, threshold, quorum);
+        let over = keep_most_per_file(&mut targets);
         if targets.is_empty() {
             return Challenged {
                 checked,
@@ -266,7 +274,8 @@ impl Stage<'_> {
                 }
             }
         }
-        let notes = notes(&answers, cached, not_asked);
+        let mut notes = notes(&answers, cached, not_asked);
+        notes.extend(over_note(&over));
         Challenged { checked, notes }
     }
 
@@ -654,6 +663,63 @@ fn apply(c: &mut Checked, target: &Target, challenge: Challenge) {
 }
 
 /// The stage's notes: what was asked and said, and what was not asked.
+/// Keeps at most [`MOST_PER_FILE`] of each file's targets (the most
+/// severe, then the first lines); gives how many each file had over it.
+fn keep_most_per_file(targets: &mut BTreeMap<String, Target>) -> BTreeMap<String, usize> {
+    let mut by_path: BTreeMap<&str, Vec<(&String, &Target)>> = BTreeMap::new();
+    for (key, t) in targets.iter() {
+        by_path
+            .entry(t.finding.path.as_str())
+            .or_default()
+            .push((key, t));
+    }
+    let mut dropped: Vec<String> = Vec::new();
+    let mut over: BTreeMap<String, usize> = BTreeMap::new();
+    for (path, mut list) in by_path {
+        if list.len() <= MOST_PER_FILE {
+            continue;
+        }
+        list.sort_by(|(ka, a), (kb, b)| {
+            (b.finding.severity, a.finding.line, ka).cmp(&(a.finding.severity, b.finding.line, kb))
+        });
+        over.insert(path.to_string(), list.len() - MOST_PER_FILE);
+        dropped.extend(list[MOST_PER_FILE..].iter().map(|(k, _)| (*k).clone()));
+    }
+    for key in dropped {
+        targets.remove(&key);
+    }
+    over
+}
+
+/// What to say of the findings not asked about because their file had
+/// more than [`MOST_PER_FILE`].
+fn over_note(over: &BTreeMap<String, usize>) -> Option<String> {
+    if over.is_empty() {
+        return None;
+    }
+    let total: usize = over.values().sum();
+    let files: Vec<String> = over
+        .iter()
+        .take(10)
+        .map(|(path, n)| format!("{path} ({n})"))
+        .collect();
+    let more = match over.len() {
+        n if n > 10 => format!(" and {} more files", n - 10),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{} not challenged: the skeptic is asked about at most {MOST_PER_FILE} findings of a file (the most severe first), so {} as verification left {}: {}{more}",
+        if total == 1 {
+            "1 finding was".to_string()
+        } else {
+            format!("{total} findings were")
+        },
+        if total == 1 { "it stays" } else { "they stay" },
+        if total == 1 { "it" } else { "them" },
+        files.join(", ")
+    ))
+}
+
 fn notes(answers: &BTreeMap<String, Challenge>, cached: usize, not_asked: usize) -> Vec<String> {
     let mut notes = Vec::new();
     if !answers.is_empty() {
@@ -809,6 +875,51 @@ mod tests {
             located: located.map(str::to_string),
             challenge: None,
         }
+    }
+
+    /// A target of `path` at `line` with `severity`.
+    fn target(path: &str, line: u32, severity: Severity) -> Target {
+        let mut c = checked(severity, true, None, Origin::Agent);
+        c.finding.path = path.into();
+        c.finding.line = line;
+        Target {
+            fingerprint: format!("{path}:{line}"),
+            finding: c.finding,
+            located: false,
+            indices: vec![0],
+        }
+    }
+
+    #[test]
+    fn a_file_s_findings_past_the_cap_are_not_asked_the_most_severe_kept_and_said() {
+        let mut targets: BTreeMap<String, Target> = BTreeMap::new();
+        // Keyed as the stage keys them: fingerprint and whether located.
+        let mut add = |t: Target| {
+            targets.insert(format!("{}/false", t.fingerprint), t);
+        };
+        for line in 1..=100 {
+            add(target("big.py", line, Severity::High));
+        }
+        // Below the others in the file, yet more severe: kept.
+        add(target("big.py", 500, Severity::Critical));
+        add(target("small.py", 1, Severity::High));
+        let over = keep_most_per_file(&mut targets);
+        assert_eq!(over, BTreeMap::from([("big.py".to_string(), 41)]));
+        let big: Vec<u32> = targets
+            .values()
+            .filter(|t| t.finding.path == "big.py")
+            .map(|t| t.finding.line)
+            .collect();
+        assert_eq!(big.len(), MOST_PER_FILE);
+        assert!(big.contains(&500));
+        assert!(big.contains(&1) && big.contains(&59) && !big.contains(&60));
+        assert!(targets.contains_key("small.py:1/false"));
+        let note = over_note(&over).unwrap();
+        assert!(
+            note.starts_with("41 findings were not challenged") && note.ends_with("big.py (41)"),
+            "{note}"
+        );
+        assert_eq!(over_note(&BTreeMap::new()), None);
     }
 
     #[test]

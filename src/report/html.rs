@@ -1295,6 +1295,9 @@ fn leads(out: &mut String, report: &Report) -> std::fmt::Result {
                 text(&o.why)
             )?;
         }
+        if leads.outside_more > 0 {
+            writeln!(out, "<li>and {} more, not listed</li>", leads.outside_more)?;
+        }
         out.push_str("</ul>\n");
     }
     out.push_str("</section>\n");

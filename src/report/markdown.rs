@@ -303,13 +303,20 @@ fn leads(out: &mut String, report: &Report) -> std::fmt::Result {
         out.push('\n');
     }
     if !leads.outside.is_empty() {
-        writeln!(out, "### Leads not audited ({})\n", leads.outside.len())?;
+        writeln!(
+            out,
+            "### Leads not audited ({})\n",
+            leads.outside.len() + leads.outside_more
+        )?;
         for o in &leads.outside {
             writeln!(
                 out,
                 "- `{}` [{}] ({}): {}",
                 o.location, o.rule, o.tool, o.why
             )?;
+        }
+        if leads.outside_more > 0 {
+            writeln!(out, "- and {} more, not listed", leads.outside_more)?;
         }
         out.push('\n');
     }

@@ -263,6 +263,18 @@ pub struct Coverage {
     /// (unchanged since the run named), not audited in this run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carried: Vec<CarriedFile>,
+    /// Reviewed files with lines longer than any read shows: no model saw
+    /// what lies past the cut.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partly_read: Vec<PartlyRead>,
+}
+
+/// A reviewed file some of whose lines no read showed whole.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartlyRead {
+    pub path: String,
+    /// The lines shown only in part.
+    pub lines: Vec<u64>,
 }
 
 /// A reviewed file not audited in this run: its results are those of the
@@ -567,6 +579,13 @@ pub(crate) fn assemble(parts: Parts) -> Report {
     notes.extend(triage.notes.iter().cloned());
     let doubtful = doubtful(&reports, &triage, &reduced.refuted);
     if let Some(what) = doubtful_note(&doubtful) {
+        if policy.strict {
+            incomplete_reasons.push(format!("--strict: {what}"));
+        } else {
+            notes.push(format!("{what} --strict makes such a run incomplete."));
+        }
+    }
+    if let Some(what) = partly_read_note(&coverage) {
         if policy.strict {
             incomplete_reasons.push(format!("--strict: {what}"));
         } else {
@@ -907,6 +926,12 @@ fn coverage(skipped: Vec<Skipped>, reports: &[GroupReport], not_started: &[Agent
                 // group's agent said.
                 if read.contains(f.path.as_str()) {
                     coverage.reviewed.push(f.path.clone());
+                    if let Some(lines) = r.lines_cut.get(&f.path) {
+                        coverage.partly_read.push(PartlyRead {
+                            path: f.path.clone(),
+                            lines: lines.clone(),
+                        });
+                    }
                     if let Some(&run) = r.carried.get(&f.path) {
                         coverage.carried.push(CarriedFile {
                             path: f.path.clone(),
@@ -938,7 +963,35 @@ fn coverage(skipped: Vec<Skipped>, reports: &[GroupReport], not_started: &[Agent
     coverage.unread.sort();
     coverage.failed.sort_by(|a, b| a.path.cmp(&b.path));
     coverage.carried.sort_by(|a, b| a.path.cmp(&b.path));
+    coverage.partly_read.sort_by(|a, b| a.path.cmp(&b.path));
     coverage
+}
+
+/// What to say of the files with lines no read showed whole, if any.
+fn partly_read_note(coverage: &Coverage) -> Option<String> {
+    let files = &coverage.partly_read;
+    if files.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = files
+        .iter()
+        .take(10)
+        .map(|f| {
+            let lines: Vec<String> = f.lines.iter().take(5).map(u64::to_string).collect();
+            let more = if f.lines.len() > 5 { ", …" } else { "" };
+            format!("{} (line {}{more})", f.path, lines.join(", "))
+        })
+        .collect();
+    let more = match files.len() {
+        n if n > 10 => format!(" and {} more", n - 10),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{} {} lines too long for any read to show whole, and no agent saw what lies past the cut: {}{more}.",
+        plural(files.len(), "file"),
+        if files.len() == 1 { "has" } else { "have" },
+        listed.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -1011,6 +1064,7 @@ mod tests {
             tool_calls: 0,
             tool_errors: 0,
             files_read: Vec::new(),
+            lines_cut: Default::default(),
             usage: Usage::default(),
             summary: String::new(),
             summary_parsed: unparsed == 0,

@@ -48,6 +48,10 @@ pub enum LeadsError {
 pub(crate) struct SarifLeads {
     by_path: BTreeMap<String, Vec<Lead>>,
     outside: Vec<OutsideLead>,
+    /// (tool, rule, path, line) of every lead and outside result so far:
+    /// a result that repeats one is the same lead, read once (a SARIF of
+    /// a million results may hold a few hundred distinct ones).
+    seen: std::collections::HashSet<(String, String, String, u32)>,
 }
 
 impl SarifLeads {
@@ -173,6 +177,15 @@ fn read_log(root: &Path, file: &Path, log: &Value, out: &mut SarifLeads) -> Resu
         for (i, result) in results.iter().enumerate() {
             let at = format!("{at_run}.results[{i}]");
             let lead = read_result(result, &rules, &tool, &at).map_err(|(at, p)| shape(&at, &p))?;
+            let key = (
+                lead.tool.clone(),
+                lead.rule.clone(),
+                lead.path.clone(),
+                lead.line,
+            );
+            if !out.seen.insert(key) {
+                continue;
+            }
             match repository_path(root, &lead.path) {
                 Some(path) => out
                     .by_path

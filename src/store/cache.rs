@@ -28,8 +28,9 @@ use crate::util::relock;
 /// Bumped whenever a stored `GroupReport` would mean something else
 /// (fields, parsing of findings): old results are then never reused.
 /// 2: the tool layer's injection and deceptive-text findings are part of
-/// a group's findings.
-pub(crate) const GROUP_FORMAT_VERSION: u32 = 2;
+/// a group's findings. 3: a report lists the lines no read showed whole
+/// (before, they were cut without a word).
+pub(crate) const GROUP_FORMAT_VERSION: u32 = 3;
 
 /// The key of `task` whose files have the content hashes `hashes`.
 pub(crate) fn group_key(base: &KeyBase, task: &AgentTask, hashes: &[String]) -> String {

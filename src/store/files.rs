@@ -31,7 +31,8 @@ use crate::model::findings::{Finding, HowParsed, Unparsed};
 use crate::model::leads::LeadResult;
 
 /// Bumped whenever a stored [`FileRecord`] would mean something else.
-pub(crate) const FILE_FORMAT_VERSION: u32 = 1;
+/// 2: a record lists the lines no read showed whole.
+pub(crate) const FILE_FORMAT_VERSION: u32 = 2;
 
 /// The prefix of the ids of groups of changed files.
 pub(crate) const CHANGED_PREFIX: &str = "changed-";
@@ -55,6 +56,9 @@ pub(crate) struct FileRecord {
     /// The leads in it and what became of each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) leads: Vec<LeadResult>,
+    /// Its lines no read showed whole.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) lines_cut: Vec<u64>,
 }
 
 /// Where a file's records live whatever its content: the key without the
@@ -90,6 +94,7 @@ pub(crate) fn records_of(report: &GroupReport) -> Vec<(String, String, FileRecor
                 findings: Vec::new(),
                 unparsed: Vec::new(),
                 leads: Vec::new(),
+                lines_cut: report.lines_cut.get(&f.path).cloned().unwrap_or_default(),
             };
             (f.path.clone(), f.sha256.clone(), record)
         })
@@ -556,6 +561,12 @@ fn carried_report(p: &Partial) -> GroupReport {
             .iter()
             .filter(|c| c.record.read)
             .map(|c| c.file.path.clone())
+            .collect(),
+        lines_cut: p
+            .carried
+            .iter()
+            .filter(|c| !c.record.lines_cut.is_empty())
+            .map(|c| (c.file.path.clone(), c.record.lines_cut.clone()))
             .collect(),
         usage: Default::default(),
         summary: String::new(),

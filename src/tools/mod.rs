@@ -397,12 +397,17 @@ pub(crate) fn is_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(8192)].contains(&0)
 }
 
-fn truncate_line(line: &str) -> &str {
-    const MAX: usize = 500;
-    if line.len() <= MAX {
+/// The most bytes of a line `read_file` shows among others (a minified
+/// bundle's line would fill the page); a read of that line alone shows
+/// up to the tool's output limit.
+pub(crate) const LINE_SHOWN: usize = 500;
+
+/// `line` cut to at most `max` bytes, on a character boundary.
+fn truncate_line(line: &str, max: usize) -> &str {
+    if line.len() <= max {
         return line;
     }
-    let mut end = MAX;
+    let mut end = max;
     while !line.is_char_boundary(end) {
         end -= 1;
     }
@@ -585,15 +590,41 @@ impl Tool for ReadFile {
         }
         let start = offset - 1;
         let mut end = start;
-        let budget = ctx.limits.max_output_bytes.saturating_sub(200);
+        let budget = ctx.limits.max_output_bytes.saturating_sub(400);
+        // A line asked for alone is shown up to the output limit; among
+        // others, up to LINE_SHOWN bytes. A line cut is said under it, so a
+        // reader knows what it was not shown and how to see more.
+        let per_line = if limit == 1 {
+            budget.saturating_sub(out.len() + 16)
+        } else {
+            LINE_SHOWN
+        };
+        let mut cut = Vec::new();
+        let mut notices = String::new();
         while end < total && end - start < limit {
-            let line = truncate_line(lines[end]);
-            if out.len() + line.len() + 8 > budget && end > start {
+            let whole = lines[end];
+            let line = truncate_line(whole, per_line);
+            if out.len() + line.len() + notices.len() + 8 > budget && end > start {
                 break;
             }
             writeln!(out, "{}\t{line}", end + 1)?;
             end += 1;
+            if line.len() < whole.len() {
+                cut.push(end as u64);
+                writeln!(
+                    notices,
+                    "[cut: line {end} has {} bytes, {} shown; {}]",
+                    whole.len(),
+                    line.len(),
+                    if limit == 1 {
+                        "no read shows more of it".to_string()
+                    } else {
+                        format!("call read_file with offset={end} and limit=1 to see more of it")
+                    }
+                )?;
+            }
         }
+        out.push_str(&notices);
         if end < total {
             writeln!(
                 out,
@@ -617,6 +648,7 @@ impl Tool for ReadFile {
                 first: offset as u64,
                 last: end as u64,
                 total: total as u64,
+                cut,
             }),
             files_read: vec![file.rel],
             redactions,
@@ -752,7 +784,12 @@ impl Grep {
                 }
                 hits += 1;
                 hit_lines.push(index + 1);
-                writeln!(out, "{rel}:{}:{}", index + 1, truncate_line(line))?;
+                writeln!(
+                    out,
+                    "{rel}:{}:{}",
+                    index + 1,
+                    truncate_line(line, LINE_SHOWN)
+                )?;
             }
             redactions.extend(
                 found
@@ -812,11 +849,52 @@ mod tests {
             first,
             last,
             total,
+            cut: Vec::new(),
         };
         assert_eq!(out.read, Some(page(3, 4, 10)));
         let out = ctx.call("read_file", r#"{"path":"a.txt"}"#).unwrap();
         assert!(!out.text.contains("[cut"));
         assert_eq!(out.read, Some(page(1, 10, 10)));
+    }
+
+    #[test]
+    fn a_long_line_is_cut_with_a_word_and_shown_whole_when_read_alone() {
+        let long = format!("x = \"{}\"; system($_GET['c']);", "a".repeat(1_500));
+        let body = format!("<?php\n{long}\n?>\n");
+        let (_d, ctx) = context(&[("p.php", body.as_bytes())]);
+        let out = ctx.call("read_file", r#"{"path":"p.php"}"#).unwrap();
+        assert!(!out.text.contains("system("), "{}", out.text);
+        assert!(
+            out.text.contains(&format!(
+                "[cut: line 2 has {} bytes, {LINE_SHOWN} shown; call read_file with offset=2 and limit=1 to see more of it]",
+                long.len()
+            )),
+            "{}",
+            out.text
+        );
+        assert_eq!(out.read.as_ref().map(|r| r.cut.clone()), Some(vec![2]));
+        let alone = ctx
+            .call("read_file", r#"{"path":"p.php","offset":2,"limit":1}"#)
+            .unwrap();
+        assert!(
+            alone.text.contains(&format!("2\t{long}\n")),
+            "{}",
+            alone.text
+        );
+        assert_eq!(alone.read.as_ref().map(|r| r.cut.len()), Some(0));
+        // Longer than one result holds: cut even alone, and said so.
+        let huge = "y".repeat(100_000);
+        let (_d, ctx) = context(&[("h.js", huge.as_bytes())]);
+        let alone = ctx
+            .call("read_file", r#"{"path":"h.js","offset":1,"limit":1}"#)
+            .unwrap();
+        assert!(alone.text.len() <= ctx.limits.max_output_bytes + 512);
+        assert!(
+            alone.text.contains("no read shows more of it"),
+            "{}",
+            alone.text
+        );
+        assert_eq!(alone.read.map(|r| r.cut), Some(vec![1]));
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod eval;
 mod expiry;
 mod formats;
 mod gate;
+mod hostile;
 mod html;
 mod ignores;
 mod image;

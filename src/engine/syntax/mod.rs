@@ -300,6 +300,11 @@ impl Syntax {
     }
 
     /// The tree's root node.
+    /// The file's whole text, as parsed.
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
     pub(crate) fn root(&self) -> Node<'_> {
         self.tree.root_node()
     }

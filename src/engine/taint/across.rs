@@ -104,7 +104,8 @@ pub(crate) struct Across {
     flows: Vec<CrossFlow>,
     /// Each file's own flows, found on the way, by path: with a hash of
     /// the text they were found in.
-    in_file: HashMap<String, (u64, Vec<Flow>)>,
+    /// And how many of their traces were cut at their bound.
+    in_file: HashMap<String, (u64, Vec<Flow>, usize)>,
 }
 
 /// A hash of a file's text, to tell the text a pass read from another.
@@ -118,9 +119,10 @@ pub(crate) fn text_key(text: &str) -> u64 {
 impl Across {
     /// The flows within `path` found on the way ([`Taint::flows_in`] of
     /// its tree), when `text` is the text they were found in.
-    pub(crate) fn flows_in_file(&self, path: &str, text: &str) -> Option<&[Flow]> {
-        let (key, flows) = self.in_file.get(path)?;
-        (*key == text_key(text)).then_some(flows.as_slice())
+    /// And how many of their traces were cut at their bound.
+    pub(crate) fn flows_in_file(&self, path: &str, text: &str) -> Option<(&[Flow], usize)> {
+        let (key, flows, cut) = self.in_file.get(path)?;
+        (*key == text_key(text)).then_some((flows.as_slice(), *cut))
     }
 
     /// Every flow, in path, line and sink order.
@@ -232,7 +234,7 @@ pub(crate) fn across(taint: &Taint, parse: &Parse<'_>, files: &[(String, String)
         .iter()
         .map(|(i, f)| {
             let (path, text) = &files[*i];
-            (path.clone(), (text_key(text), f.flows.clone()))
+            (path.clone(), (text_key(text), f.flows.clone(), f.cut))
         })
         .collect();
     if opens.is_empty() {
@@ -318,6 +320,8 @@ struct First {
     opens: Vec<Open>,
     defined: HashMap<String, usize>,
     flows: Vec<Flow>,
+    /// Traces cut at their bound.
+    cut: usize,
 }
 
 /// The open ends of `path`'s sinks and how often it defines each name,
@@ -330,7 +334,9 @@ fn opens_of(taint: &Taint, parse: &Parse<'_>, path: &str, text: &str) -> Option<
     let parsed = parse(path, text);
     let syntax = parsed.as_ref().as_ref().ok()?;
     let mut opens = Vec::new();
-    let flows = taint.sinks_in(path, syntax, &mut Scopes::default(), &mut opens);
+    let mut scopes = Scopes::default();
+    let flows = taint.sinks_in(path, syntax, &mut scopes, &mut opens);
+    let cut = scopes.cut_short();
     let mut defined: HashMap<String, usize> = HashMap::new();
     walk(syntax.root(), |n, _| {
         if !n.is_named() {
@@ -349,6 +355,7 @@ fn opens_of(taint: &Taint, parse: &Parse<'_>, path: &str, text: &str) -> Option<
         opens,
         defined,
         flows,
+        cut,
     })
 }
 

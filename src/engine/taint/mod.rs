@@ -58,6 +58,17 @@ const VERSION: u32 = 9;
 /// Most nodes one trace walks.
 const BUDGET: usize = 20_000;
 
+/// Most nodes all the traces of one file walk, for one set of questions
+/// of its tree ([`Scopes`]): a file of twenty thousand sinks must not cost
+/// twenty thousand full traces. Past it each trace still walks
+/// [`LEAST_BUDGET`] nodes; a trace cut at its bound finds no flow and
+/// proves nothing safe, and the file is said to have been traced in part
+/// ([`Scopes::cut_short`]).
+const FILE_BUDGET: usize = 1_000_000;
+
+/// The nodes a trace walks however much of [`FILE_BUDGET`] is spent.
+const LEAST_BUDGET: usize = 500;
+
 /// Most values (a sink's argument, an assignment's right side) one trace
 /// follows.
 const MOST_STEPS: usize = 256;
@@ -489,7 +500,7 @@ impl Taint {
         let mut tracer = Tracer::new(syntax, self.sources, &class, scope, scopes);
         tracer.seen.line_rows = Some(if spans { rows } else { (row, row) });
         let traced = values.iter().find_map(|v| tracer.trace(*v));
-        let seen = tracer.seen;
+        let seen = std::mem::take(&mut tracer.seen);
         // A trace through a call of another function is no proof: what the
         // call returns may not depend on what it was given.
         if let Some(steps) = traced {
@@ -572,7 +583,7 @@ impl Taint {
         let mut tracer = Tracer::new(syntax, self.sources, class, scope, scopes);
         match values.iter().find_map(|v| tracer.trace(*v)) {
             Some(steps) => Ok((steps, tracer.seen.calls)),
-            None => Err(tracer.ends),
+            None => Err(std::mem::take(&mut tracer.ends)),
         }
     }
 
@@ -693,10 +704,19 @@ pub(crate) fn judge(
         let flow = rule
             .filter(|r| taint.table.sink(r).is_some())
             .and_then(|r| {
-                taint
-                    .flows_in(path, syntax, &mut scopes)
-                    .into_iter()
-                    .find(|f| f.line == line && f.sink == r)
+                // The file's flows as the run's pass found them in this
+                // text, else traced now: a file of many findings is not
+                // traced whole once for each.
+                let cached = across.and_then(|a| a.flows_in_file(path, syntax.text()));
+                let found = |f: &&Flow| f.line == line && f.sink == r;
+                match cached {
+                    Some((flows, _)) => flows.iter().find(found).cloned(),
+                    None => taint
+                        .flows_in(path, syntax, &mut scopes)
+                        .iter()
+                        .find(found)
+                        .cloned(),
+                }
             });
         // Without the rule's CWE at hand, every class's sanitizers clean.
         let status = (flow.is_none() && sink_rule)
@@ -1339,9 +1359,14 @@ struct Scope<'t> {
 
 /// The scopes of one file's functions, each made once, by the function's
 /// node: one per tree, for every question asked of it.
-#[derive(Default)]
 pub(crate) struct Scopes<'t> {
     by_function: HashMap<usize, Rc<Scope<'t>>>,
+    /// Most nodes all traces of the file walk ([`FILE_BUDGET`]).
+    file_budget: usize,
+    /// Nodes walked by the traces of this file so far.
+    spent: usize,
+    /// Traces cut at their bound.
+    cut: usize,
     /// The file's calls by callee, made the first time a trace reaches a
     /// parameter.
     calls: Option<CallIndex<'t>>,
@@ -1362,7 +1387,32 @@ struct CallIndex<'t> {
     classes: HashSet<&'t str>,
 }
 
+impl Default for Scopes<'_> {
+    fn default() -> Self {
+        Self {
+            by_function: HashMap::new(),
+            file_budget: FILE_BUDGET,
+            spent: 0,
+            cut: 0,
+            calls: None,
+        }
+    }
+}
+
 impl<'t> Scopes<'t> {
+    /// What the next trace may walk.
+    fn budget(&self) -> usize {
+        BUDGET
+            .min(self.file_budget.saturating_sub(self.spent))
+            .max(LEAST_BUDGET)
+    }
+
+    /// How many traces were cut at their bound: what they would have
+    /// found is not known.
+    pub(crate) fn cut_short(&self) -> usize {
+        self.cut
+    }
+
     /// The scope of the innermost function around `node`.
     fn around(&mut self, syntax: &'t Syntax, node: Node<'t>) -> Rc<Scope<'t>> {
         let func = function_around(node);
@@ -2069,6 +2119,9 @@ struct Tracer<'a, 't> {
     scope: Rc<Scope<'t>>,
     scopes: &'a mut Scopes<'t>,
     walked: usize,
+    /// Most nodes it walks: [`BUDGET`], less when the file's
+    /// [`FILE_BUDGET`] is nearly spent.
+    budget: usize,
     /// What else the walk saw, for [`Taint::line_status`].
     seen: Seen,
     /// The parameters the value came from, of functions their file never
@@ -2118,6 +2171,16 @@ struct Seen {
     checked: bool,
 }
 
+/// What a trace walked counts against its file's budget.
+impl Drop for Tracer<'_, '_> {
+    fn drop(&mut self) {
+        self.scopes.spent = self.scopes.spent.saturating_add(self.walked);
+        if self.walked > self.budget {
+            self.scopes.cut += 1;
+        }
+    }
+}
+
 impl<'a, 't> Tracer<'a, 't> {
     fn new(
         syntax: &'t Syntax,
@@ -2126,6 +2189,7 @@ impl<'a, 't> Tracer<'a, 't> {
         scope: Rc<Scope<'t>>,
         scopes: &'a mut Scopes<'t>,
     ) -> Self {
+        let budget = scopes.budget();
         Self {
             syntax,
             sources,
@@ -2133,6 +2197,7 @@ impl<'a, 't> Tracer<'a, 't> {
             scope,
             scopes,
             walked: 0,
+            budget,
             seen: Seen::default(),
             ends: Vec::new(),
         }
@@ -2177,7 +2242,7 @@ impl<'a, 't> Tracer<'a, 't> {
                 continue;
             }
             for site in sites {
-                if self.walked > BUDGET {
+                if self.walked > self.budget {
                     break 'params;
                 }
                 let Some(call) = Call::of(site, self.syntax) else {
@@ -2251,7 +2316,7 @@ impl<'a, 't> Tracer<'a, 't> {
         let mut next = 0;
         let mut found = None;
         while next < queue.len() {
-            if next >= MOST_STEPS || self.walked > BUDGET {
+            if next >= MOST_STEPS || self.walked > self.budget {
                 self.seen.opaque = true;
                 break;
             }
@@ -2397,7 +2462,7 @@ impl<'a, 't> Tracer<'a, 't> {
             || self.sources.any_source(self.syntax.text_of(value));
         walk(value, |n, field| {
             self.walked += 1;
-            if self.walked > BUDGET {
+            if self.walked > self.budget {
                 return Visit::Stop;
             }
             if !n.is_named() {

@@ -22,6 +22,62 @@ fn sinks(path: &str, code: &str) -> Vec<(String, u32)> {
 }
 
 #[test]
+fn a_file_of_many_sinks_is_traced_within_its_budget_and_says_what_was_cut() {
+    // One request value, then more sinks of it than the file's budget
+    // pays full traces for.
+    let mut code = String::from(
+        "import os\nfrom flask import request\n\ndef f():\n    s = request.args['c']\n",
+    );
+    for _ in 0..400 {
+        code.push_str("    os.system(s)\n");
+    }
+    let syntax = parse("many.py", &code, &Limits::default()).unwrap();
+    let mut scopes = Scopes {
+        file_budget: 2 * LEAST_BUDGET * 10,
+        ..Scopes::default()
+    };
+    let found = taint().flows_in("many.py", &syntax, &mut scopes);
+    // The first sinks are traced; each later one walks LEAST_BUDGET nodes
+    // at most, here enough for a source two lines up.
+    assert_eq!(found.first().map(|f| f.line), Some(6), "{found:?}");
+    assert!(
+        scopes.spent <= scopes.file_budget + 400 * (LEAST_BUDGET + 64),
+        "walked {} nodes",
+        scopes.spent
+    );
+    // A value traced from far away is cut once the budget is spent.
+    let mut far = String::from(
+        "import os\nfrom flask import request\n\ndef f():\n    s0 = request.args['c']\n",
+    );
+    for i in 1..200 {
+        far.push_str(&format!("    s{i} = s{} + 'a'\n", i - 1));
+    }
+    for _ in 0..50 {
+        far.push_str("    os.system(s199)\n");
+    }
+    let syntax = parse("far.py", &far, &Limits::default()).unwrap();
+    let mut scopes = Scopes {
+        file_budget: 20_000,
+        ..Scopes::default()
+    };
+    let found = taint().flows_in("far.py", &syntax, &mut scopes);
+    assert!(
+        scopes.cut_short() > 0,
+        "nothing cut: {} walked",
+        scopes.spent
+    );
+    assert!(
+        found.len() < 50,
+        "{} of 50 sinks traced past the budget",
+        found.len()
+    );
+    assert!(scopes.spent <= 20_000 + 50 * (LEAST_BUDGET + 64));
+    // The same file with the whole budget: every sink is traced.
+    let found = taint().flows("far.py", &syntax);
+    assert_eq!(found.len(), 50);
+}
+
+#[test]
 fn the_bundled_table_reads_and_its_samples_hold() {
     let t = taint();
     assert!(t.table().sinks.len() >= 10);
