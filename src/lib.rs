@@ -7,6 +7,8 @@ mod config;
 mod engine;
 mod eval;
 pub mod exit;
+#[doc(hidden)]
+pub mod fuzzing;
 mod llm;
 mod model;
 mod pipeline;

@@ -72,6 +72,19 @@ impl SarifLeads {
         Ok(out)
     }
 
+    /// The leads of one SARIF log already read as JSON (`file` names it
+    /// in errors).
+    pub(crate) fn of_value(root: &Path, file: &Path, log: &Value) -> Result<Self, LeadsError> {
+        let mut out = Self::default();
+        read_log(root, file, log, &mut out)?;
+        Ok(out)
+    }
+
+    /// Every lead inside the repository, by path.
+    pub(crate) fn leads(&self) -> impl Iterator<Item = &Lead> {
+        self.by_path.values().flatten()
+    }
+
     /// `scope` cut to the files that have leads (`fanscan triage` audits
     /// only those).
     pub(crate) fn only_their_files(&self, scope: Inventory) -> Inventory {

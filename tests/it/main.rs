@@ -22,6 +22,7 @@ mod doubtful;
 mod eval;
 mod expiry;
 mod formats;
+mod fuzzed;
 mod gate;
 mod hostile;
 mod html;
