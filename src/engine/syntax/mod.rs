@@ -89,6 +89,8 @@ pub(crate) struct Syntax {
     functions: Vec<Function>,
     /// How many nodes the parser could not read (`ERROR`, missing tokens).
     pub(crate) errors: usize,
+    /// The byte where each line starts.
+    line_starts: Vec<usize>,
 }
 
 impl std::fmt::Debug for Syntax {
@@ -169,6 +171,9 @@ impl Syntax {
     /// One walk over `tree` by its cursor: the comments, docstrings and
     /// functions, and the depth checked on the way.
     fn read(grammar: Grammar, tree: Tree, text: String, limits: &Limits) -> Result<Self, Unparsed> {
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
         let mut out = Self {
             grammar,
             text,
@@ -176,6 +181,7 @@ impl Syntax {
             comments: Vec::new(),
             functions: Vec::new(),
             errors: 0,
+            line_starts,
         };
         let mut cursor = tree.walk();
         let mut depth = 0usize;
@@ -299,12 +305,38 @@ impl Syntax {
             .collect()
     }
 
-    /// The tree's root node.
     /// The file's whole text, as parsed.
     pub(crate) fn text(&self) -> &str {
         &self.text
     }
 
+    /// The outermost node that starts on `row` (0-based) and holds every
+    /// other node starting there, found from the row's text by the tree's
+    /// own index, not by a walk from the root: in a function of thousands
+    /// of statements each question costs the row, not the function.
+    pub(crate) fn node_on_row(&self, row: usize) -> Option<Node<'_>> {
+        let start = *self.line_starts.get(row)?;
+        let end = self
+            .line_starts
+            .get(row + 1)
+            .map_or(self.text.len(), |next| next.saturating_sub(1));
+        let line = self.text.get(start..end)?;
+        let trimmed = line.trim_start();
+        let first = start + (line.len() - trimmed.len());
+        let last = start + line.trim_end().len();
+        if first >= last {
+            return None;
+        }
+        let mut node = self.root().descendant_for_byte_range(first, last)?;
+        while let Some(parent) = node.parent()
+            && parent.start_position().row == row
+        {
+            node = parent;
+        }
+        Some(node)
+    }
+
+    /// The tree's root node.
     pub(crate) fn root(&self) -> Node<'_> {
         self.tree.root_node()
     }

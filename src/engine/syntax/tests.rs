@@ -206,3 +206,23 @@ fn whole_text_is_only_for_lines_from_the_first_without_a_gap() {
     let later = [(2, "b")];
     assert_eq!(whole_text(later.into_iter()), None);
 }
+
+#[test]
+fn the_node_on_a_row_holds_every_node_starting_there_and_nothing_of_other_rows() {
+    let code = "def f(x):\n    a = 1; b = g(x,\n        2)\n    return a\n\n";
+    let syntax = parse("r.py", code, &Limits::default()).unwrap();
+    // Two statements on one row: the node holding both (here the body,
+    // which starts there).
+    let node = syntax.node_on_row(1).unwrap();
+    assert_eq!(node.start_position().row, 1);
+    let text = syntax.text_of(node);
+    assert!(text.starts_with("a = 1; b = g(x,"), "{text}");
+    // A row inside a call that started above: the smallest node holding
+    // the row's text (the arguments), where the walk finds the `2`.
+    let node = syntax.node_on_row(2).unwrap();
+    assert_eq!(syntax.text_of(node), "(x,\n        2)");
+    assert_eq!(syntax.text_of(syntax.node_on_row(3).unwrap()), "return a");
+    // A blank row and a row past the end hold nothing.
+    assert!(syntax.node_on_row(4).is_none());
+    assert!(syntax.node_on_row(40).is_none());
+}

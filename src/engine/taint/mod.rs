@@ -441,7 +441,10 @@ impl Taint {
         }
         let mut values: Vec<Node<'_>> = Vec::new();
         let mut at = None;
-        walk(syntax.root(), |n, _| {
+        let Some(on_row) = syntax.node_on_row(row) else {
+            return LineStatus::Unknown;
+        };
+        walk(on_row, |n, _| {
             let (start, end) = (n.start_position().row, n.end_position().row);
             if end < row || start > row {
                 return Visit::Skip;
@@ -1345,6 +1348,9 @@ struct Assign<'t> {
 struct Scope<'t> {
     node: Node<'t>,
     assigns: Vec<Assign<'t>>,
+    /// The indices in `assigns` of each name's assignments: a function of
+    /// thousands of assignments is not searched whole at every use.
+    by_name: HashMap<String, Vec<usize>>,
     /// The byte ranges of the arms a constant condition rules out
     /// ([`constant`]): they never run.
     dead: Vec<(usize, usize)>,
@@ -1744,6 +1750,7 @@ impl<'t> Scope<'t> {
         let mut scope = Self {
             node: func,
             assigns: Vec::new(),
+            by_name: HashMap::new(),
             dead: Vec::new(),
             always: HashSet::new(),
             params: Vec::new(),
@@ -1776,6 +1783,11 @@ impl<'t> Scope<'t> {
             scope.read(syntax, n);
             Visit::Enter
         });
+        for (i, a) in scope.assigns.iter().enumerate() {
+            for name in &a.names {
+                scope.by_name.entry(name.clone()).or_default().push(i);
+            }
+        }
         let (dead, always) = constant::arms(syntax, func, &choices, &scope.assigns, &scope.params);
         scope.dead = dead
             .iter()
@@ -1909,10 +1921,13 @@ impl<'t> Scope<'t> {
     /// one before it that always runs on the way, and every one after
     /// that (in a branch, adding to it), latest first.
     fn reaching(&self, name: &str, at: usize) -> Vec<&Assign<'t>> {
-        let mut before: Vec<&Assign<'t>> = self
-            .assigns
+        let Some(indices) = self.by_name.get(name) else {
+            return Vec::new();
+        };
+        let mut before: Vec<&Assign<'t>> = indices
             .iter()
-            .filter(|a| a.set_by <= at && a.names.iter().any(|n| n == name))
+            .filter_map(|&i| self.assigns.get(i))
+            .filter(|a| a.set_by <= at)
             .filter(|a| !self.is_dead(a.node))
             .collect();
         before.sort_by_key(|a| std::cmp::Reverse(a.node.start_byte()));
