@@ -122,25 +122,28 @@ impl FileRead {
 
 /// The lines of each file that no read of `reads` showed whole: cut by
 /// every read that showed them. What lies past the cut was seen by no one.
+/// Each cut line is looked up among its own file's reads only: a group of
+/// a hundred thousand files each with a long line stays linear.
 pub(crate) fn lines_never_whole(
     reads: &[FileRead],
 ) -> std::collections::BTreeMap<String, Vec<u64>> {
-    let mut out: std::collections::BTreeMap<String, Vec<u64>> = std::collections::BTreeMap::new();
+    let mut by_path: std::collections::BTreeMap<&str, Vec<&FileRead>> = Default::default();
     for read in reads {
-        for &line in &read.cut {
-            let whole_elsewhere = reads
-                .iter()
-                .any(|r| r.path == read.path && r.shows_whole(line));
-            let lines = out.entry(read.path.clone()).or_default();
-            if !whole_elsewhere && !lines.contains(&line) {
-                lines.push(line);
-            }
+        by_path.entry(read.path.as_str()).or_default().push(read);
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for (path, of_path) in by_path {
+        let mut lines: Vec<u64> = of_path
+            .iter()
+            .flat_map(|r| r.cut.iter().copied())
+            .filter(|&line| !of_path.iter().any(|r| r.shows_whole(line)))
+            .collect();
+        lines.sort_unstable();
+        lines.dedup();
+        if !lines.is_empty() {
+            out.insert(path.to_string(), lines);
         }
     }
-    out.retain(|_, lines| {
-        lines.sort_unstable();
-        !lines.is_empty()
-    });
     out
 }
 

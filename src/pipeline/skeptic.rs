@@ -707,17 +707,24 @@ fn over_note(over: &BTreeMap<String, usize>) -> Option<String> {
         n if n > 10 => format!(" and {} more files", n - 10),
         _ => String::new(),
     };
-    Some(format!(
-        "{} not challenged: the skeptic is asked about at most {MOST_PER_FILE} findings of a file (the most severe first), so {} as verification left {}: {}{more}",
-        if total == 1 {
-            "1 finding was".to_string()
-        } else {
-            format!("{total} findings were")
-        },
-        if total == 1 { "it stays" } else { "they stay" },
-        if total == 1 { "it" } else { "them" },
-        files.join(", ")
-    ))
+    Some(
+        not_challenged(
+            total,
+            &format!(
+                "the skeptic is asked about at most {MOST_PER_FILE} findings of a file (the most severe first)"
+            ),
+        ) + &format!(": {}{more}", files.join(", ")),
+    )
+}
+
+/// "N findings were not challenged: WHY, so they stay as verification
+/// left them".
+fn not_challenged(n: usize, why: &str) -> String {
+    let (were, stay, them) = match n {
+        1 => ("1 finding was".to_string(), "it stays", "it"),
+        n => (format!("{n} findings were"), "they stay", "them"),
+    };
+    format!("{were} not challenged: {why}, so {stay} as verification left {them}")
 }
 
 fn notes(answers: &BTreeMap<String, Challenge>, cached: usize, not_asked: usize) -> Vec<String> {
@@ -744,15 +751,9 @@ fn notes(answers: &BTreeMap<String, Challenge>, cached: usize, not_asked: usize)
         ));
     }
     if not_asked > 0 {
-        notes.push(format!(
-            "{} not challenged: the run was stopped early (a budget or an interrupt), so {} as verification left {}",
-            if not_asked == 1 {
-                "1 finding was".to_string()
-            } else {
-                format!("{not_asked} findings were")
-            },
-            if not_asked == 1 { "it stays" } else { "they stay" },
-            if not_asked == 1 { "it" } else { "them" },
+        notes.push(not_challenged(
+            not_asked,
+            "the run was stopped early (a budget or an interrupt)",
         ));
     }
     notes
