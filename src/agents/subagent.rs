@@ -439,8 +439,13 @@ struct Prepared {
     reads: Vec<FileRead>,
     preloaded: Vec<Preloaded>,
     /// The task's leads with the rule engine's, numbered, their code read
-    /// from the files.
+    /// from the files: those the task shows, and those held back (over
+    /// [`leads::MOST_PER_TASK`]).
     leads: Vec<Lead>,
+    held: Vec<Lead>,
+    /// Why each of the group's files that could not be read at the start
+    /// could not (deleted or replaced since the inventory).
+    unreadable: Vec<String>,
 }
 
 /// A group made ready before its first call: its files hashed and swept,
@@ -565,6 +570,8 @@ async fn run_inner(
             secrets: prepared.secrets,
             injections: prepared.injections,
             leads: &prepared.leads,
+            held: &prepared.held,
+            unreadable: &prepared.unreadable,
         },
         task,
     );
@@ -632,6 +639,8 @@ async fn prepare(
         reads: Vec::new(),
         preloaded: Vec::new(),
         leads: Vec::new(),
+        held: Vec::new(),
+        unreadable: Vec::new(),
     };
     let mut leads = task.leads.clone();
     for (index, swept) in swept.into_iter().enumerate() {
@@ -640,6 +649,7 @@ async fn prepare(
                 add_leads(&mut leads, &entry.path, text, run.rule_leads)?;
             }
             entry.sha256 = swept.hash;
+            prepared.unreadable.extend(swept.unreadable);
             for r in swept.redactions {
                 prepared
                     .secrets
@@ -662,7 +672,7 @@ async fn prepare(
         };
         prepared.preloaded.push(Preloaded { path, text });
     }
-    prepared.leads = leads::number(leads);
+    (prepared.leads, prepared.held) = leads::shown_and_held(leads::number(leads));
     Ok(prepared)
 }
 
@@ -708,6 +718,8 @@ struct Swept<'a> {
     secrets: BTreeSet<(String, u32, &'static str)>,
     injections: Vec<Finding>,
     leads: &'a [Lead],
+    held: &'a [Lead],
+    unreadable: &'a [String],
 }
 
 fn fill(
@@ -720,6 +732,8 @@ fn fill(
         mut secrets,
         injections,
         leads,
+        held,
+        unreadable,
     } = swept;
     let mut answers = Vec::new();
     report.status = outcome.status;
@@ -743,16 +757,23 @@ fn fill(
     let (results, lead_findings) = leads::resolve(leads, &answers, &report.findings);
     report.leads = results;
     report.findings.extend(lead_findings);
+    let (results, lead_findings) = leads::held(held, leads.len() + held.len());
+    report.leads.extend(results);
+    report.findings.extend(lead_findings);
     // A model that never saw any of its group's files did not review
     // them, whatever it answered.
     let files_read = outcome.files_read;
     let saw_any = task.files.iter().any(|f| files_read.contains(&f.path));
     if !task.files.is_empty() && !saw_any && report.status.reviewed() {
         report.status = AgentStatus::Unreviewed;
-        report.error = Some(
-            "the model answered without reading any of its files (even after being asked to): nothing was reviewed"
+        report.error = Some(match unreadable {
+            [] => "the model answered without reading any of its files (even after being asked to): nothing was reviewed"
                 .into(),
-        );
+            why => format!(
+                "the model read none of its files, and some could not be read when the group started ({}): deleted or replaced during the scan? Nothing was reviewed",
+                why.join("; ")
+            ),
+        });
     }
     secrets.extend(outcome.redactions);
     report.findings.extend(

@@ -96,6 +96,61 @@ pub(crate) fn number(mut leads: Vec<Lead>) -> Vec<Lead> {
     leads
 }
 
+/// The most leads one task puts to its agent. A lead line costs some 70
+/// tokens: 200 of them fit beside the group's files in any model's
+/// context, where a SARIF of thousands of results on one file, or a file
+/// of thousands of sinks, would not.
+pub(crate) const MOST_PER_TASK: usize = 200;
+
+/// Numbered `leads` split into those the task shows (the most severe
+/// first, at most [`MOST_PER_TASK`], in their numbered order) and those it
+/// holds back: a held lead is never dropped, it stays the analysis's
+/// finding ([`held`]).
+pub(crate) fn shown_and_held(leads: Vec<Lead>) -> (Vec<Lead>, Vec<Lead>) {
+    if leads.len() <= MOST_PER_TASK {
+        return (leads, Vec::new());
+    }
+    let mut order: Vec<usize> = (0..leads.len()).collect();
+    // Stable: among equals, the numbered (path and line) order.
+    order.sort_by_key(|&i| std::cmp::Reverse(leads[i].severity));
+    let mut show = vec![false; leads.len()];
+    for &i in &order[..MOST_PER_TASK] {
+        show[i] = true;
+    }
+    let (mut shown, mut held) = (Vec::new(), Vec::new());
+    for (lead, show) in leads.into_iter().zip(show) {
+        match show {
+            true => shown.push(lead),
+            false => held.push(lead),
+        }
+    }
+    (shown, held)
+}
+
+/// The outcomes of leads a task held back (over [`MOST_PER_TASK`]): not
+/// answered, each the analysis's finding, saying why.
+pub(crate) fn held(leads: &[Lead], of: usize) -> (Vec<LeadResult>, Vec<Finding>) {
+    let why = format!(
+        "not put to the auditor: its group had {of} leads and a task shows at most {MOST_PER_TASK}, the most severe first"
+    );
+    leads
+        .iter()
+        .map(|lead| {
+            let finding = lead.finding(format!(
+                "{} (a lead of {} {why}: the analysis's finding stands unreviewed)",
+                lead.message, lead.tool
+            ));
+            let result = LeadResult {
+                lead: lead.clone(),
+                outcome: LeadOutcome::Unanswered,
+                reason: Some(why.clone()),
+                held: true,
+            };
+            (result, finding)
+        })
+        .unzip()
+}
+
 /// What the model said of a lead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -183,6 +238,9 @@ pub struct LeadResult {
     /// none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Held back from the auditor: its task had more leads than it shows.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 /// Each lead's outcome from `answers` (the first answer of an id counts;
@@ -217,6 +275,7 @@ pub(crate) fn resolve(
                     lead: lead.clone(),
                     outcome: LeadOutcome::Confirmed,
                     reason: Some(format!("reported as a finding: {}", f.title)),
+                    held: false,
                 });
                 continue;
             }
@@ -238,6 +297,7 @@ pub(crate) fn resolve(
             lead: lead.clone(),
             outcome,
             reason,
+            held: false,
         });
     }
     (results, findings)
@@ -327,6 +387,10 @@ pub struct LeadsReport {
     /// How many more there were than are listed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub outside_more: usize,
+    /// Leads no auditor was shown (their task had more than
+    /// [`MOST_PER_TASK`]): each stands as the analysis's finding.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub held: usize,
 }
 
 /// Most results naming no file of the scan that a report lists; the rest
@@ -357,6 +421,18 @@ impl LeadsReport {
             dismissed,
             outside,
             outside_more,
+            held: results.iter().filter(|r| r.held).count(),
+        })
+    }
+
+    /// What to say of the leads no auditor was shown, if any.
+    pub(crate) fn held_note(&self) -> Option<String> {
+        (self.held > 0).then(|| {
+            format!(
+                "{} leads were not put to an auditor (a task shows at most {MOST_PER_TASK}, the most severe first): \
+                 each stands as the analysis's finding, unreviewed",
+                self.held
+            )
         })
     }
 
@@ -386,6 +462,51 @@ mod tests {
             code: Some("q = \"SELECT \" + x".into()),
             cwe: FindingCwe::number(89),
         }
+    }
+
+    #[test]
+    fn a_task_shows_its_most_severe_leads_and_holds_the_rest_as_findings() {
+        let few = number((1..=3).map(|n| lead("a.py", n, "r")).collect());
+        assert_eq!(shown_and_held(few.clone()), (few, Vec::new()));
+        // 250 leads, every fifth critical: the 50 critical ones are shown
+        // first, then the first 150 high ones in line order.
+        let many = number(
+            (1..=250)
+                .map(|n| Lead {
+                    severity: match n % 5 {
+                        0 => Severity::Critical,
+                        _ => Severity::High,
+                    },
+                    ..lead("a.py", n, "r")
+                })
+                .collect(),
+        );
+        let (shown, held_back) = shown_and_held(many);
+        assert_eq!((shown.len(), held_back.len()), (MOST_PER_TASK, 50));
+        assert!(shown.windows(2).all(|w| w[0].line < w[1].line));
+        assert_eq!(
+            shown
+                .iter()
+                .filter(|l| l.severity == Severity::Critical)
+                .count(),
+            50
+        );
+        assert!(
+            held_back
+                .iter()
+                .all(|l| l.severity == Severity::High && l.line > 187)
+        );
+        let (results, findings) = held(&held_back, 250);
+        assert_eq!((results.len(), findings.len()), (50, 50));
+        assert!(results.iter().all(|r| r.outcome == LeadOutcome::Unanswered));
+        assert!(
+            findings[0]
+                .detail
+                .contains("its group had 250 leads and a task shows at most 200"),
+            "{}",
+            findings[0].detail
+        );
+        assert_eq!((findings[0].path.as_str(), findings[0].line), ("a.py", 188));
     }
 
     #[test]

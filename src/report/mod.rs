@@ -577,6 +577,7 @@ pub(crate) fn assemble(parts: Parts) -> Report {
     notes.extend(run_notes);
     notes.extend(status_notes(&reports));
     notes.extend(triage.notes.iter().cloned());
+    notes.extend(leads.as_ref().and_then(LeadsReport::held_note));
     let doubtful = doubtful(&reports, &triage, &reduced.refuted);
     if let Some(what) = doubtful_note(&doubtful) {
         if policy.strict {

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::agents::AgentTask;
 use crate::model::findings::{FindingCwe, Severity};
@@ -63,20 +64,15 @@ impl SarifLeads {
                 path: file.clone(),
                 error,
             })?;
-            let value: Value = serde_json::from_str(&text).map_err(|e| LeadsError::Json {
-                path: file.clone(),
-                detail: e.to_string(),
-            })?;
-            read_log(root, file, &value, &mut out)?;
+            read_log(root, file, &text, &mut out)?;
         }
         Ok(out)
     }
 
-    /// The leads of one SARIF log already read as JSON (`file` names it
-    /// in errors).
-    pub(crate) fn of_value(root: &Path, file: &Path, log: &Value) -> Result<Self, LeadsError> {
+    /// The leads of one SARIF log's text (`file` names it in errors).
+    pub(crate) fn of_text(root: &Path, file: &Path, text: &str) -> Result<Self, LeadsError> {
         let mut out = Self::default();
-        read_log(root, file, log, &mut out)?;
+        read_log(root, file, text, &mut out)?;
         Ok(out)
     }
 
@@ -146,17 +142,44 @@ impl SarifLeads {
     }
 }
 
+/// A SARIF log as far as the leads need it: each run and each result is
+/// kept as its text (a slice of the file) and read one at a time, so a
+/// log of a million results costs its file's size, not a tree of JSON
+/// values ten times larger.
+#[derive(serde::Deserialize)]
+struct RawLog<'a> {
+    #[serde(default)]
+    version: Option<Value>,
+    #[serde(borrow, default)]
+    runs: Option<&'a RawValue>,
+}
+
+/// One run: its tool (name and rules) read whole, its results as text.
+#[derive(serde::Deserialize)]
+struct RawRun<'a> {
+    #[serde(default)]
+    tool: Option<Value>,
+    #[serde(borrow, default)]
+    results: Option<&'a RawValue>,
+}
+
 /// One SARIF log's results into `out`.
-fn read_log(root: &Path, file: &Path, log: &Value, out: &mut SarifLeads) -> Result<(), LeadsError> {
+fn read_log(root: &Path, file: &Path, text: &str, out: &mut SarifLeads) -> Result<(), LeadsError> {
     let shape = |at: &str, problem: &str| LeadsError::Shape {
         path: file.to_path_buf(),
         at: at.to_string(),
         problem: problem.to_string(),
     };
-    if !log.is_object() {
-        return Err(shape("$", "expected a SARIF log object"));
-    }
-    if let Some(version) = log.get("version")
+    let log: RawLog = serde_json::from_str(text).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => {
+            shape("$", &format!("expected a SARIF log object ({e})"))
+        }
+        _ => LeadsError::Json {
+            path: file.to_path_buf(),
+            detail: e.to_string(),
+        },
+    })?;
+    if let Some(version) = &log.version
         && version.as_str() != Some("2.1.0")
     {
         return Err(shape(
@@ -164,14 +187,20 @@ fn read_log(root: &Path, file: &Path, log: &Value, out: &mut SarifLeads) -> Resu
             &format!("version {version} is not SARIF 2.1.0"),
         ));
     }
-    let runs = log
-        .get("runs")
-        .and_then(Value::as_array)
+    let runs: Vec<&RawValue> = log
+        .runs
+        .and_then(|runs| serde_json::from_str(runs.get()).ok())
         .ok_or_else(|| shape("$.runs", "expected the array of runs"))?;
+    // A `file://` URI is compared with the root as the system names it.
+    let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     for (r, run) in runs.iter().enumerate() {
         let at_run = format!("$.runs[{r}]");
+        let run: RawRun = serde_json::from_str(run.get())
+            .map_err(|e| shape(&at_run, &format!("expected a run object ({e})")))?;
         let tool = run
-            .pointer("/tool/driver/name")
+            .tool
+            .as_ref()
+            .and_then(|t| t.pointer("/driver/name"))
             .and_then(Value::as_str)
             .ok_or_else(|| {
                 shape(
@@ -180,41 +209,51 @@ fn read_log(root: &Path, file: &Path, log: &Value, out: &mut SarifLeads) -> Resu
                 )
             })?
             .to_string();
-        let rules = rules_of(run);
-        let Some(results) = run.get("results") else {
+        let rules = run.tool.as_ref().map(rules_of).unwrap_or_default();
+        let Some(results) = run.results else {
             continue;
         };
-        let results = results
-            .as_array()
-            .ok_or_else(|| shape(&format!("{at_run}.results"), "expected an array"))?;
+        let results: Vec<&RawValue> = serde_json::from_str(results.get())
+            .map_err(|_| shape(&format!("{at_run}.results"), "expected an array"))?;
         for (i, result) in results.iter().enumerate() {
             let at = format!("{at_run}.results[{i}]");
-            let lead = read_result(result, &rules, &tool, &at).map_err(|(at, p)| shape(&at, &p))?;
-            let key = (
-                lead.tool.clone(),
-                lead.rule.clone(),
-                lead.path.clone(),
-                lead.line,
-            );
-            if !out.seen.insert(key) {
-                continue;
-            }
-            match repository_path(root, &lead.path) {
-                Some(path) => out
-                    .by_path
-                    .entry(path.clone())
-                    .or_default()
-                    .push(Lead { path, ..lead }),
-                None => out.outside.push(OutsideLead {
-                    tool: lead.tool,
-                    rule: lead.rule,
-                    location: format!("{}:{}", lead.path, lead.line),
-                    why: "outside the repository: listed, never read".into(),
-                }),
-            }
+            // Valid JSON already: the log parsed.
+            let result: Value = serde_json::from_str(result.get())
+                .map_err(|e| shape(&at, &format!("not a JSON value ({e})")))?;
+            let lead =
+                read_result(&result, &rules, &tool, &at).map_err(|(at, p)| shape(&at, &p))?;
+            add_lead(&canonical, lead, out);
         }
     }
     Ok(())
+}
+
+/// `lead` (its path as the SARIF gives it) into `out`, unless it repeats
+/// one already there: by its path inside the repository, or listed as
+/// outside.
+fn add_lead(root: &Path, lead: Lead, out: &mut SarifLeads) {
+    let key = (
+        lead.tool.clone(),
+        lead.rule.clone(),
+        lead.path.clone(),
+        lead.line,
+    );
+    if !out.seen.insert(key) {
+        return;
+    }
+    match repository_path(root, &lead.path) {
+        Some(path) => out
+            .by_path
+            .entry(path.clone())
+            .or_default()
+            .push(Lead { path, ..lead }),
+        None => out.outside.push(OutsideLead {
+            tool: lead.tool,
+            rule: lead.rule,
+            location: format!("{}:{}", lead.path, lead.line),
+            why: "outside the repository: listed, never read".into(),
+        }),
+    }
 }
 
 /// What a run says of its rules, by id and by index: (id, title,
@@ -226,8 +265,8 @@ struct RuleInfo {
     cwe: FindingCwe,
 }
 
-fn rules_of(run: &Value) -> Vec<RuleInfo> {
-    let Some(rules) = run.pointer("/tool/driver/rules").and_then(Value::as_array) else {
+fn rules_of(tool: &Value) -> Vec<RuleInfo> {
+    let Some(rules) = tool.pointer("/driver/rules").and_then(Value::as_array) else {
         return Vec::new();
     };
     rules
@@ -388,21 +427,17 @@ fn cwe_of(tags: Option<&Value>) -> FindingCwe {
         .unwrap_or_default()
 }
 
-/// `uri` as a repository path under `root`, when it is one: a relative
+/// `uri` as a repository path under `root` (canonical), when it is one: a relative
 /// URI (percent-decoded, `./` and `\` normalised) that stays inside, or a
 /// `file://` URI under `root`. `None` for anything outside.
 fn repository_path(root: &Path, uri: &str) -> Option<String> {
     let decoded = percent_decode(uri)?;
     let relative = match decoded.strip_prefix("file://") {
-        Some(absolute) => {
-            let absolute = Path::new(absolute);
-            let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-            absolute
-                .strip_prefix(&root)
-                .ok()?
-                .to_string_lossy()
-                .into_owned()
-        }
+        Some(absolute) => Path::new(absolute)
+            .strip_prefix(root)
+            .ok()?
+            .to_string_lossy()
+            .into_owned(),
         None if decoded.contains("://") || Path::new(&decoded).is_absolute() => return None,
         None => decoded,
     };
@@ -445,10 +480,7 @@ mod tests {
     use super::*;
 
     fn read_str(root: &Path, text: &str) -> Result<SarifLeads, LeadsError> {
-        let mut out = SarifLeads::default();
-        let value: Value = serde_json::from_str(text).unwrap();
-        read_log(root, Path::new("in.sarif"), &value, &mut out)?;
-        Ok(out)
+        SarifLeads::of_text(root, Path::new("in.sarif"), text)
     }
 
     #[test]

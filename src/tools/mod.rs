@@ -109,6 +109,9 @@ pub(crate) struct Swept {
     /// The redacted text, for the rule engine's leads (none when the file
     /// is unreadable, binary or over the size limit).
     pub(crate) text: Option<String>,
+    /// Why the file could not be read (gone since the inventory, or no
+    /// longer a file): none when it was read.
+    pub(crate) unreadable: Option<String>,
 }
 
 /// A tool's answer.
@@ -299,14 +302,20 @@ impl ToolContext {
     }
 
     fn sweep(&self, detector: &Detector, path: &str) -> Swept {
-        let Ok(file) = self.resolve(path) else {
-            return Swept::default();
+        let unreadable = |why: String| Swept {
+            unreadable: Some(why),
+            ..Swept::default()
+        };
+        let file = match self.resolve(path) {
+            Ok(file) => file,
+            Err(e) => return unreadable(e.to_string()),
         };
         if !file.real.is_file() {
-            return Swept::default();
+            return unreadable(format!("{path} is no longer a file"));
         }
-        let Ok(bytes) = std::fs::read(&file.real) else {
-            return Swept::default();
+        let bytes = match std::fs::read(&file.real) {
+            Ok(bytes) => bytes,
+            Err(e) => return unreadable(format!("cannot read {path}: {e}")),
         };
         let hash = crate::util::sha256_hex(&bytes);
         if is_binary(&bytes) || bytes.len() as u64 > self.limits.max_file_bytes {
@@ -328,6 +337,7 @@ impl ToolContext {
             redactions,
             injections,
             text: Some(redacted),
+            unreadable: None,
         }
     }
 

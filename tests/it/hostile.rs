@@ -390,3 +390,189 @@ async fn a_ten_megabyte_model_answer_is_read_and_its_finding_verified() {
         .collect();
     assert!(found.contains(&("app.py", 2)), "{found:?}");
 }
+
+/// A SARIF of a million results given as leads: three in four name the
+/// file of the repository (500 distinct rules and lines among them, so
+/// more than a task shows), one in four a distinct file outside it. Every
+/// lead of the repository has an outcome (shown to the auditor, or held
+/// back and standing as the analysis's finding, saying so), the outside
+/// ones are listed up to a thousand and counted, and nothing else is
+/// lost.
+#[test]
+fn a_sarif_of_a_million_results_is_read_and_every_lead_accounted_for() {
+    use std::io::Write;
+
+    let repo = scratch();
+    let lines: String = (1..=250).map(|n| format!("value_{n} = {n}\n")).collect();
+    write(repo.path(), "app/a.py", lines.as_bytes());
+    let sarif = repo.path().join("leads.sarif");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&sarif).unwrap());
+    out.write_all(
+        br#"{"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "Hostile", "rules": [{"id": "r0"}, {"id": "r1"}]}}, "results": ["#,
+    )
+    .unwrap();
+    let mut inside = BTreeSet::new();
+    for i in 0..1_000_000u32 {
+        let (uri, line) = match i % 4 {
+            0 => (format!("../elsewhere/x{i}.py"), 1),
+            _ => ("app/a.py".to_string(), i % 250 + 1),
+        };
+        let rule = format!("r{}", (i / 7) % 2);
+        if i % 4 != 0 {
+            inside.insert((rule.clone(), line));
+        }
+        let level = if i % 10 == 0 { "error" } else { "warning" };
+        let comma = if i == 0 { "" } else { "," };
+        write!(
+            out,
+            r#"{comma}{{"ruleId":"{rule}","level":"{level}","message":{{"text":"m{i}"}},"locations":[{{"physicalLocation":{{"artifactLocation":{{"uri":"{uri}"}},"region":{{"startLine":{line}}}}}}}]}}"#
+        )
+        .unwrap();
+    }
+    out.write_all(b"]}]}").unwrap();
+    out.flush().unwrap();
+    drop(out);
+    assert!(inside.len() > 200, "{}", inside.len());
+
+    let out = scan(
+        repo.path(),
+        &[
+            "--leads",
+            sarif.to_str().unwrap(),
+            "--exclude",
+            "leads.sarif",
+        ],
+    );
+    let report = report(&out);
+    accounted_for(repo.path(), &report, &["app/a.py".to_string()]);
+    let leads = &report["leads"];
+    let answered: u64 = leads["tally"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{leads:#}"))
+        .iter()
+        .filter(|t| t["tool"] == "Hostile")
+        .map(|t| {
+            ["confirmed", "dismissed", "unanswered"]
+                .map(|k| t[k].as_u64().unwrap())
+                .iter()
+                .sum::<u64>()
+        })
+        .sum();
+    assert_eq!(
+        answered,
+        inside.len() as u64,
+        "every lead of the repository has an outcome: {leads:#}"
+    );
+    let held = leads["held"].as_u64().unwrap_or(0);
+    assert!(
+        held > 0 && held < answered,
+        "{held} of {answered} held back"
+    );
+    assert!(
+        report["notes"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{held} leads were not put to an auditor"))),
+        "{:#}",
+        report["notes"]
+    );
+    let outside = leads["outside"].as_array().unwrap();
+    assert_eq!(outside.len(), 1_000);
+    assert_eq!(leads["outside_more"], 250_000 - 1_000);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// Files that change while the scan runs: one is deleted before its
+/// group reads it, another is rewritten (shorter, the flagged line gone)
+/// just after the model read it. The report accounts for both; no
+/// verified finding cites code the file no longer has; the finding on the
+/// rewritten file is listed as unverified, not lost.
+#[tokio::test]
+async fn files_deleted_or_rewritten_during_the_scan_are_accounted_for() {
+    use crate::common::{MockModel, Repo, scan_reply};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use wiremock::ResponseTemplate;
+
+    // Each file over the group size: a group each, run one after another.
+    let risky = format!(
+        "import subprocess\n\ndef run(cmd):\n    subprocess.run(cmd, shell=True)\n{}",
+        "# a comment that makes the file longer than a group holds\n".repeat(20)
+    );
+    let repo = Repo::new(&[
+        ("a/one.py", &risky),
+        ("b/gone.py", &risky),
+        ("b/changed.py", &risky),
+    ]);
+    let root = repo.path().to_path_buf();
+    let (deleted, rewritten) = (AtomicBool::new(false), AtomicBool::new(false));
+    let mock = MockModel::openai(Box::new(move |body: &Value, _| {
+        if !deleted.swap(true, Ordering::SeqCst) {
+            std::fs::remove_file(root.join("b/gone.py")).unwrap();
+        }
+        let read_changed = body["messages"].as_array().is_some_and(|m| {
+            m.iter().any(|m| {
+                m["role"] == "tool"
+                    && m["content"]
+                        .as_str()
+                        .is_some_and(|c| c.contains("b/changed.py ("))
+            })
+        });
+        if read_changed && !rewritten.swap(true, Ordering::SeqCst) {
+            std::fs::write(root.join("b/changed.py"), "x = 1\n").unwrap();
+        }
+        ResponseTemplate::new(200).set_body_json(scan_reply("shell=True", body))
+    }))
+    .await;
+    let args = fanscan::ScanArgs {
+        jobs: Some(1),
+        group_tokens: Some(100),
+        no_store: true,
+        ..fanscan::ScanArgs::default()
+    };
+    let settings = mock.settings(repo.path(), &args);
+    let ctx = fanscan::Context::new(settings).unwrap();
+    let report = fanscan::scan(&ctx, &fanscan::Ui::hidden()).await.unwrap();
+
+    let c = &report.coverage;
+    for path in ["a/one.py", "b/gone.py", "b/changed.py"] {
+        let homes = [
+            c.reviewed.iter().any(|p| p == path),
+            c.unread.iter().any(|p| p == path),
+            c.skipped.iter().any(|s| s.path == path),
+            c.failed.iter().any(|f| f.path == path),
+        ];
+        assert_eq!(
+            homes.iter().filter(|h| **h).count(),
+            1,
+            "{path}: {homes:?} {c:?}"
+        );
+    }
+    // Verified findings cite lines the files have now.
+    for m in &report.findings {
+        let f = &m.finding;
+        let text = std::fs::read_to_string(repo.path().join(&f.path))
+            .unwrap_or_else(|e| panic!("a verified finding on {}, which is gone: {e}", f.path));
+        let line = text.lines().nth(f.line as usize - 1);
+        assert!(
+            line.is_some_and(|l| f.evidence.as_deref().is_none_or(|e| l.contains(e.trim()))),
+            "{}:{} is not in the file now: {line:?}",
+            f.path,
+            f.line
+        );
+    }
+    let verified: Vec<&str> = report
+        .findings
+        .iter()
+        .map(|m| m.finding.path.as_str())
+        .collect();
+    assert!(verified.contains(&"a/one.py"), "{verified:?}");
+    assert!(
+        report
+            .unverified
+            .iter()
+            .any(|m| m.finding.path == "b/changed.py"),
+        "the rewritten file's finding is listed as unverified: {:?}",
+        report.unverified
+    );
+}
