@@ -291,11 +291,13 @@ mod tests {
             ]
         );
         assert!(
-            set.get("skeptic")
-                .unwrap()
-                .tools
-                .iter()
-                .all(|t| t == "read_file" || t == "grep"),
+            set.get("skeptic").unwrap().tools.iter().all(|t| [
+                "read_file",
+                "grep",
+                "definition",
+                "references"
+            ]
+            .contains(&t.as_str())),
             "the skeptic reads; it never delegates"
         );
         let delegable: Vec<&str> = set.delegable().map(|d| d.name.as_str()).collect();

@@ -100,7 +100,13 @@ impl AgentTask {
     /// With `leads`, they follow the file list in their own fenced block
     /// (their code and messages are data), and the report format asks for
     /// an answer to each.
-    pub(crate) fn render(&self, preloaded: &[Preloaded], leads: &[Lead], fence: &Fence) -> String {
+    pub(crate) fn render(
+        &self,
+        preloaded: &[Preloaded],
+        leads: &[Lead],
+        elsewhere: &[(String, Vec<String>)],
+        fence: &Fence,
+    ) -> String {
         let mut text = format!("TASK: audit-group {}\n\n", self.group);
         text.push_str(self.instructions.as_deref().unwrap_or(
             "Audit the files below for defects, security risks and reliability problems. \
@@ -125,6 +131,15 @@ impl AgentTask {
         for f in &self.files {
             let language = f.language.as_deref().unwrap_or("text");
             text.push_str(&format!("- {} ({} bytes, {language})\n", f.path, f.bytes));
+        }
+        if !elsewhere.is_empty() {
+            text.push_str(
+                "\nNames these files use that other files define (call definition for a name's source, \
+                 references for its callers):\n",
+            );
+            for (name, paths) in elsewhere {
+                text.push_str(&format!("- {name} ({})\n", paths.join(", ")));
+            }
         }
         text.push_str("\nWhen you are done, give your report.\n");
         text.push_str(REPORT_FORMAT);
@@ -446,6 +461,9 @@ struct Prepared {
     /// Why each of the group's files that could not be read at the start
     /// could not (deleted or replaced since the inventory).
     unreadable: Vec<String>,
+    /// The names the group's files use that other files define, with
+    /// those files: listed in the task for `definition`.
+    elsewhere: Vec<(String, Vec<String>)>,
 }
 
 /// A group made ready before its first call: its files hashed and swept,
@@ -487,7 +505,12 @@ pub(crate) async fn prepare_group(
     let mut report = empty_report(run, task);
     match prepare(run, task, &mut report).await {
         Ok(prepared) => Ok(Ready {
-            text: task.render(&prepared.preloaded, &prepared.leads, run.tools.fence()),
+            text: task.render(
+                &prepared.preloaded,
+                &prepared.leads,
+                &prepared.elsewhere,
+                run.tools.fence(),
+            ),
             report,
             prepared,
         }),
@@ -615,8 +638,17 @@ async fn prepare(
     let paths: Vec<String> = task.files.iter().map(|f| f.path.clone()).collect();
     let tools = Arc::clone(run.tools);
     let preload = run.definition.preload;
-    let (swept, preloads) = tokio::task::spawn_blocking(move || {
+    // The names defined elsewhere are for a model to ask about; the rule
+    // engine reads its files by their trees already, and building the
+    // index costs a parse of every file.
+    let navigates = run.definition.tools.iter().any(|t| t == "definition")
+        && run.provider.engine() == crate::llm::providers::EngineKind::Llm;
+    let (swept, preloads, elsewhere) = tokio::task::spawn_blocking(move || {
         let swept = tools.hash_and_sweep(&paths)?;
+        let elsewhere = match preload && navigates {
+            true => tools.defined_elsewhere(&paths),
+            false => Vec::new(),
+        };
         let preloaded: Vec<_> = if preload {
             paths
                 .iter()
@@ -625,7 +657,7 @@ async fn prepare(
         } else {
             Vec::new()
         };
-        Ok::<_, InjectionRuleError>((swept, preloaded))
+        Ok::<_, InjectionRuleError>((swept, preloaded, elsewhere))
     })
     .await
     // Without the sweep, no secret or injection attempt in the group would
@@ -641,6 +673,7 @@ async fn prepare(
         leads: Vec::new(),
         held: Vec::new(),
         unreadable: Vec::new(),
+        elsewhere,
     };
     let mut leads = task.leads.clone();
     for (index, swept) in swept.into_iter().enumerate() {

@@ -13,5 +13,6 @@
 pub(crate) mod offline;
 pub(crate) mod rules;
 pub(crate) mod source_check;
+pub(crate) mod symbols;
 pub(crate) mod syntax;
 pub(crate) mod taint;

@@ -176,14 +176,15 @@ impl Context {
                 .max(ToolLimits::default().max_file_bytes),
             ..ToolLimits::default()
         };
-        let tools = ToolContext::new(&settings.root, limits, Arc::new(Redactor::new())).map_err(
-            |error| match error {
+        let tools = ToolContext::new(&settings.root, limits, Arc::new(Redactor::new()))
+            .map_err(|error| match error {
                 crate::tools::ToolSetupError::Root(error) => {
                     SetupError::Root { path: shown, error }
                 }
                 other => SetupError::Tools(other.to_string()),
-            },
-        )?;
+            })?
+            // `definition` and `references` answer from the engine's parse.
+            .with_symbols(Arc::new(crate::engine::symbols::index));
         let harness = Harness::new(provider, settings.max_output_tokens, settings.jobs)
             .with_rule_leads(settings.leads.rules.then(|| Arc::clone(&rules)))
             .with_fallback_model(settings.fallback_model.clone());

@@ -1,4 +1,5 @@
-//! The read-only tools a sub-agent may call: `list_dir`, `read_file`, `grep`.
+//! The read-only tools a sub-agent may call: `list_dir`, `read_file`,
+//! `grep`, and `definition` and `references` ([`navigate`]).
 //!
 //! Takes a tool name and the model's raw JSON arguments; gives a
 //! [`ToolOutput`] (text for the model, files read, secrets redacted) or a
@@ -9,13 +10,14 @@
 
 pub(crate) mod fence;
 pub(crate) mod injection;
+pub(crate) mod navigate;
 pub(crate) mod paths;
 pub(crate) mod secrets;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -25,6 +27,7 @@ use crate::model::findings::Finding;
 use crate::util::relock;
 use fence::{Fence, FenceError};
 use injection::{BuiltinTable, Detector, InjectionRuleError};
+use navigate::{DefinitionTool, ReferencesTool, SymbolIndex, SymbolSource};
 use paths::{Resolved, resolve};
 use secrets::{Redaction, Redactor};
 
@@ -77,6 +80,11 @@ pub(crate) struct ToolContext {
     /// same hits, and agents that search for the same class or name walk
     /// the tree once.
     greps: Arc<Mutex<HashMap<String, GrepAnswer>>>,
+    /// What builds the symbol index (`definition`, `references`); none
+    /// where the run has no parser.
+    symbol_source: Option<SymbolSource>,
+    /// The index, built on the first call that needs it, once a run.
+    symbols: Arc<OnceLock<Arc<SymbolIndex>>>,
 }
 
 /// A `grep` answer kept for the run: its text and its redactions.
@@ -165,7 +173,39 @@ impl ToolContext {
             fence: Fence::random()?,
             injection: Arc::new(BuiltinTable::new()),
             greps: Arc::default(),
+            symbol_source: None,
+            symbols: Arc::default(),
         })
+    }
+
+    /// The same context, whose `definition` and `references` answer from
+    /// the index `source` builds.
+    pub(crate) fn with_symbols(self, source: SymbolSource) -> Self {
+        Self {
+            symbol_source: Some(source),
+            symbols: Arc::default(),
+            ..self
+        }
+    }
+
+    /// The names `files` use that are defined only in other files, with
+    /// where (none without a symbol index).
+    pub(crate) fn defined_elsewhere(&self, files: &[String]) -> Vec<(String, Vec<String>)> {
+        self.symbols()
+            .map(|index| index.defined_elsewhere(files))
+            .unwrap_or_default()
+    }
+
+    /// The run's symbol index, built on first use.
+    fn symbols(&self) -> Result<Arc<SymbolIndex>, ToolError> {
+        let Some(source) = &self.symbol_source else {
+            return Err(ToolError::Model(
+                "definition and references are not available in this run; use grep".into(),
+            ));
+        };
+        Ok(Arc::clone(
+            self.symbols.get_or_init(|| Arc::new(source(self))),
+        ))
     }
 
     /// The run's fence around file text.
@@ -189,6 +229,7 @@ impl ToolContext {
             scope: Some(Arc::new(files.into_iter().collect())),
             // Another scope finds other hits.
             greps: Arc::default(),
+            symbols: Arc::default(),
             ..self.clone()
         }
     }
@@ -258,6 +299,49 @@ impl ToolContext {
                 names().collect::<Vec<_>>().join(", ")
             ))),
         }
+    }
+
+    /// Every file of the scan: what the symbol index reads.
+    pub(crate) fn files(&self) -> Result<Vec<String>, ToolError> {
+        Ok(self.files_under(&self.resolve("")?, None))
+    }
+
+    /// The text of `path` as the tools show it (secrets redacted).
+    pub(crate) fn text(&self, path: &str) -> Result<String, ToolError> {
+        Ok(self.load_text(&self.resolve(path)?)?.0)
+    }
+
+    /// The files of the scan under the directory `base` whose path or name
+    /// matches `glob`, in name order.
+    fn files_under(&self, base: &Resolved, glob: Option<&globset::GlobMatcher>) -> Vec<String> {
+        let walker = ignore::WalkBuilder::new(&base.real)
+            .hidden(false)
+            .follow_links(false)
+            // As the inventory: no ignore file above the scan root and
+            // no global excludes, or a search would miss files in scope.
+            .parents(false)
+            .git_global(false)
+            .sort_by_file_name(std::cmp::Ord::cmp)
+            .filter_entry(|e| e.file_name() != ".git")
+            .add_custom_ignore_filename(".fanscanignore")
+            .build();
+        let mut files = Vec::new();
+        for entry in walker.filter_map(Result::ok) {
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let Ok(rel) = entry.path().strip_prefix(&self.root) else {
+                continue;
+            };
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            let name_matches = glob.is_none_or(|g| {
+                g.is_match(&rel) || entry.file_name().to_str().is_some_and(|n| g.is_match(n))
+            });
+            if name_matches && self.in_scope(&rel) {
+                files.push(rel);
+            }
+        }
+        files
     }
 
     /// The text of `path`, a file of the scan, as the tools show it
@@ -460,7 +544,8 @@ pub(crate) trait Tool: Sync {
 
 /// Every tool that exists. None of them can write, execute or reach the
 /// network; agent definitions may only name these.
-pub(crate) const REGISTRY: &[&dyn Tool] = &[&ListDir, &ReadFile, &Grep];
+pub(crate) const REGISTRY: &[&dyn Tool] =
+    &[&ListDir, &ReadFile, &Grep, &DefinitionTool, &ReferencesTool];
 
 /// The tool named `name`, if it exists.
 pub(crate) fn find(name: &str) -> Option<&'static dyn Tool> {
@@ -735,43 +820,16 @@ impl Grep {
             ),
             None => None,
         };
-        let mut files: Vec<String> = Vec::new();
-        if base.real.is_file() {
-            if !ctx.in_scope(&base.rel) {
+        let files = match base.real.is_file() {
+            true if !ctx.in_scope(&base.rel) => {
                 return Err(ToolError::Model(format!(
                     "{:?} is outside this scan (excluded, ignored, binary or too large)",
                     base.rel
                 )));
             }
-            files.push(base.rel.clone());
-        } else {
-            let walker = ignore::WalkBuilder::new(&base.real)
-                .hidden(false)
-                .follow_links(false)
-                // As the inventory: no ignore file above the scan root and
-                // no global excludes, or grep would miss files in scope.
-                .parents(false)
-                .git_global(false)
-                .sort_by_file_name(std::cmp::Ord::cmp)
-                .filter_entry(|e| e.file_name() != ".git")
-                .add_custom_ignore_filename(".fanscanignore")
-                .build();
-            for entry in walker.filter_map(Result::ok) {
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    continue;
-                }
-                let Ok(rel) = entry.path().strip_prefix(&ctx.root) else {
-                    continue;
-                };
-                let rel = rel.to_string_lossy().replace('\\', "/");
-                let name_matches = glob.as_ref().is_none_or(|g| {
-                    g.is_match(&rel) || entry.file_name().to_str().is_some_and(|n| g.is_match(n))
-                });
-                if name_matches && ctx.in_scope(&rel) {
-                    files.push(rel);
-                }
-            }
-        }
+            true => vec![base.rel.clone()],
+            false => ctx.files_under(&base, glob.as_ref()),
+        };
         let mut out = String::new();
         let mut hits = 0usize;
         let mut redactions = Vec::new();

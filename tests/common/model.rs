@@ -440,3 +440,17 @@ pub fn path_like(text: &str) -> Vec<String> {
     found.dedup();
     found
 }
+
+/// The text of a message's or a tool result's `content`: a string, or an
+/// array of text parts joined (both wire formats).
+pub fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}

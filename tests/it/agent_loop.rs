@@ -92,7 +92,7 @@ async fn tools_offered_are_exactly_the_allow_list() {
     run(&mock, &repo, "auditor", &["src/main.rs"]).await;
     assert_eq!(
         tool_names(&mock.requests()[0].body),
-        vec!["list_dir", "read_file", "grep"]
+        vec!["list_dir", "read_file", "grep", "definition", "references"]
     );
 }
 

@@ -27,15 +27,7 @@ fn repo() -> Repo {
 
 /// Text of a Chat Completions message (a string or an array of parts).
 fn text_of(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
+    crate::common::content_text(&message["content"])
 }
 
 fn messages(body: &Value) -> Vec<Value> {

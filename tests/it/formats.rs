@@ -58,7 +58,7 @@ fn budget_repo() -> (Repo, ScanArgs) {
     let args = ScanArgs {
         jobs: Some(1),
         group_tokens: Some(100),
-        max_tokens: Some(4_500),
+        max_tokens: Some(5_100),
         ..ScanArgs::default()
     };
     (repo, args)

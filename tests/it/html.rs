@@ -50,7 +50,7 @@ fn incomplete_repo() -> (Repo, ScanArgs) {
     let args = ScanArgs {
         jobs: Some(1),
         group_tokens: Some(100),
-        max_tokens: Some(4_500),
+        max_tokens: Some(5_100),
         no_store: true,
         ..ScanArgs::default()
     };

@@ -33,6 +33,7 @@ mod injection;
 mod large_plans;
 mod leads;
 mod module_graph;
+mod navigate;
 mod pipeline;
 mod prompts;
 mod refusals;

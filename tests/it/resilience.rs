@@ -194,12 +194,13 @@ async fn a_token_budget_stops_the_run_inside_it_with_a_complete_partial_report()
         ResponseTemplate::new(200).set_body_json(reply)
     }))
     .await;
-    // A group starts only when its estimate (about 4,800 tokens: two turns
-    // of its prefix, the system prompt's fence notice included) fits beside
+    // A group starts only when its estimate (about 5,300 tokens: two turns
+    // of its prefix, the system prompt's fence notice and five tools'
+    // specs included) fits beside
     // what was spent and reserved, so some groups run (how many depends on
     // the estimate's size) and the rest never start.
     let budget = ScanArgs {
-        max_tokens: Some(5_000),
+        max_tokens: Some(5_600),
         ..one_dir_per_group(1)
     };
     let settings = mock.settings_with(repo.path(), run_args(ProviderArgs::default(), budget));
@@ -211,7 +212,7 @@ async fn a_token_budget_stops_the_run_inside_it_with_a_complete_partial_report()
         report
             .incomplete_reasons
             .iter()
-            .any(|r| r.contains("--max-tokens 5000")),
+            .any(|r| r.contains("--max-tokens 5600")),
         "{:?}",
         report.incomplete_reasons
     );
@@ -221,7 +222,7 @@ async fn a_token_budget_stops_the_run_inside_it_with_a_complete_partial_report()
         report.groups
     );
     assert!(
-        report.stats.input_tokens + report.stats.output_tokens <= 5_000,
+        report.stats.input_tokens + report.stats.output_tokens <= 5_600,
         "{:?}",
         report.stats
     );

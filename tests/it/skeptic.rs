@@ -712,7 +712,7 @@ async fn a_budget_stop_leaves_unchallenged_findings_as_they_are_and_says_so() {
         repo.path(),
         RunArgs {
             scan: fanscan::ScanArgs {
-                max_tokens: Some(4400),
+                max_tokens: Some(5200),
                 // The budget is sized to the task without leads.
                 leads: vec!["off".into()],
                 ..fanscan::ScanArgs::default()

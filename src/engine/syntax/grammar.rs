@@ -115,6 +115,44 @@ impl Grammar {
         }
     }
 
+    /// The grammar's tags query (tree-sitter's `tags.scm`: what defines
+    /// and what references a name), when this build has the grammar.
+    /// TypeScript's adds its own forms to JavaScript's.
+    pub(crate) fn tags_query(self) -> Option<String> {
+        #[allow(unreachable_patterns)] // every arm is there with all features on
+        match self {
+            #[cfg(feature = "lang-c")]
+            Self::C => Some(tree_sitter_c::TAGS_QUERY.into()),
+            #[cfg(feature = "lang-cpp")]
+            Self::Cpp => Some(tree_sitter_cpp::TAGS_QUERY.into()),
+            #[cfg(feature = "lang-csharp")]
+            Self::CSharp => Some(tree_sitter_c_sharp::TAGS_QUERY.into()),
+            #[cfg(feature = "lang-go")]
+            Self::Go => Some(tree_sitter_go::TAGS_QUERY.into()),
+            #[cfg(feature = "lang-java")]
+            Self::Java => Some(tree_sitter_java::TAGS_QUERY.into()),
+            #[cfg(feature = "lang-javascript")]
+            Self::JavaScript => Some(tree_sitter_javascript::TAGS_QUERY.into()),
+            #[cfg(feature = "lang-php")]
+            Self::Php => Some(tree_sitter_php::TAGS_QUERY.into()),
+            #[cfg(feature = "lang-python")]
+            Self::Python => Some(tree_sitter_python::TAGS_QUERY.into()),
+            #[cfg(feature = "lang-ruby")]
+            Self::Ruby => Some(tree_sitter_ruby::TAGS_QUERY.into()),
+            #[cfg(feature = "lang-rust")]
+            Self::Rust => Some(tree_sitter_rust::TAGS_QUERY.into()),
+            #[cfg(all(feature = "lang-typescript", feature = "lang-javascript"))]
+            Self::TypeScript | Self::Tsx => Some(format!(
+                "{}\n{}",
+                tree_sitter_javascript::TAGS_QUERY,
+                tree_sitter_typescript::TAGS_QUERY
+            )),
+            #[cfg(feature = "lang-typescript")]
+            Self::TypeScript | Self::Tsx => Some(tree_sitter_typescript::TAGS_QUERY.into()),
+            _ => None,
+        }
+    }
+
     /// Every grammar, in order.
     #[cfg(test)]
     pub(crate) const ALL: [Self; 12] = [

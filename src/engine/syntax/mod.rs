@@ -129,6 +129,19 @@ pub(crate) const FUNCTION_KINDS: &[&str] = &[
 
 /// Parses `text`, the whole of `path`, within `limits`.
 pub(crate) fn parse(path: &str, text: &str, limits: &Limits) -> Result<Syntax, Unparsed> {
+    let (grammar, tree) = parse_tree(path, text, limits)?;
+    Syntax::read(grammar, tree, text.to_string(), limits)
+}
+
+/// The bare tree of `text` (the whole of `path`), parsed within `limits`'
+/// size and time, without the walk that reads comments and functions:
+/// for a query over the tree (the symbol index), which walks it by the
+/// query's own cursor.
+pub(crate) fn parse_tree(
+    path: &str,
+    text: &str,
+    limits: &Limits,
+) -> Result<(Grammar, Tree), Unparsed> {
     let grammar = Grammar::of_path(path).ok_or(Unparsed::NoGrammar)?;
     let language = grammar
         .language()
@@ -164,7 +177,7 @@ pub(crate) fn parse(path: &str, text: &str, limits: &Limits) -> Result<Syntax, U
     if over.get() {
         return Err(over_time());
     }
-    Syntax::read(grammar, tree, text.to_string(), limits)
+    Ok((grammar, tree))
 }
 
 impl Syntax {
