@@ -139,7 +139,7 @@ const TABLE: &str = include_str!("../../configs/sources.toml");
 /// only literals is no constant: it is followed into its class, or
 /// uncertain; a statement that goes on after an assignment or an operator
 /// at the end of its line is read whole).
-const CHECK_VERSION: u32 = 7;
+const CHECK_VERSION: u32 = 8;
 
 /// What stored verdicts of the check depend on: its version and its
 /// table's text.
@@ -1352,7 +1352,14 @@ impl Trace<'_> {
             let (Some(&head), Some(&last)) = (segments.first(), segments.last()) else {
                 continue;
             };
-            if WORDS.contains(&head) && segments.len() == 1 {
+            // A keyword of one language is a name in another (`ref` in
+            // Go, `fn` in JavaScript): a parameter or a variable the
+            // function sets is never a keyword.
+            if WORDS.contains(&head)
+                && segments.len() == 1
+                && !self.params.contains(head)
+                && !self.sets(head)
+            {
                 continue;
             }
             if call {
@@ -2388,6 +2395,33 @@ mod tests {
         ] {
             let j = judge_text(path, text, rule);
             assert_eq!(j.verdict, verdict, "{path}: {j:?}");
+        }
+    }
+
+    #[test]
+    fn a_parameter_named_like_another_languages_keyword_is_a_parameter() {
+        // `ref` is a keyword of Rust and C#, `fn` a name in JavaScript:
+        // here each is what the caller passed, never a constant.
+        for (path, text, rule, param) in [
+            (
+                "git.go",
+                "package deploy\n\nimport \"os/exec\"\n\nfunc Checkout(ref string) error {\n\treturn exec.Command(\"sh\", \"-c\", \"git checkout \"+ref).Run() // SINK\n}\n",
+                "exec/shell-dash-c",
+                "ref",
+            ),
+            (
+                "run.js",
+                "const { exec } = require(\"child_process\");\nfunction run(fn) {\n  exec(\"convert \" + fn); // SINK\n}\n",
+                "exec/node-child-process",
+                "fn",
+            ),
+        ] {
+            let j = judge_text(path, text, rule);
+            assert_eq!(j.verdict, "uncertain", "{path}: {j:?}");
+            assert!(
+                j.why.contains(&format!("parameter `{param}`")),
+                "{path}: {j:?}"
+            );
         }
     }
 

@@ -1,0 +1,5 @@
+import subprocess
+
+
+def compress(name):
+    return subprocess.run("gzip -k /var/backups/" + name, shell=True, check=True)
