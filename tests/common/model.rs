@@ -442,7 +442,7 @@ pub fn path_like(text: &str) -> Vec<String> {
 }
 
 /// The text of a message's or a tool result's `content`: a string, or an
-/// array of text parts joined (both wire formats).
+/// array of text parts, one a line (both wire formats).
 pub fn content_text(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
@@ -450,7 +450,7 @@ pub fn content_text(content: &Value) -> String {
             .iter()
             .filter_map(|p| p["text"].as_str())
             .collect::<Vec<_>>()
-            .join(""),
+            .join("\n"),
         _ => String::new(),
     }
 }

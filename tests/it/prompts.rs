@@ -15,7 +15,7 @@ use wiremock::ResponseTemplate;
 use fanscan::{Context, FailOn, RunArgs, Ui};
 
 use crate::common::{
-    MockModel, Repo, findings_turn, path_like, reducer_turn, text_turn, tool_turn,
+    MockModel, Repo, content_text, findings_turn, path_like, reducer_turn, text_turn, tool_turn,
 };
 
 #[test]
@@ -55,19 +55,6 @@ fn without_file_blocks(text: &str) -> String {
         }
     }
     out
-}
-
-/// The text of a message's content: a string or a list of text parts.
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 /// Everything of a request a prompt writer wrote: the system and user
