@@ -298,7 +298,10 @@ pub(crate) async fn run_ready(
     task: &AgentTask,
     ready: Option<Ready>,
 ) -> GroupReport {
-    let tools: Arc<dyn ReadOnlyTools> = Arc::<ToolContext>::clone(run.tools);
+    let tools: Arc<dyn ReadOnlyTools> = Arc::new(
+        run.tools
+            .for_task(task.files.iter().map(|f| f.path.clone())),
+    );
     let router = ToolRouter::new(tools, &run.definition.tools);
     run_subagent_on(run, task, &router, ready).await
 }

@@ -87,9 +87,14 @@ impl Offline {
                 return Ok(reply(None, calls));
             }
             let judged = skeptic_judge(&self.rules, facts, &seen);
-            // A class the value is returned by that no file read declares:
-            // searched for once, then its files are read (above).
-            let calls = skeptic_searches(request, facts, &judged, &seen);
+            // A class the value is returned by that no file read declares,
+            // and a value from a parameter (its callers, as the
+            // `references` tool lists them, in the files they are in):
+            // asked for in the same turn.
+            let mut wanted = skeptic_searches(request, facts, &judged, &seen);
+            let (judged, callers) = self.skeptic_callers(request, facts, judged, &seen);
+            wanted.extend(callers);
+            let calls = tool_calls(request, wanted);
             if !calls.is_empty() {
                 return Ok(reply(None, calls));
             }
@@ -100,6 +105,148 @@ impl Offline {
             return Ok(reply(None, calls));
         }
         Ok(reply(Some(self.report(request, facts, &seen)?), Vec::new()))
+    }
+
+    /// Each uncertain verdict whose value comes from a parameter, followed
+    /// to the function's callers ([`crate::engine::taint::follow`]): the
+    /// `references` calls and file reads that wants first (none once asked
+    /// or when the tools are off), then the verdicts with what it found.
+    fn skeptic_callers(
+        &self,
+        request: &ChatRequest,
+        facts: &Facts,
+        mut judged: Vec<source_check::Judged>,
+        seen: &Conversation,
+    ) -> (Vec<source_check::Judged>, Vec<Value>) {
+        // Without the tools (switched off, or the last turn) it says what
+        // the answers it has show.
+        let offered = |name: &str| request.tools.iter().any(|t| t.name == name);
+        if !offered("references") || !offered("read_file") {
+            return (judged, Vec::new());
+        }
+        let listed = |name: &str| seen.references.get(name).cloned();
+        let followed: Vec<_> = facts
+            .challenges
+            .par_iter()
+            .zip(judged.par_iter())
+            .map(|(c, j)| {
+                (j.verdict == "uncertain").then(|| {
+                    crate::engine::taint::follow(
+                        &self.rules.trees,
+                        &seen.contents,
+                        &c.path,
+                        c.line,
+                        c.rule.as_deref(),
+                        &listed,
+                    )
+                })
+            })
+            .collect();
+        let mut wanted: Vec<Value> = Vec::new();
+        let mut names: BTreeSet<&str> = BTreeSet::new();
+        let mut files: BTreeSet<&str> = BTreeSet::new();
+        for f in followed.iter().flatten() {
+            names.extend(f.names.iter().map(String::as_str));
+            files.extend(f.files.iter().map(String::as_str));
+        }
+        for name in names {
+            if !seen
+                .calls
+                .contains(&("references".into(), name.to_string(), 0))
+            {
+                wanted.push(json!({"tool": "references", "name": name}));
+            }
+        }
+        for path in files {
+            let read = seen
+                .calls
+                .iter()
+                .any(|(n, p, _)| n == "read_file" && p == path);
+            if !read && !seen.contents.contains_key(path) {
+                wanted.push(json!({"tool": "read_file", "path": path}));
+            }
+        }
+        // A caller's file read in part: its later pages (the check reads
+        // a file's tree only when all of it is read).
+        let sites: BTreeSet<&str> = seen
+            .references
+            .values()
+            .flat_map(|l| l.sites.iter().map(|(p, _)| p.as_str()))
+            .collect();
+        for (path, offset) in &seen.continuations {
+            let line = u32::try_from(*offset).unwrap_or(u32::MAX);
+            let shown = seen
+                .contents
+                .get(path)
+                .is_some_and(|s| s.contains_key(&line));
+            if sites.contains(path.as_str())
+                && !shown
+                && !seen
+                    .calls
+                    .contains(&("read_file".into(), path.clone(), *offset))
+            {
+                wanted.push(json!({"tool": "read_file", "path": path, "offset": offset}));
+            }
+        }
+        if request.tool_choice == ToolChoice::Auto && !wanted.is_empty() {
+            return (judged, wanted);
+        }
+        for ((c, j), f) in facts.challenges.iter().zip(judged.iter_mut()).zip(followed) {
+            let Some(f) = f else {
+                continue;
+            };
+            match f.outcome {
+                crate::engine::taint::Outcome::Nothing => {}
+                crate::engine::taint::Outcome::Confirmed(steps) => {
+                    let trace = steps
+                        .iter()
+                        .map(|(p, s)| format!("{p}:{} {}", s.line, s.what))
+                        .collect::<Vec<_>>()
+                        .join(" → ");
+                    *j = source_check::Judged {
+                        verdict: "confirmed",
+                        confidence: 8,
+                        why: format!("followed to its callers with the references tool: {trace}"),
+                        flow: steps
+                            .iter()
+                            .filter(|(p, _)| *p == c.path)
+                            .map(|(_, s)| s.line)
+                            .collect(),
+                        elsewhere: steps
+                            .iter()
+                            .filter(|(p, _)| *p != c.path)
+                            .map(|(p, s)| (p.clone(), s.line))
+                            .collect(),
+                        wants: BTreeSet::new(),
+                    };
+                }
+                crate::engine::taint::Outcome::Refuted(sites) => {
+                    let calls = sites
+                        .iter()
+                        .map(|(p, l)| format!("{p}:{l}"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    *j = source_check::Judged {
+                        verdict: "refuted",
+                        confidence: 7,
+                        why: format!(
+                            "the value at line {} comes from a parameter; followed to every call with the references tool, each passes a literal, a constant, or a value checked or cleaned for this kind of sink ({calls})",
+                            c.line
+                        ),
+                        flow: j.flow.clone(),
+                        elsewhere: sites,
+                        wants: BTreeSet::new(),
+                    };
+                }
+                crate::engine::taint::Outcome::Uncertain(why) => {
+                    j.why = format!(
+                        "{}; its callers, followed with the references tool: {why}",
+                        j.why
+                    );
+                }
+            }
+        }
+        (judged, Vec::new())
     }
 
     /// The final report: the rule set applied to every line seen, and an
@@ -326,7 +473,7 @@ fn skeptic_searches(
     facts: &Facts,
     judged: &[source_check::Judged],
     seen: &Conversation,
-) -> Vec<ToolCall> {
+) -> Vec<Value> {
     let can_search =
         request.tool_choice == ToolChoice::Auto && request.tools.iter().any(|t| t.name == "grep");
     if !can_search {
@@ -354,7 +501,7 @@ fn skeptic_searches(
             wanted.push(call);
         }
     }
-    tool_calls(request, wanted)
+    wanted
 }
 
 /// The reads a careful model would ask for next: the task's files not
@@ -572,6 +719,8 @@ struct Conversation {
     listed_files: BTreeSet<String>,
     /// Files named by `grep` hits.
     found: BTreeSet<String>,
+    /// `references` answers by the name asked for.
+    references: BTreeMap<String, crate::engine::taint::Listed>,
 }
 
 impl Conversation {
@@ -585,6 +734,8 @@ impl Conversation {
                 c.long_lines.insert((path.clone(), line));
             }
         }
+        // The name each `references` call asked for, by the call's id.
+        let mut asked: BTreeMap<&str, String> = BTreeMap::new();
         for message in messages {
             match message {
                 Message::User { text } => c.blocks(text),
@@ -592,12 +743,18 @@ impl Conversation {
                     for call in tool_calls {
                         let args: Value =
                             serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-                        // A search is known by its pattern.
-                        let key = if call.name == "grep" {
-                            "pattern"
-                        } else {
-                            "path"
+                        // A search is known by its pattern, a symbol by its
+                        // name.
+                        let key = match call.name.as_str() {
+                            "grep" => "pattern",
+                            "references" | "definition" => "name",
+                            _ => "path",
                         };
+                        if call.name == "references"
+                            && let Some(name) = args["name"].as_str()
+                        {
+                            asked.insert(&call.id, name.to_string());
+                        }
                         let path = args[key].as_str().unwrap_or_default().to_string();
                         let offset = args["offset"].as_u64().unwrap_or(0);
                         if call.name == "read_file" && args["limit"].as_u64() == Some(1) {
@@ -625,6 +782,19 @@ impl Conversation {
                     is_error: false,
                     ..
                 } if name == "grep" => c.grep_result(content),
+                Message::ToolResult {
+                    call_id,
+                    name,
+                    content,
+                    is_error: false,
+                } if name == "references" => {
+                    if let Some(asked) = asked.get(call_id.as_str()) {
+                        c.references.insert(
+                            asked.clone(),
+                            crate::engine::taint::read_references(content),
+                        );
+                    }
+                }
                 _ => {}
             }
         }

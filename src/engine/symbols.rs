@@ -17,6 +17,7 @@ use tree_sitter::{Query, QueryCursor, StreamingIterator};
 use super::syntax::{self, Grammar, Limits};
 use crate::tools::ToolContext;
 use crate::tools::navigate::{Definition, Reference, SymbolIndex};
+use crate::util::language::language_of;
 
 /// The kinds of definition a reference's enclosing function can be.
 const FUNCTION_KINDS: &[&str] = &["function", "method"];
@@ -75,6 +76,11 @@ pub(crate) fn index(ctx: &ToolContext) -> SymbolIndex {
     index
 }
 
+/// Languages of data, configuration and prose, by [`language_of`]'s names.
+const NOT_CODE: &[&str] = &[
+    "yaml", "toml", "json", "css", "dotenv", "markdown", "xml", "ini", "protobuf",
+];
+
 /// The symbols of one file; a file that cannot be read adds nothing.
 fn of_file(
     ctx: &ToolContext,
@@ -82,6 +88,11 @@ fn of_file(
     queries: &HashMap<Grammar, Query>,
     limits: &Limits,
 ) -> FileSymbols {
+    // Data, configuration and prose define and call nothing: not searched
+    // (what has no language at all neither).
+    if language_of(path).is_none_or(|l| NOT_CODE.contains(&l)) {
+        return FileSymbols::default();
+    }
     let Ok(text) = ctx.text(path) else {
         return FileSymbols::default();
     };

@@ -387,7 +387,7 @@ impl Stage<'_> {
         let (preloaded, reads, seen) = self.preload(&path, batch).await;
         let ids: Vec<String> = (1..=batch.len()).map(|i| format!("f{i}")).collect();
         let text = render_task(&path, batch, &ids, &preloaded);
-        let tools: Arc<dyn ReadOnlyTools> = Arc::<ToolContext>::clone(self.tools);
+        let tools: Arc<dyn ReadOnlyTools> = Arc::new(self.tools.for_task([path.clone()]));
         let router = ToolRouter::new(tools, &self.definition.tools);
         let schema_ids = ids.clone();
         let schema = move |_: &[String]| verdicts_output(&schema_ids);

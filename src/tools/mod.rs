@@ -85,6 +85,9 @@ pub(crate) struct ToolContext {
     symbol_source: Option<SymbolSource>,
     /// The index, built on the first call that needs it, once a run.
     symbols: Arc<OnceLock<Arc<SymbolIndex>>>,
+    /// The files of the task the tools serve (a group's, the skeptic's
+    /// file): `references` lists its hits there first.
+    group: Option<Arc<std::collections::HashSet<String>>>,
 }
 
 /// A `grep` answer kept for the run: its text and its redactions.
@@ -175,6 +178,7 @@ impl ToolContext {
             greps: Arc::default(),
             symbol_source: None,
             symbols: Arc::default(),
+            group: None,
         })
     }
 
@@ -221,6 +225,20 @@ impl ToolContext {
     /// The compiled injection rule table (compiled on first use).
     pub(crate) fn injection_detector(&self) -> Result<&Detector, &InjectionRuleError> {
         self.injection.detector()
+    }
+
+    /// The same context (its scope and caches shared) serving a task on
+    /// `files`: answers that rank hits put those files first.
+    pub(crate) fn for_task(&self, files: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            group: Some(Arc::new(files.into_iter().collect())),
+            ..self.clone()
+        }
+    }
+
+    /// Whether `rel` is a file of the task the tools serve.
+    pub(crate) fn in_task(&self, rel: &str) -> bool {
+        self.group.as_ref().is_some_and(|g| g.contains(rel))
     }
 
     /// The same context, limited to `files` (repo-relative paths).

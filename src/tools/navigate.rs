@@ -103,6 +103,8 @@ const MOST_DEFINITIONS: usize = 5;
 const DEFINITION_LINES: u32 = 120;
 /// Most references one `references` answer lists.
 const MOST_REFERENCES: usize = 60;
+/// Most definitions a `references` answer names.
+const MOST_DEFINED: usize = 10;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -287,13 +289,15 @@ impl Tool for ReferencesTool {
     fn run(&self, ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
         let (name, path) = parse::<SymbolArgs>(self.name(), args)?.read(ctx)?;
         let index = ctx.symbols()?;
-        let found: Vec<&Reference> = index
+        let mut found: Vec<&Reference> = index
             .references
             .get(&name)
             .into_iter()
             .flatten()
             .filter(|r| under(&r.path, path.as_deref()))
             .collect();
+        // The task's own files first, each part in path and line order.
+        found.sort_by_key(|r| !ctx.in_task(&r.path));
         let texts = text_matches(
             ctx,
             &index.unparsed,
@@ -312,6 +316,22 @@ impl Tool for ReferencesTool {
                 }
             ),
         };
+        // Where the name is defined: a name defined in more than one file
+        // is not one function, and a reader must tell which a call runs.
+        let defined: Vec<&Definition> =
+            index.definitions.get(&name).into_iter().flatten().collect();
+        if !defined.is_empty() {
+            let shown: Vec<String> = defined
+                .iter()
+                .take(MOST_DEFINED)
+                .map(|d| format!("{}:{}", d.path, d.line))
+                .collect();
+            write!(text, "defined at: {}", shown.join(", "))?;
+            match defined.len().saturating_sub(MOST_DEFINED) {
+                0 => writeln!(text)?,
+                more => writeln!(text, ", and {more} more")?,
+            }
+        }
         let mut redactions = Vec::new();
         let mut texts_of: HashMap<&str, (String, Vec<super::secrets::Redaction>)> = HashMap::new();
         for r in found.iter().take(MOST_REFERENCES) {

@@ -1429,3 +1429,68 @@ fn the_offline_engine_traces_a_value_into_another_files_function() {
     let (_, clean) = scan(&[]);
     assert!(traced(&clean).is_none(), "{:?}", clean.findings);
 }
+
+/// A Flask view that takes `customer` from the request (after `check`),
+/// a service that passes it on, and a store that splices it into SQL.
+fn shop(check: &str) -> Repo {
+    let views = format!(
+        "from flask import Flask, request\n\nfrom .service import OrderService\n\napp = Flask(__name__)\nservice = OrderService()\n\n\n@app.route(\"/orders\")\ndef orders():\n    customer = request.args.get(\"customer\", \"\")\n{check}    return str(service.history(customer))\n"
+    );
+    let service = "from .store import OrderStore\n\n\nclass OrderService:\n    def __init__(self):\n        self.store = OrderStore()\n\n    def history(self, customer):\n        return self.store.orders_for(customer)\n";
+    let store = "import sqlite3\n\n\nclass OrderStore:\n    def orders_for(self, customer):\n        cur = sqlite3.connect(\"shop.db\").cursor()\n        cur.execute(\"SELECT id FROM orders WHERE customer = '\" + customer + \"'\")\n        return cur.fetchall()\n";
+    Repo::new(&[
+        ("shop/views.py", views.as_str()),
+        ("shop/service.py", service),
+        ("shop/store.py", store),
+    ])
+}
+
+/// The offline engine, through the binary: the skeptic follows a value
+/// from a parameter to its callers with the `references` tool, two files
+/// up: confirmed with the trace when the view passes the request's value,
+/// refuted when the view returns on a failed check first, and confirmed
+/// again when the check does not leave.
+#[test]
+fn the_offline_skeptic_follows_a_parameter_to_its_callers_in_other_files() {
+    let judged = |check: &str| {
+        let repo = shop(check);
+        let root = repo.path().to_str().unwrap();
+        let args = [
+            "scan",
+            root,
+            "--format",
+            "json",
+            "--quiet",
+            "--no-store",
+            "--challenge",
+            "low",
+        ];
+        let out = fanscan(&args);
+        let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+        let all = report.findings.iter().chain(&report.refuted);
+        let m = all
+            .filter(|m| m.finding.path == "shop/store.py" && m.finding.line == 7)
+            .find(|m| m.challenge.is_some())
+            .cloned()
+            .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&out.stdout)));
+        let c = m.challenge.unwrap();
+        (c.stance, c.reason, c.flow)
+    };
+    let (stance, reason, flow) = judged("");
+    assert_eq!(stance, Stance::Confirmed, "{reason}");
+    assert!(reason.contains("references tool"), "{reason}");
+    assert!(
+        flow.iter().any(|s| s.starts_with("shop/views.py:11")),
+        "the flow starts at the request in the view: {flow:?}"
+    );
+    let (stance, reason, _) =
+        judged("    if not customer.isalnum():\n        return \"bad customer\", 400\n");
+    assert_eq!(stance, Stance::Refuted, "{reason}");
+    assert!(reason.contains("shop/views.py:14"), "{reason}");
+    let (stance, reason, _) = judged("    if not customer.isalnum():\n        print(\"odd\")\n");
+    assert_eq!(
+        stance,
+        Stance::Confirmed,
+        "a check that does not leave: {reason}"
+    );
+}

@@ -40,7 +40,7 @@ pub(crate) struct Open {
     pub(crate) sink: String,
     pub(crate) line: u32,
     /// The sink's own step, the last of a trace.
-    last: Step,
+    pub(super) last: Step,
     pub(crate) end: End,
 }
 

@@ -30,6 +30,8 @@
 //! followed) and goes by a cursor, never by recursion.
 
 mod across;
+mod allowed;
+mod callers;
 mod constant;
 mod guards;
 mod keys;
@@ -44,6 +46,7 @@ use std::sync::LazyLock;
 use tree_sitter::Node;
 
 pub(crate) use across::{Across, across};
+pub(crate) use callers::{Listed, Outcome, follow, read_references};
 pub(crate) use table::{Table, TaintTableError};
 
 use super::source_check::{self, Files, Judged, Patterns, SourceTable};
@@ -53,7 +56,7 @@ use super::syntax::{
 use crate::util::language::language_of;
 
 /// Bumped whenever the analysis would report the same code differently.
-const VERSION: u32 = 9;
+const VERSION: u32 = 10;
 
 /// Most nodes one trace walks.
 const BUDGET: usize = 20_000;
@@ -1808,10 +1811,11 @@ impl<'t> Scope<'t> {
 
     /// Whether `n` is a value a condition around it checks, and the name
     /// it is read from is not set again in the checked arm before it.
-    fn checked(&self, syntax: &Syntax, n: Node<'_>) -> bool {
+    fn checked(&self, syntax: &Syntax, n: Node<'_>, cwe: u32) -> bool {
         let text = syntax.text_of(n);
         self.guards.iter().any(|g| {
-            g.start <= n.start_byte()
+            g.cleans(cwe)
+                && g.start <= n.start_byte()
                 && n.end_byte() <= g.end
                 && g.value == text
                 && !self.assigns.iter().any(|a| {
@@ -2491,7 +2495,7 @@ impl<'a, 't> Tracer<'a, 't> {
             if self.cleans(n, call.as_ref()) {
                 return Visit::Skip;
             }
-            if !self.scope.guards.is_empty() && self.scope.checked(self.syntax, n) {
+            if !self.scope.guards.is_empty() && self.scope.checked(self.syntax, n, self.class.cwe) {
                 self.seen.checked = true;
                 return Visit::Skip;
             }

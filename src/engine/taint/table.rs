@@ -158,11 +158,15 @@ impl Sink {
 }
 
 /// Whether a callee named `dotted` is one of `calls`: `name` matches a
-/// callee whose last name it is, `a.b` one whose dotted name ends with it.
+/// callee whose last name it is, `a.b` one whose dotted name ends with it,
+/// `name()` a callee that is that name alone (a function imported by name,
+/// not a method of any object).
 pub(super) fn names_call(calls: &[String], dotted: &str) -> bool {
     let last = dotted.rsplit('.').next().unwrap_or(dotted);
     calls.iter().any(|c| {
-        if c.contains('.') {
+        if let Some(bare) = c.strip_suffix("()") {
+            dotted == bare
+        } else if c.contains('.') {
             dotted == c
                 || dotted
                     .strip_suffix(c.as_str())

@@ -856,3 +856,84 @@ fn a_value_the_condition_around_it_checks_to_be_a_number_is_safe_there() {
     let include = "<?php\n$p = $_GET['p'];\nif (ctype_digit($p)) {\n  include('page' . $p . '.php');\n}\ninclude($p);\n";
     assert_eq!(sinks("i.php", include), [("include/php".to_string(), 6)]);
 }
+
+#[test]
+fn a_check_that_leaves_when_it_fails_guards_the_rest_of_its_block() {
+    // Python: an early return on a failed check, a list of literals.
+    let py = "@app.route('/a')\ndef a():\n    n = request.args['n']\n    if not n.isalnum():\n        return 'bad', 400\n    os.system('kill ' + n)\n";
+    assert!(sinks("a.py", py).is_empty(), "{:?}", flows("a.py", py));
+    let listed = "@app.route('/a')\ndef a():\n    n = request.args['n']\n    if n not in ('TERM', 'HUP'):\n        return 'bad', 400\n    os.system('kill -' + n)\n";
+    assert!(
+        sinks("b.py", listed).is_empty(),
+        "{:?}",
+        flows("b.py", listed)
+    );
+    // The check does not leave, the sink is before it, or the value is
+    // set again after it: not safe.
+    for unsafe_ in [
+        py.replace("        return 'bad', 400\n", "        log('bad')\n"),
+        py.replace(
+            "    os.system('kill ' + n)\n",
+            "    n = request.args['m']\n    os.system('kill ' + n)\n",
+        ),
+        "@app.route('/a')\ndef a():\n    n = request.args['n']\n    os.system('kill ' + n)\n    if not n.isalnum():\n        return 'bad', 400\n".to_string(),
+        listed.replace("not in", "in"),
+    ] {
+        assert_eq!(sinks("c.py", &unsafe_).len(), 1, "{unsafe_}");
+    }
+    // Java: a null test or a failed whole match, then a return.
+    let java = "class A extends HttpServlet {\n  void doGet(HttpServletRequest req, HttpServletResponse resp) throws Exception {\n    String h = req.getParameter(\"h\");\n    if (h == null || !h.matches(\"[a-z0-9-]{1,63}\")) {\n      resp.sendError(400);\n      return;\n    }\n    Runtime.getRuntime().exec(new String[] {\"sh\", \"-c\", \"ping \" + h});\n  }\n}\n";
+    assert!(
+        sinks("A.java", java).is_empty(),
+        "{:?}",
+        flows("A.java", java)
+    );
+    // A dot or a slash let through: still a path.
+    let path = java.replace("[a-z0-9-]{1,63}", "[a-z0-9./]+").replace(
+        "Runtime.getRuntime().exec(new String[] {\"sh\", \"-c\", \"ping \" + h});",
+        "new java.io.FileInputStream(\"/srv/\" + h);",
+    );
+    assert_eq!(sinks("B.java", &path).len(), 1, "{path}");
+    // A pattern that lets a quote or anything through cleans nothing.
+    for pattern in ["[^;]+", ".*", "[a-z']+"] {
+        let open = java.replace("[a-z0-9-]{1,63}", pattern);
+        assert_eq!(sinks("C.java", &open).len(), 1, "{open}");
+    }
+}
+
+#[test]
+fn patterns_compiled_once_and_literal_lists_are_read_where_they_are_set() {
+    // Go: a package-level pattern, and a number parsed with its error.
+    let go = "package d\n\nvar refPattern = regexp.MustCompile(`^[0-9a-f]{7,40}$`)\n\nfunc Hook(w http.ResponseWriter, r *http.Request) {\n\tref := r.FormValue(\"ref\")\n\tif !refPattern.MatchString(ref) {\n\t\thttp.Error(w, \"bad\", 400)\n\t\treturn\n\t}\n\texec.Command(\"sh\", \"-c\", \"git checkout \"+ref).Run()\n}\n";
+    assert!(sinks("h.go", go).is_empty(), "{:?}", flows("h.go", go));
+    let loose = go.replace("^[0-9a-f]{7,40}$", "[0-9a-f]{7,40}");
+    assert_eq!(sinks("h.go", &loose).len(), 1, "{loose}");
+    let number = "package d\n\nfunc Hook(w http.ResponseWriter, r *http.Request) {\n\tid := r.FormValue(\"id\")\n\tif _, err := strconv.Atoi(id); err != nil {\n\t\treturn\n\t}\n\texec.Command(\"sh\", \"-c\", \"kill \"+id).Run()\n}\n";
+    assert!(
+        sinks("n.go", number).is_empty(),
+        "{:?}",
+        flows("n.go", number)
+    );
+    // JavaScript: a regex literal's test, a list's includes.
+    let js = "app.get('/c', (req, res) => {\n  const f = String(req.query.f);\n  if (!/^[\\w-]+$/.test(f)) {\n    return res.status(400).end();\n  }\n  exec('convert ' + f);\n});\n";
+    assert!(sinks("c.js", js).is_empty(), "{:?}", flows("c.js", js));
+    let multiline = js.replace("/^[\\w-]+$/", "/^[\\w-]+$/m");
+    assert_eq!(sinks("c.js", &multiline).len(), 1, "{multiline}");
+    let includes = "app.get('/c', (req, res) => {\n  const f = String(req.query.f);\n  if (!['png', 'jpg'].includes(f)) {\n    return res.status(400).end();\n  }\n  exec('convert a.' + f);\n});\n";
+    assert!(
+        sinks("d.js", includes).is_empty(),
+        "{:?}",
+        flows("d.js", includes)
+    );
+    // Python: a compiled pattern's fullmatch; `$` in a search lets a
+    // final newline through, which still splits a shell's commands.
+    let py = "SAFE = re.compile(r'[A-Za-z0-9_.-]+')\n\n@app.route('/a')\ndef a():\n    n = request.args['n']\n    if not SAFE.fullmatch(n):\n        abort(400)\n        return\n    os.system('gzip ' + n)\n";
+    assert!(sinks("e.py", py).is_empty(), "{:?}", flows("e.py", py));
+    let dollar = py
+        .replace("r'[A-Za-z0-9_.-]+'", "r'^[A-Za-z0-9_.-]+$'")
+        .replace("SAFE.fullmatch", "SAFE.match");
+    assert_eq!(sinks("f.py", &dollar).len(), 1, "{dollar}");
+    // Set twice: not known.
+    let twice = py.replace("\n\n@app", "\nSAFE = re.compile(r'.*')\n\n@app");
+    assert_eq!(sinks("g.py", &twice).len(), 1, "{twice}");
+}
