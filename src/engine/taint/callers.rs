@@ -343,7 +343,7 @@ fn passed_at(
             ));
             continue;
         };
-        let scope = scopes.around(syntax, call.node);
+        let scope = closure_owner(syntax, &mut scopes, call.node, arg);
         if scope.is_dead(call.node) {
             out.push((at, Passed::Clean));
             continue;
@@ -372,6 +372,40 @@ fn passed_at(
         out.push((at, passed));
     }
     out
+}
+
+/// The scope a call's argument is read in: the function around the call,
+/// or, when that is a function without a name (a callback, `new
+/// Promise((resolve, reject) => …)`, a lambda) that neither takes nor sets
+/// a name the argument reads, the function it is written in, and so on
+/// out to a named function: the callback reads that function's variables.
+fn closure_owner<'t>(
+    syntax: &'t crate::engine::syntax::Syntax,
+    scopes: &mut Scopes<'t>,
+    call: tree_sitter::Node<'t>,
+    arg: tree_sitter::Node<'t>,
+) -> std::rc::Rc<super::Scope<'t>> {
+    let names = super::names_in(syntax, arg);
+    let mut scope = scopes.around(syntax, call);
+    for _ in 0..8 {
+        let func = scope.node;
+        let own =
+            |n: &String| scope.params.iter().any(|(p, _)| p == n) || scope.by_name.contains_key(n);
+        if super::function_name(syntax, func).is_some() || names.iter().any(own) {
+            break;
+        }
+        let Some(parent) = func.parent() else {
+            break;
+        };
+        let outer = scopes.around(syntax, parent);
+        // The file's top level is no function: its names are not the
+        // callback's to read here.
+        if outer.node.parent().is_none() {
+            break;
+        }
+        scope = outer;
+    }
+    scope
 }
 
 /// Reads a `references` answer ([`crate::tools::navigate`]'s text): its
@@ -556,6 +590,64 @@ mod tests {
         let nobody = |_: &str| Some(Listed::default());
         let f = follow(&trees, &files, "inv/ItemDao.java", 5, None, &nobody);
         assert!(matches!(f.outcome, Outcome::Uncertain(_)), "{f:?}");
+    }
+
+    #[test]
+    fn a_callback_reads_the_variables_of_the_function_it_is_written_in() {
+        let js = |check: &str| -> Files {
+            let routes = format!(
+                "const {{ search }} = require(\"./contacts\");\nrouter.get(\"/c\", async (req, res) => {{\n  const name = String(req.query.name || \"\");\n{check}  res.json(await search(name));\n}});\n"
+            );
+            let contacts = "const { contactsNamed } = require(\"./db\");\nfunction search(name) {\n  return new Promise((resolve, reject) => {\n    contactsNamed(name, (err, rows) => (err ? reject(err) : resolve(rows)));\n  });\n}\n";
+            let db = "function contactsNamed(name, done) {\n  pool.query(\"SELECT * FROM contacts WHERE name = '\" + name + \"'\", done);\n}\n";
+            [
+                ("crm/routes.js", routes.as_str()),
+                ("crm/contacts.js", contacts),
+                ("crm/db.js", db),
+            ]
+            .into_iter()
+            .map(|(p, t)| (p.to_string(), crate::util::numbered(t)))
+            .collect()
+        };
+        let trees = Trees::new(Limits::default());
+        let follow_js = |files: &Files| {
+            let listed = |name: &str| {
+                let mut l = answer(files, name)?;
+                l.sites = files
+                    .iter()
+                    .flat_map(|(p, lines)| {
+                        lines
+                            .iter()
+                            .filter(|(_, t)| {
+                                t.contains(&format!("{name}(")) && !t.contains("function")
+                            })
+                            .map(move |(n, _)| (p.clone(), *n))
+                    })
+                    .collect();
+                l.defined = Some(vec![
+                    if name == "search" {
+                        "crm/contacts.js"
+                    } else {
+                        "crm/db.js"
+                    }
+                    .to_string(),
+                ]);
+                Some(l)
+            };
+            follow(&trees, files, "crm/db.js", 2, None, &listed).outcome
+        };
+        assert!(
+            matches!(follow_js(&js("")), Outcome::Confirmed(_)),
+            "{:?}",
+            follow_js(&js(""))
+        );
+        let checked =
+            js("  if (!/^[\\w ]{1,64}$/.test(name)) {\n    return res.status(400).end();\n  }\n");
+        assert!(
+            matches!(follow_js(&checked), Outcome::Refuted(_)),
+            "{:?}",
+            follow_js(&checked)
+        );
     }
 
     #[test]
