@@ -411,7 +411,8 @@ fn resolve_batch(
     }
     let secs = scan.batch_poll.or(file.batch_poll).unwrap_or(60.0);
     if !secs.is_finite() || secs <= 0.0 || secs > 86_400.0 {
-        return Err(ConfigError::BatchPoll(secs.to_string()));
+        let given = setting(scan.batch_poll.is_some(), "batch-poll", "batch_poll", secs);
+        return Err(ConfigError::BatchPoll(given));
     }
     Ok(Some(BatchSettings {
         poll_max: Duration::from_secs_f64(secs),
@@ -595,8 +596,8 @@ pub enum ConfigError {
         "no API key for --provider {provider}: set ${env} (or name another variable with --api-key-env), or use --provider offline"
     )]
     NoApiKey { provider: &'static str, env: String },
-    #[error("--jobs must be at least 1")]
-    NoJobs,
+    #[error("{0} must be at least 1")]
+    NoJobs(String),
     #[error("--samples {n}: give 1 to {max} (each sample audits every group once more)")]
     Samples { n: u32, max: u32 },
     #[error("--quorum {k}: give 1 to the number of samples ({n})")]
@@ -605,16 +606,16 @@ pub enum ConfigError {
     LeadsOff,
     #[error("--leads {0:?}: give off, rules, or a SARIF file (FILE.sarif or FILE.sarif.json)")]
     LeadsValue(String),
-    #[error("--group-tokens {0} is too small to hold a file; use at least 100 (default 24000)")]
-    GroupTokens(u64),
+    #[error("{0} is too small to hold a file; use at least 100 (default 24000)")]
+    GroupTokens(String),
     #[error(
-        "--context-tokens {0} is not a model's context window; give the window in tokens, from 8000 (default 64000)"
+        "{0} is not a model's context window; give the window in tokens, from 8000 (default 64000)"
     )]
-    ContextTokens(u64),
-    #[error("--max-duration {0:?} is not a duration; write e.g. 90s, 20m or 2h")]
+    ContextTokens(String),
+    #[error("{0} is not a duration; write e.g. 90s, 20m or 2h")]
     Duration(String),
-    #[error("--max-cost must be a positive number of US dollars")]
-    MaxCost,
+    #[error("{0} must be a positive number of US dollars")]
+    MaxCost(String),
     #[error(
         "--batch sends the model calls through a provider's batch API: pass --provider openai or anthropic (the offline engine answers at once)"
     )]
@@ -628,7 +629,7 @@ pub enum ConfigError {
     )]
     FallbackEmpty,
     #[error(
-        "--batch-poll {0} is not a wait between polls; give seconds, more than 0 and at most 86400 (default 60)"
+        "{0} is not a wait between polls; give seconds, more than 0 and at most 86400 (default 60)"
     )]
     BatchPoll(String),
     #[error(
@@ -1134,6 +1135,17 @@ struct Limits {
     group_tokens: u64,
 }
 
+/// A setting's value as an error names it: the flag it was given with
+/// (`--jobs 0`), or the key of `fanscan.toml` it came from (`jobs = 0` in
+/// fanscan.toml), so the user fixes the right place.
+fn setting(by_flag: bool, flag: &str, key: &str, value: impl std::fmt::Display) -> String {
+    if by_flag {
+        format!("--{flag} {value}")
+    } else {
+        format!("`{key} = {value}` in fanscan.toml")
+    }
+}
+
 /// Request limits, retries, concurrency and the size of a group.
 fn resolve_limits(
     provider: &ProviderArgs,
@@ -1142,18 +1154,35 @@ fn resolve_limits(
 ) -> Result<Limits, ConfigError> {
     let jobs = scan.jobs.or(file.jobs).unwrap_or(8);
     if jobs == 0 {
-        return Err(ConfigError::NoJobs);
+        return Err(ConfigError::NoJobs(setting(
+            scan.jobs.is_some(),
+            "jobs",
+            "jobs",
+            jobs,
+        )));
     }
     let group_tokens = scan.group_tokens.or(file.group_tokens).unwrap_or(24_000);
     if group_tokens < 100 {
-        return Err(ConfigError::GroupTokens(group_tokens));
+        let given = setting(
+            scan.group_tokens.is_some(),
+            "group-tokens",
+            "group_tokens",
+            group_tokens,
+        );
+        return Err(ConfigError::GroupTokens(given));
     }
     let context_tokens = provider
         .context_tokens
         .or(file.context_tokens)
         .unwrap_or(64_000);
     if !(8_000..=100_000_000).contains(&context_tokens) {
-        return Err(ConfigError::ContextTokens(context_tokens));
+        let given = setting(
+            provider.context_tokens.is_some(),
+            "context-tokens",
+            "context_tokens",
+            context_tokens,
+        );
+        return Err(ConfigError::ContextTokens(given));
     }
     let secs = |arg: Option<u64>, file: Option<u64>, default: u64| {
         Duration::from_secs(arg.or(file).unwrap_or(default))
@@ -1195,12 +1224,20 @@ struct Budget {
 /// `--max-cost`, `--max-tokens`, `--max-duration`.
 fn resolve_budget(scan: &ScanArgs, file: &FileConfig) -> Result<Budget, ConfigError> {
     let max_duration = match scan.max_duration.clone().or(file.max_duration.clone()) {
-        Some(text) => Some(parse_duration(&text).ok_or(ConfigError::Duration(text))?),
+        Some(text) => Some(parse_duration(&text).ok_or_else(|| {
+            ConfigError::Duration(setting(
+                scan.max_duration.is_some(),
+                "max-duration",
+                "max_duration",
+                format!("{text:?}"),
+            ))
+        })?),
         None => None,
     };
     let max_cost = scan.max_cost.or(file.max_cost);
-    if max_cost.is_some_and(|c| !c.is_finite() || c <= 0.0) {
-        return Err(ConfigError::MaxCost);
+    if let Some(cost) = max_cost.filter(|c| !c.is_finite() || *c <= 0.0) {
+        let given = setting(scan.max_cost.is_some(), "max-cost", "max_cost", cost);
+        return Err(ConfigError::MaxCost(given));
     }
     Ok(Budget {
         max_cost,

@@ -170,6 +170,45 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("fanscan.toml:1:"));
 
+    // A bad value is named where it was given: the file's key, or the flag.
+    for (toml, file_says, flag, flag_says) in [
+        (
+            "jobs = 0\n",
+            "`jobs = 0` in fanscan.toml must be at least 1",
+            "--jobs",
+            "--jobs 0 must be",
+        ),
+        (
+            "group_tokens = 40\n",
+            "`group_tokens = 40` in fanscan.toml is too small",
+            "--group-tokens",
+            "--group-tokens 40 is too small",
+        ),
+        (
+            "max_duration = \"soon\"\n",
+            "`max_duration = \"soon\"` in fanscan.toml is not a duration",
+            "--max-duration",
+            "--max-duration \"soon\" is not",
+        ),
+    ] {
+        let repo = Repo::new(&[("a.rs", "x"), ("fanscan.toml", toml)]);
+        let root = repo.path().to_str().unwrap();
+        let out = fanscan(&["scan", root]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(file_says), "{err}");
+        let value = flag_says
+            .split(' ')
+            .nth(1)
+            .unwrap_or_default()
+            .trim_matches('"');
+        let repo = Repo::new(&[("a.rs", "x")]);
+        let out = fanscan(&["scan", repo.path().to_str().unwrap(), flag, value]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag_says), "{err}");
+    }
+
     let out = fanscan(&["scan", ".", "--provider", "openai"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("$OPENAI_API_KEY"));
