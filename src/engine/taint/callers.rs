@@ -161,6 +161,14 @@ pub(crate) fn follow(
         return out;
     }
     let mut unknown: Vec<String> = Vec::new();
+    // A value that is not its parameters' alone is never refuted by what
+    // the callers pass (it may still be confirmed by it).
+    if let Some(p) = queue.iter().find(|p| !p.end.whole) {
+        unknown.push(format!(
+            "the value at line {line} also holds what `{}` reads besides its parameters",
+            p.end.function
+        ));
+    }
     let mut clean: Vec<(String, u32)> = Vec::new();
     let mut followed = 0usize;
     while let Some(p) = queue.pop() {
@@ -362,7 +370,12 @@ fn passed_at(
             Passed::Unknown("passes a value of its object's own state".into())
         } else if seen.params.is_empty() {
             Passed::Clean
-        } else if ends.len() >= seen.params.len() {
+        } else if ends.iter().all(|e| e.whole)
+            && seen
+                .params
+                .iter()
+                .all(|p| ends.iter().any(|e| e.param == *p))
+        {
             Passed::Param(ends)
         } else {
             Passed::Unknown(
@@ -550,6 +563,17 @@ mod tests {
             "{:?}",
             followed(&checked)
         );
+        // The sink's value also reads the object's state: what the callers
+        // pass does not decide it, so it is never refuted.
+        let mut stateful = checked.clone();
+        if let Some(dao) = stateful.get_mut("inv/ItemDao.java") {
+            dao.insert(
+                5,
+                "    return st.executeQuery(\"SELECT * FROM \" + this.table + \" WHERE category = '\" + category + \"'\");".into(),
+            );
+        }
+        let f = followed(&stateful);
+        assert!(matches!(f.outcome, Outcome::Uncertain(_)), "{f:?}");
         // A check that does not leave proves nothing.
         let logged = java(
             "    if (!java.util.Set.of(\"books\").contains(category)) {\n      log(category);\n    }\n",

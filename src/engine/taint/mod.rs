@@ -589,7 +589,22 @@ impl Taint {
         let mut tracer = Tracer::new(syntax, self.sources, class, scope, scopes);
         match values.iter().find_map(|v| tracer.trace(*v)) {
             Some(steps) => Ok((steps, tracer.seen.calls)),
-            None => Err(std::mem::take(&mut tracer.ends)),
+            None => {
+                let mut ends = std::mem::take(&mut tracer.ends);
+                // The value is its parameters' alone only when nothing else
+                // went into it that the walk could not see.
+                let seen = &tracer.seen;
+                let whole = !seen.opaque
+                    && !seen.state
+                    && seen
+                        .params
+                        .iter()
+                        .all(|p| ends.iter().any(|e| e.param == *p));
+                for end in &mut ends {
+                    end.whole = whole;
+                }
+                Err(ends)
+            }
         }
     }
 
@@ -2164,6 +2179,11 @@ pub(crate) struct End {
     pub(crate) class: Option<String>,
     /// From the parameter to the value at the sink, in order.
     pub(crate) steps: Vec<Step>,
+    /// Everything else in the value is a literal or a constant: what the
+    /// callers pass for the parameters decides it whole (not when the
+    /// value also reads the object's state or something the walk cannot
+    /// follow).
+    pub(crate) whole: bool,
 }
 
 /// What a walk met besides sources.
@@ -2312,6 +2332,7 @@ impl<'a, 't> Tracer<'a, 't> {
             arity: across::arity(self.syntax, func),
             class: across::class_of(self.syntax, func).map(str::to_string),
             steps,
+            whole: true,
         });
     }
 
