@@ -157,36 +157,16 @@ impl Offline {
                 wanted.push(json!({"tool": "references", "name": name}));
             }
         }
-        for path in files {
-            let read = seen
-                .calls
-                .iter()
-                .any(|(n, p, _)| n == "read_file" && p == path);
-            if !read && !seen.contents.contains_key(path) {
-                wanted.push(json!({"tool": "read_file", "path": path}));
-            }
-        }
-        // A caller's file read in part: its later pages (the check reads
-        // a file's tree only when all of it is read).
-        let sites: BTreeSet<&str> = seen
+        // Each caller's file whole: the check reads a file's tree only
+        // when all of it is read.
+        let sites = seen
             .references
             .values()
             .flat_map(|l| l.sites.iter().map(|(p, _)| p.as_str()))
-            .collect();
-        for (path, offset) in &seen.continuations {
-            let line = u32::try_from(*offset).unwrap_or(u32::MAX);
-            let shown = seen
-                .contents
-                .get(path)
-                .is_some_and(|s| s.contains_key(&line));
-            if sites.contains(path.as_str())
-                && !shown
-                && !seen
-                    .calls
-                    .contains(&("read_file".into(), path.clone(), *offset))
-            {
-                wanted.push(json!({"tool": "read_file", "path": path, "offset": offset}));
-            }
+            .filter(|p| seen.contents.contains_key(*p));
+        let files: BTreeSet<&str> = files.into_iter().chain(sites).collect();
+        for path in files {
+            wanted.extend(seen.whole_file_wanted(path));
         }
         if request.tool_choice == ToolChoice::Auto && !wanted.is_empty() {
             return (judged, wanted);
@@ -197,28 +177,8 @@ impl Offline {
             };
             match f.outcome {
                 crate::engine::taint::Outcome::Nothing => {}
-                crate::engine::taint::Outcome::Confirmed(steps) => {
-                    let trace = steps
-                        .iter()
-                        .map(|(p, s)| format!("{p}:{} {}", s.line, s.what))
-                        .collect::<Vec<_>>()
-                        .join(" → ");
-                    *j = source_check::Judged {
-                        verdict: "confirmed",
-                        confidence: 8,
-                        why: format!("followed to its callers with the references tool: {trace}"),
-                        flow: steps
-                            .iter()
-                            .filter(|(p, _)| *p == c.path)
-                            .map(|(_, s)| s.line)
-                            .collect(),
-                        elsewhere: steps
-                            .iter()
-                            .filter(|(p, _)| *p != c.path)
-                            .map(|(p, s)| (p.clone(), s.line))
-                            .collect(),
-                        wants: BTreeSet::new(),
-                    };
+                crate::engine::taint::Outcome::Confirmed(flow) => {
+                    *j = flow.confirmed(8, "followed to its callers with the references tool");
                 }
                 crate::engine::taint::Outcome::Refuted(sites) => {
                     let calls = sites
@@ -575,20 +535,7 @@ fn skeptic_reads(request: &ChatRequest, facts: &Facts, seen: &Conversation) -> V
     paths.extend(seen.found.iter().take(FOUND_FILES).map(String::as_str));
     let mut wanted: Vec<Value> = Vec::new();
     for path in paths {
-        let shown = seen.contents.get(path);
-        let read = |offset: u64| {
-            seen.calls
-                .contains(&("read_file".into(), path.to_string(), offset))
-        };
-        if !shown.is_some_and(|s| s.contains_key(&1)) && !read(0) && !read(1) {
-            wanted.push(json!({"tool": "read_file", "path": path}));
-        }
-        for (p, offset) in &seen.continuations {
-            let line = u32::try_from(*offset).unwrap_or(u32::MAX);
-            if p == path && !shown.is_some_and(|s| s.contains_key(&line)) && !read(*offset) {
-                wanted.push(json!({"tool": "read_file", "path": path, "offset": offset}));
-            }
-        }
+        wanted.extend(seen.whole_file_wanted(path));
         wanted.extend(seen.long_lines_wanted(Some(path)));
     }
     tool_calls(request, wanted)
@@ -799,6 +746,27 @@ impl Conversation {
             }
         }
         c
+    }
+
+    /// The reads that show all of `path` not asked for yet: from its top
+    /// unless its first line is shown, and each later page not shown.
+    fn whole_file_wanted(&self, path: &str) -> Vec<Value> {
+        let shown = self.contents.get(path);
+        let read = |offset: u64| {
+            self.calls
+                .contains(&("read_file".into(), path.to_string(), offset))
+        };
+        let mut wanted = Vec::new();
+        if !shown.is_some_and(|s| s.contains_key(&1)) && !read(0) && !read(1) {
+            wanted.push(json!({"tool": "read_file", "path": path}));
+        }
+        for (p, offset) in &self.continuations {
+            let line = u32::try_from(*offset).unwrap_or(u32::MAX);
+            if p == path && !shown.is_some_and(|s| s.contains_key(&line)) && !read(*offset) {
+                wanted.push(json!({"tool": "read_file", "path": path, "offset": offset}));
+            }
+        }
+        wanted
     }
 
     /// A read of each line shown cut (of `only`, else of every file) not

@@ -78,6 +78,22 @@ pub(crate) struct CrossFlow {
 }
 
 impl CrossFlow {
+    /// The skeptic's confirmation of this flow, found `how`: its steps in
+    /// the sink's file are the flow, the callers' steps in the other files
+    /// come first, elsewhere.
+    pub(crate) fn confirmed(&self, confidence: u8, how: &str) -> super::Judged {
+        let (here, elsewhere): (Vec<_>, Vec<_>) =
+            self.steps.iter().partition(|(p, _)| *p == self.path);
+        super::Judged {
+            verdict: "confirmed",
+            confidence,
+            why: format!("{how}: {}", self.trace()),
+            flow: here.iter().map(|(_, s)| s.line).collect(),
+            elsewhere: elsewhere.iter().map(|(p, s)| (p.clone(), s.line)).collect(),
+            wants: std::collections::BTreeSet::new(),
+        }
+    }
+
     /// The trace as one sentence, each file named where it starts:
     /// `a.py line 3: … → line 4: … → b.py line 9: …`.
     pub(crate) fn trace(&self) -> String {

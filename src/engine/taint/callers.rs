@@ -16,7 +16,7 @@
 
 use std::collections::BTreeSet;
 
-use super::across::Open;
+use super::across::{CrossFlow, Open};
 use super::{Call, End, Scopes, Step, Taint, Tracer, Visit, callee_name, on_tree, shown, walk};
 use crate::engine::source_check::Files;
 use crate::engine::syntax::Trees;
@@ -75,9 +75,9 @@ pub(crate) enum Outcome {
     /// The value has no parameter to follow: the check's own verdict
     /// stands.
     Nothing,
-    /// A source reaches the value through a call: each step with its file,
-    /// from the source to the sink.
-    Confirmed(Vec<(String, Step)>),
+    /// A source reaches the value through a call: the flow, each step with
+    /// its file, from the source to the sink.
+    Confirmed(CrossFlow),
     /// Every call passes a clean value: the calls.
     Refuted(Vec<(String, u32)>),
     /// Why it cannot tell.
@@ -238,7 +238,12 @@ pub(crate) fn follow(
                             steps.into_iter().map(|s| (site_path.clone(), s)).collect();
                         trace.push(call_step);
                         trace.extend(p.tail.iter().cloned());
-                        out.outcome = Outcome::Confirmed(trace);
+                        out.outcome = Outcome::Confirmed(CrossFlow {
+                            path: path.to_string(),
+                            line,
+                            sink: p.sink.clone(),
+                            steps: trace,
+                        });
                         return out;
                     }
                     Passed::Clean => clean.push((site_path.clone(), call_line)),
@@ -530,10 +535,11 @@ mod tests {
     #[test]
     fn a_request_value_two_calls_up_is_confirmed_with_its_trace() {
         let files = java("");
-        let Outcome::Confirmed(steps) = followed(&files).outcome else {
+        let Outcome::Confirmed(flow) = followed(&files).outcome else {
             panic!("{:?}", followed(&files));
         };
-        let trace: Vec<String> = steps
+        let trace: Vec<String> = flow
+            .steps
             .iter()
             .map(|(p, s)| format!("{p}:{}", s.line))
             .collect();

@@ -707,15 +707,7 @@ pub(crate) fn judge(
         wants: BTreeSet::new(),
     };
     if let Some(flow) = across.and_then(|a| a.at(path, line, rule)) {
-        let (here, elsewhere): (Vec<_>, Vec<_>) = flow.steps.iter().partition(|(p, _)| p == path);
-        let mut judged = proven(
-            "confirmed",
-            format!("traced on the syntax trees across files: {}", flow.trace()),
-            here.iter().map(|(_, s)| s.line).collect(),
-        );
-        // The callers' steps, in the other files, come first.
-        judged.elsewhere = elsewhere.iter().map(|(p, s)| (p.clone(), s.line)).collect();
-        return judged;
+        return flow.confirmed(9, "traced on the syntax trees across files");
     }
     // One look at the tree, its functions' scopes made once: the taint
     // rule's flow into the line, and what reaches the line.
