@@ -352,6 +352,38 @@ mod tool_tests {
     }
 
     #[test]
+    fn references_say_where_a_name_is_defined_and_put_the_tasks_files_first() {
+        let mut files = FILES.to_vec();
+        files.push((
+            "lib/other.js",
+            "function show(q) {\n  render(q);\n}\nfunction render(x) {}\n",
+        ));
+        // Prose and data naming it are not code: never listed.
+        files.push(("docs/notes.md", "call render(q) to draw\n"));
+        files.push(("conf/app.yaml", "render: true\n"));
+        let (_dir, ctx) = repo(&files);
+        let out = call(&ctx, "references", r#"{"name": "render"}"#);
+        assert!(
+            out.contains("defined at: lib/other.js:4, web/util.js:1\n"),
+            "{out}"
+        );
+        let order = |out: &str| -> Vec<String> {
+            out.lines()
+                .filter(|l| l.ends_with(']'))
+                .filter_map(|l| l.split(':').next().map(str::to_string))
+                .collect()
+        };
+        assert_eq!(order(&out), ["lib/other.js", "web/page.js"], "{out}");
+        let task = ctx.for_task(["web/page.js".to_string()]);
+        let out = call(&task, "references", r#"{"name": "render"}"#);
+        assert_eq!(order(&out), ["web/page.js", "lib/other.js"], "{out}");
+        assert!(
+            !out.contains("notes.md") && !out.contains("app.yaml"),
+            "{out}"
+        );
+    }
+
+    #[test]
     fn a_name_not_there_a_path_that_narrows_and_a_file_outside_the_scan() {
         let (_dir, ctx) = repo(FILES);
         let none = call(&ctx, "definition", r#"{"name": "nowhere"}"#);
