@@ -17,7 +17,7 @@
 //! [`crate::llm::conversation::Facts::challenges`]), it first reads the
 //! rest of each file beyond the window it was shown (a helper the value
 //! comes from may be defined there), then answers each with the source
-//! check of [`super::source_check`].
+//! check of [`super::taint::judge`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 
 use rayon::prelude::*;
 
-use super::source_check::{self, SourceTable};
+use super::sources::{self, SourceTable};
 use super::syntax::Unparsed;
 use crate::engine::rules::RuleSet;
 use crate::llm::conversation::{
@@ -115,9 +115,9 @@ impl Offline {
         &self,
         request: &ChatRequest,
         facts: &Facts,
-        mut judged: Vec<source_check::Judged>,
+        mut judged: Vec<sources::Judged>,
         seen: &Conversation,
-    ) -> (Vec<source_check::Judged>, Vec<Value>) {
+    ) -> (Vec<sources::Judged>, Vec<Value>) {
         // Without the tools (switched off, or the last turn) it says what
         // the answers it has show.
         let offered = |name: &str| request.tools.iter().any(|t| t.name == name);
@@ -186,7 +186,7 @@ impl Offline {
                         .map(|(p, l)| format!("{p}:{l}"))
                         .collect::<Vec<_>>()
                         .join(", ");
-                    *j = source_check::Judged {
+                    *j = sources::Judged {
                         verdict: "refuted",
                         confidence: 7,
                         why: format!(
@@ -210,7 +210,7 @@ impl Offline {
     }
 
     /// The final report: the rule set applied to every line seen, and an
-    /// answer to each lead its source check can give.
+    /// answer to each lead its check on the syntax trees can give.
     fn report(
         &self,
         request: &ChatRequest,
@@ -306,8 +306,8 @@ impl Offline {
 }
 
 impl Offline {
-    /// The engine's answers to its task's leads: the source check's verdict
-    /// on each (see [`super::source_check`]): confirmed, dismissed (refuted,
+    /// The engine's answers to its task's leads: the verdict of its check on the syntax trees
+    /// on each (see [`super::taint::judge`]): confirmed, dismissed (refuted,
     /// with its reason), or no answer when it cannot tell, so the lead stands
     /// as the analysis found it. Another tool's lead is judged as the
     /// engine's own rule of the same CWE would be.
@@ -324,7 +324,6 @@ impl Offline {
                 let rule = self.rule_like(l, table);
                 let judged = crate::engine::taint::judge(
                     table,
-                    self.rules.patterns(),
                     &self.rules.trees,
                     self.rules.across(),
                     &l.path,
@@ -342,7 +341,7 @@ impl Offline {
             .collect()
     }
 
-    /// The rule the source check judges `lead` as: its own when the engine
+    /// The rule the check on the syntax trees judges `lead` as: its own when the engine
     /// has it, else the engine's first rule of the lead's CWE.
     fn rule_like(&self, lead: &LeadFact, table: &SourceTable) -> Option<String> {
         let rules = self.rules.rules().ok()?;
@@ -362,9 +361,9 @@ impl Offline {
     }
 }
 
-/// The source check's verdict on each challenged finding, from the lines
-/// shown of its file and the other files read (see [`super::source_check`]).
-fn skeptic_judge(rules: &RuleSet, facts: &Facts, seen: &Conversation) -> Vec<source_check::Judged> {
+/// The verdict on each challenged finding of the check on the syntax trees, from the files
+/// shown of its file and the other files read (see [`super::taint::judge`]).
+fn skeptic_judge(rules: &RuleSet, facts: &Facts, seen: &Conversation) -> Vec<sources::Judged> {
     // Each finding is judged on its own, on rayon's pool, in order.
     facts
         .challenges
@@ -372,7 +371,6 @@ fn skeptic_judge(rules: &RuleSet, facts: &Facts, seen: &Conversation) -> Vec<sou
         .map(|c| match SourceTable::bundled() {
             Ok(table) => crate::engine::taint::judge(
                 table,
-                rules.patterns(),
                 &rules.trees,
                 rules.across(),
                 &c.path,
@@ -380,7 +378,7 @@ fn skeptic_judge(rules: &RuleSet, facts: &Facts, seen: &Conversation) -> Vec<sou
                 c.line,
                 c.rule.as_deref(),
             ),
-            Err(e) => source_check::Judged {
+            Err(e) => sources::Judged {
                 verdict: "uncertain",
                 confidence: 1,
                 why: e.to_string(),
@@ -394,7 +392,7 @@ fn skeptic_judge(rules: &RuleSet, facts: &Facts, seen: &Conversation) -> Vec<sou
 
 /// The skeptic's answer: the verdicts of `judged` (one per challenge, in
 /// order) as the verdicts schema; the flow's steps in other files first.
-fn skeptic_answer(facts: &Facts, judged: &[source_check::Judged]) -> String {
+fn skeptic_answer(facts: &Facts, judged: &[sources::Judged]) -> String {
     let verdicts: Vec<Value> = facts
         .challenges
         .iter()
@@ -425,13 +423,13 @@ fn skeptic_answer(facts: &Facts, judged: &[source_check::Judged]) -> String {
 
 /// The searches the skeptic makes before it answers: for each class a
 /// challenged value is returned by that no file read declares (see
-/// [`source_check::Judged::wants`]), its declaration and the classes that
+/// [`sources::Judged::wants`]), its declaration and the classes that
 /// implement or extend it, in files of the challenged file's language;
 /// each searched for once, none when tools are off.
 fn skeptic_searches(
     request: &ChatRequest,
     facts: &Facts,
-    judged: &[source_check::Judged],
+    judged: &[sources::Judged],
     seen: &Conversation,
 ) -> Vec<Value> {
     let can_search =
@@ -520,7 +518,7 @@ fn wanted_calls(request: &ChatRequest, facts: &Facts, seen: &Conversation) -> Ve
     tool_calls(request, wanted)
 }
 
-/// The reads the skeptic's source check wants before it answers: each
+/// The reads the skeptic's check on the syntax trees wants before it answers: each
 /// challenged file from its top (the window shown starts below it) and
 /// every later page not seen yet, so that helpers defined elsewhere in the
 /// file can be followed, and the same of the files its searches found;

@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 use regex::Regex;
 use serde::Deserialize;
 
-use super::source_check::{self, Files, Patterns};
+use super::sources;
 use super::syntax::{Grammar, Syntax, Trees, Unparsed};
 use super::taint::{Across, Flow, LineStatus, Scopes, Taint};
 use crate::model::findings::{Finding, FindingCwe, Origin, Severity};
@@ -151,11 +151,8 @@ pub(crate) struct RuleSet {
     /// The taint rules (built in, whatever the rule file), checked on
     /// first use.
     taint: OnceLock<Result<&'static Taint, RuleError>>,
-    /// The source check's regexes, built once a run, for the findings
-    /// whose severity its verdict decides.
-    patterns: Patterns,
     /// The run's syntax trees: every file these rules read is parsed once
-    /// a run, and the source check reads the same trees.
+    /// a run, and the skeptic's check reads the same trees.
     pub(crate) trees: Trees,
     /// What the rules found in each file read this run.
     applied: Applied,
@@ -208,7 +205,6 @@ impl RuleSet {
             text: "",
             compiled: OnceLock::from(Ok(rules)),
             taint: OnceLock::new(),
-            patterns: Patterns::default(),
             trees: Trees::default(),
             applied: Applied::default(),
             keep_trees_at: Some(Severity::High),
@@ -226,13 +222,6 @@ impl RuleSet {
         self.compiled
             .get_or_init(|| compile(&self.source, self.text))
             .as_ref()
-    }
-
-    /// The run's source-check regexes: every judgment of the run (the
-    /// rules' demotion, the offline skeptic, the skeptic stage's weighing
-    /// of a model's verdict) builds each one once.
-    pub(crate) fn patterns(&self) -> &Patterns {
-        &self.patterns
     }
 
     /// The taint rules, checked on their first use.
@@ -304,7 +293,6 @@ impl RuleSet {
             text,
             compiled: OnceLock::new(),
             taint: OnceLock::new(),
-            patterns: Patterns::default(),
             trees: Trees::default(),
             applied: Applied::default(),
             keep_trees_at: Some(Severity::High),
@@ -471,38 +459,18 @@ impl RuleSet {
             // A sink rule's finding whose values only the caller chooses
             // (the function's parameters, the object's state) is no
             // proven risk: below the default gate.
-            let sources = source_check::SourceTable::bundled().ok();
+            let sources = sources::SourceTable::bundled().ok();
             let demotable = |f: &Finding| {
                 f.severity >= Severity::High
                     && sources.is_some_and(|s| s.is_sink_rule(f.rule.as_deref()))
             };
             if out.iter().any(demotable)
                 && let Ok(syntax) = parse().as_ref()
-                && let Some(sources) = sources
             {
-                // What the skeptic's source check refutes stays for it to
-                // refute (a containment check, a constant).
-                let files: Files = [(
-                    path.to_string(),
-                    lines.iter().map(|(n, l)| (*n, l.clone())).collect(),
-                )]
-                .into();
                 for f in out.iter_mut().filter(|f| demotable(f)) {
                     let cwe = f.cwe.id.map(|c| c.number());
                     let status = taint.line_status_in(syntax, &mut scopes, f.line, cwe);
-                    if let LineStatus::FromCaller(names) = status
-                        && source_check::judge(
-                            sources,
-                            &self.patterns,
-                            &self.trees,
-                            path,
-                            &files,
-                            f.line,
-                            f.rule.as_deref(),
-                        )
-                        .verdict
-                            == "uncertain"
-                    {
+                    if let LineStatus::FromCaller(names) = status {
                         f.severity = Severity::Medium;
                         f.detail.push_str(&format!(
                             " No source of untrusted input reaches this line within its function: its values come from {}, which the caller chooses, so fanscan reports it at medium (check the callers).",

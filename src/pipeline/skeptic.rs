@@ -32,7 +32,7 @@ use crate::agents::router::{ReadOnlyTools, ToolRouter};
 use crate::agents::turns::{Finish, Loop, Reader, Start};
 use crate::agents::{AgentDefinition, Harness, UnknownAgent};
 use crate::engine::rules::RuleSet;
-use crate::engine::source_check::{Files, SourceTable};
+use crate::engine::sources::{Files, SourceTable};
 use crate::llm::budget::Spend;
 use crate::llm::conversation::{ChallengeFact, FileRead};
 use crate::llm::events::EventSink;
@@ -333,13 +333,13 @@ impl Stage<'_> {
     }
 
     /// The store key: the finding's fingerprint, its file's content, the
-    /// agent and the model, and the source check's identity (a new
+    /// agent and the model, and the engine's check's identity (a new
     /// fanscan's check answers, and weighs refutations, differently).
     fn key(&self, target: &Target, hashes: &mut BTreeMap<String, String>) -> Option<String> {
         let run = self.run?;
         let base = run.skeptic_base(self.definition);
         let hash = self.hash(&target.finding.path, hashes)?;
-        // The source check and the taint rules answer for the rule engine
+        // The taint rules and the skeptic's check answer for the rule engine
         // and weigh a model's refutations: a new check may answer
         // differently.
         let check = crate::engine::taint::identity();
@@ -522,7 +522,7 @@ impl Stage<'_> {
             Err(e) => {
                 let mut challenge = challenge;
                 challenge.notes.push(format!(
-                    "the refutation was not checked against the source check: {e}"
+                    "the refutation was not checked against the rule engine's check on the syntax trees: {e}"
                 ));
                 return challenge;
             }
@@ -536,7 +536,6 @@ impl Stage<'_> {
         };
         let traced = crate::engine::taint::judge(
             table,
-            rules.patterns(),
             &rules.trees,
             rules.across(),
             &finding.path,
@@ -549,7 +548,7 @@ impl Stage<'_> {
         }
         let mut challenge = challenge;
         challenge.notes.push(format!(
-            "a refutation is not trusted where the rule engine's source check traces the value ({}): counted as uncertain",
+            "a refutation is not trusted where the rule engine's check on the syntax trees traces the value ({}): counted as uncertain",
             traced.why
         ));
         challenge.stance = Stance::Uncertain;

@@ -772,7 +772,7 @@ fn result(m: &Merged, id: String, rule_index: Option<i64>) -> s::Result {
 
 /// The skeptic's trace of the value (from its source, through each step,
 /// to the flagged line) as a code flow, when it gave one of two steps or
-/// more: the taint rules' traces and the source check's confirmed flows.
+/// more: the taint rules' traces and the skeptic's confirmed flows.
 fn code_flows(m: &Merged) -> Option<Vec<s::CodeFlow>> {
     let challenge = m.challenge.as_ref()?;
     let steps: Vec<s::ThreadFlowLocation> = challenge

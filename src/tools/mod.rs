@@ -364,7 +364,7 @@ impl ToolContext {
 
     /// The text of `path`, a file of the scan, as the tools show it
     /// (secrets redacted), its lines numbered from 1: what the rule
-    /// engine's source check reads.
+    /// engine's check on the syntax trees reads.
     pub(crate) fn numbered_lines(
         &self,
         path: &str,

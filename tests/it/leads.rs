@@ -442,7 +442,7 @@ async fn triage_judges_a_semgrep_and_a_codeql_sarif_with_a_model() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn triage_with_the_offline_engine_answers_by_its_source_check() {
+async fn triage_with_the_offline_engine_answers_by_its_check_on_the_syntax_trees() {
     let repo = Repo::new(&[("app.py", APP)]);
     let sarifs = tempfile::tempdir().unwrap();
     let semgrep = sarifs.path().join("semgrep.sarif");

@@ -196,7 +196,7 @@ async fn a_refutation_of_a_traced_flow_is_not_trusted() {
         challenge
             .notes
             .iter()
-            .any(|n| n.contains("input from the command line at line 4")),
+            .any(|n| n.contains("line 4: the command line: `sys.argv`")),
         "{:?}",
         challenge.notes
     );
@@ -566,7 +566,7 @@ fn servlet(shape: &str) -> String {
 }
 
 /// The offline engine, through the binary and the default gate: the
-/// source check follows the value, so twins that differ only in a constant
+/// check on the syntax tree follows the value, so twins that differ only in a constant
 /// branch, a map key or an overwrite are told apart.
 #[test]
 fn the_offline_skeptic_follows_the_value_not_the_shape() {
@@ -689,7 +689,9 @@ fn the_offline_skeptic_follows_a_call_into_another_files_class() {
         .unwrap();
     assert_eq!(stands.stance, Stance::Uncertain);
     assert!(
-        stands.reason.contains("class `Holder` is in no file read"),
+        stands
+            .reason
+            .contains("a call into `Holder`, which no file read declares"),
         "{}",
         stands.reason
     );
@@ -1063,11 +1065,10 @@ async fn an_unchanged_rescan_with_a_small_models_answers_makes_no_request() {
 }
 
 /// The offline engine, through the binary and the default gate: a query
-/// that interpolates a request value into a PHP string (the line check
-/// blanks literals, so it cannot see `$id`) is confirmed on the tree, with
-/// the trace from `$_REQUEST`. A Python value `%`-formatted into a query is
-/// a literal set a line up: the line check cannot tell, the tree proves it
-/// constant and refutes it.
+/// that interpolates a request value into a PHP string is confirmed on
+/// the tree, with the trace from `$_REQUEST`. A Python value `%`-formatted
+/// into a query is a literal set a line up: the tree proves it constant
+/// and refutes it.
 #[test]
 fn the_offline_skeptic_sees_what_a_string_interpolates_on_the_tree() {
     let repo = Repo::new(&[

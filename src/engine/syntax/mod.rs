@@ -1,7 +1,7 @@
 //! The engine reads code as syntax trees: each file with a grammar (see
 //! [`Grammar`]) is parsed once a run by tree-sitter, and its tree tells
-//! the rules what is a comment or a docstring and tells the source check
-//! where each function starts and what its parameters are.
+//! the rules what is a comment or a docstring, and the taint rules and
+//! the skeptic's check what each value is made of.
 //!
 //! The code under review is written by whoever opened the pull request, so
 //! a parse is bounded before it starts: a file over [`Limits::max_bytes`]
@@ -65,19 +65,7 @@ pub(crate) enum Unparsed {
     Grammar(&'static str, String),
 }
 
-/// A function, method or lambda of a parsed file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Function {
-    /// The line of its name (of its first token when it has none): its
-    /// header, without the annotations or decorators above it.
-    pub(crate) header: u32,
-    /// Its last line.
-    pub(crate) last: u32,
-    /// Every name between its parameters' brackets (types included).
-    pub(crate) params: Vec<String>,
-}
-
-/// A parsed file: its grammar, what of it is comment, and its functions.
+/// A parsed file: its grammar and what of it is comment.
 pub(crate) struct Syntax {
     pub(crate) grammar: Grammar,
     text: String,
@@ -85,8 +73,6 @@ pub(crate) struct Syntax {
     tree: Tree,
     /// Comments and docstrings, as byte ranges in order.
     comments: Vec<Range<usize>>,
-    /// In the order they start.
-    functions: Vec<Function>,
     /// How many nodes the parser could not read (`ERROR`, missing tokens).
     pub(crate) errors: usize,
     /// The byte where each line starts.
@@ -99,7 +85,6 @@ impl std::fmt::Debug for Syntax {
             .field("grammar", &self.grammar)
             .field("bytes", &self.text.len())
             .field("comments", &self.comments.len())
-            .field("functions", &self.functions.len())
             .field("errors", &self.errors)
             .finish()
     }
@@ -181,8 +166,8 @@ pub(crate) fn parse_tree(
 }
 
 impl Syntax {
-    /// One walk over `tree` by its cursor: the comments, docstrings and
-    /// functions, and the depth checked on the way.
+    /// One walk over `tree` by its cursor: the comments and docstrings,
+    /// and the depth checked on the way.
     fn read(grammar: Grammar, tree: Tree, text: String, limits: &Limits) -> Result<Self, Unparsed> {
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
@@ -192,7 +177,6 @@ impl Syntax {
             text,
             tree: tree.clone(),
             comments: Vec::new(),
-            functions: Vec::new(),
             errors: 0,
             line_starts,
         };
@@ -209,8 +193,6 @@ impl Syntax {
             let kind = node.kind();
             if kind.ends_with("comment") || out.is_docstring(node) {
                 out.comments.push(node.byte_range());
-            } else if FUNCTION_KINDS.contains(&kind) {
-                out.functions.push(out.function(node));
             }
             // Comments hold nothing to read further.
             if !kind.ends_with("comment") && cursor.goto_first_child() {
@@ -238,65 +220,6 @@ impl Syntax {
             && node
                 .named_child(0)
                 .is_some_and(|c| matches!(c.kind(), "string" | "concatenated_string"))
-    }
-
-    fn function(&self, node: Node<'_>) -> Function {
-        let header = node
-            .child_by_field_name("name")
-            .unwrap_or(node)
-            .start_position()
-            .row;
-        let params = Self::parameters(node)
-            .map(|p| self.names_in(p))
-            .unwrap_or_default();
-        Function {
-            header: line_number(header),
-            last: line_number(node.end_position().row),
-            params,
-        }
-    }
-
-    /// The node that holds a function's parameters: its `parameters` field,
-    /// an arrow function's single `parameter`, or (C, C++) its declarator's.
-    fn parameters(node: Node<'_>) -> Option<Node<'_>> {
-        node.child_by_field_name("parameters")
-            .or_else(|| node.child_by_field_name("parameter"))
-            .or_else(|| {
-                let mut declarator = node.child_by_field_name("declarator")?;
-                // `*f(…)`, `&f(…)`: the function declarator is inside.
-                for _ in 0..8 {
-                    if let Some(p) = declarator.child_by_field_name("parameters") {
-                        return Some(p);
-                    }
-                    declarator = declarator.child_by_field_name("declarator")?;
-                }
-                None
-            })
-    }
-
-    /// Every name under `node` (its leaves that are names, a PHP `$name`
-    /// whole), in order, by a cursor.
-    fn names_in(&self, node: Node<'_>) -> Vec<String> {
-        let mut names = Vec::new();
-        walk(node, |here, _| {
-            let whole = here.kind() == "variable_name" || here.child_count() == 0;
-            if !whole {
-                return Visit::Enter;
-            }
-            let text = &self.text[here.byte_range()];
-            let name_like = text
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
-                && text
-                    .chars()
-                    .all(|c| c.is_alphanumeric() || c == '_' || c == '$');
-            if name_like {
-                names.push(text.to_string());
-            }
-            Visit::Skip
-        });
-        names
     }
 
     /// The file's lines with every comment and docstring blanked (spaces
@@ -359,14 +282,6 @@ impl Syntax {
     pub(crate) fn text_of(&self, node: Node<'_>) -> &str {
         self.text.get(node.byte_range()).unwrap_or_default()
     }
-
-    /// The innermost function around `line`.
-    pub(crate) fn function_around(&self, line: u32) -> Option<&Function> {
-        self.functions
-            .iter()
-            .filter(|f| f.header <= line && line <= f.last)
-            .max_by_key(|f| f.header)
-    }
 }
 
 /// What a walk does after a node: go into its children, pass over them,
@@ -413,10 +328,6 @@ pub(crate) fn walk<'t>(
     }
 }
 
-fn line_number(row: usize) -> u32 {
-    u32::try_from(row).map_or(u32::MAX, |r| r.saturating_add(1))
-}
-
 /// Text that `lines` (numbered, in order) make when they are the whole file
 /// from its first line: `None` for a part.
 pub(crate) fn whole_text<'a>(lines: impl Iterator<Item = (u32, &'a str)>) -> Option<String> {
@@ -434,7 +345,7 @@ pub(crate) fn whole_text<'a>(lines: impl Iterator<Item = (u32, &'a str)>) -> Opt
 }
 
 /// The run's parsed files: a file's text is parsed once, whatever asks for
-/// it (the rules, the taint rules, the source check), and kept while what
+/// it (the rules, the taint rules, the skeptic's check), and kept while what
 /// is kept stays under a size (a text and its tree count
 /// [`TREE_WEIGHT`] times the text's bytes), the oldest let go first. The key is the path and the
 /// text, so a changed file is parsed again.

@@ -49,50 +49,6 @@ fn a_multibyte_comment_keeps_the_columns_of_the_code_after_it() {
 }
 
 #[test]
-fn functions_start_at_their_name_and_list_their_parameters() {
-    let java = "class A {\n  @Override\n  public void doPost(HttpServletRequest request,\n      HttpServletResponse response) {\n    String id = request.getParameter(\"id\");\n  }\n}\n";
-    let s = parsed("A.java", java);
-    let f = s.function_around(5).unwrap();
-    assert_eq!((f.header, f.last), (3, 6));
-    assert_eq!(
-        f.params,
-        [
-            "HttpServletRequest",
-            "request",
-            "HttpServletResponse",
-            "response"
-        ]
-    );
-    assert_eq!(s.function_around(1), None);
-
-    let python = "@app.route('/')\ndef outer(a, b: int = 2):\n    def inner(c):\n        return c\n    return inner(a)\n";
-    let s = parsed("a.py", python);
-    assert_eq!(s.function_around(4).unwrap().header, 3);
-    assert_eq!(s.function_around(4).unwrap().params, ["c"]);
-    let outer = s.function_around(5).unwrap();
-    assert_eq!(
-        (outer.header, outer.params.clone()),
-        (2, vec!["a".into(), "b".into(), "int".into()])
-    );
-
-    let php = "<?php\nfunction find($id, $db) {\n  return $db->query(\"SELECT * FROM t WHERE id = '$id'\");\n}\n";
-    assert_eq!(
-        parsed("a.php", php).function_around(3).unwrap().params,
-        ["$id", "$db"]
-    );
-
-    let js = "app.get('/', (req, res) => {\n  res.send(req.query.q);\n});\n";
-    let f = parsed("a.js", js).function_around(2).unwrap().clone();
-    assert_eq!((f.header, f.params), (1, vec!["req".into(), "res".into()]));
-
-    let c = "static char *copy(const char *src, size_t n) {\n  return strncpy(buf, src, n);\n}\n";
-    assert_eq!(
-        parsed("a.c", c).function_around(2).unwrap().params,
-        ["const", "char", "src", "size_t", "n"]
-    );
-}
-
-#[test]
 fn a_file_over_the_size_limit_is_not_parsed() {
     let limits = Limits {
         max_bytes: 10,

@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 
 use super::across::{CrossFlow, Open};
 use super::{Call, End, Scopes, Step, Taint, Tracer, Visit, callee_name, on_tree, shown, walk};
-use crate::engine::source_check::Files;
+use crate::engine::sources::Files;
 use crate::engine::syntax::Trees;
 
 /// Most calls up from the sink's function a value is followed.

@@ -33,6 +33,7 @@ mod across;
 mod allowed;
 mod callers;
 mod constant;
+mod foreign;
 mod guards;
 mod keys;
 mod table;
@@ -49,14 +50,14 @@ pub(crate) use across::{Across, across};
 pub(crate) use callers::{Listed, Outcome, follow, read_references};
 pub(crate) use table::{Table, TaintTableError};
 
-use super::source_check::{self, Files, Judged, Patterns, SourceTable};
+use super::sources::{self, Files, Judged, SourceTable};
 use super::syntax::{
     FUNCTION_KINDS, Grammar, Limits, Syntax, Trees, Visit, parse, walk, whole_text,
 };
 use crate::util::language::language_of;
 
 /// Bumped whenever the analysis would report the same code differently.
-const VERSION: u32 = 10;
+const VERSION: u32 = 11;
 
 /// Most nodes one trace walks.
 const BUDGET: usize = 20_000;
@@ -82,7 +83,7 @@ pub(crate) fn identity() -> String {
     format!(
         " taint v{VERSION} {}{}",
         crate::util::sha256_hex(table::TABLE.as_bytes()),
-        super::source_check::identity()
+        super::sources::identity()
     )
 }
 
@@ -100,6 +101,10 @@ pub(crate) enum LineStatus {
     /// They come only from the function's parameters (named) or the
     /// object's own state: whoever calls the function decides them.
     FromCaller(Vec<String>),
+    /// The function builds them from literal text and its parameters
+    /// (named) or the object's state: it splices what the caller passes
+    /// into a command or a query itself.
+    Built(Vec<String>),
     /// Something the walk does not follow: a call of another function, a
     /// name set outside the function, a line it cannot read as values.
     Unknown,
@@ -434,6 +439,21 @@ impl Taint {
         line: u32,
         cwe: Option<u32>,
     ) -> LineStatus {
+        self.line_status_with(syntax, scopes, line, cwe, cwe == Some(89), None)
+    }
+
+    /// [`Taint::line_status_in`], following calls into the classes of
+    /// the other files `foreign` holds. Of a line that runs a `query`, a
+    /// call's parameters bound beside it are not values.
+    fn line_status_with<'t>(
+        &self,
+        syntax: &'t Syntax,
+        scopes: &mut Scopes<'t>,
+        line: u32,
+        cwe: Option<u32>,
+        query: bool,
+        foreign: Option<&foreign::Foreign<'_>>,
+    ) -> LineStatus {
         let Some(row) = line.checked_sub(1).map(|r| r as usize) else {
             return LineStatus::Unknown;
         };
@@ -454,18 +474,32 @@ impl Taint {
             }
             if start == row {
                 if let Some(call) = Call::of(n, syntax) {
-                    values.extend(call.args.iter().copied());
-                    values.extend(call.keywords.iter().map(|(_, v)| *v));
+                    values.extend(call.values(query));
                     at.get_or_insert(n);
-                } else if let Some(value) = assigned_value(n) {
-                    values.push(value);
+                } else if let Some(value) = assigned_value(n).or_else(|| returned_value(n)) {
+                    if !self.object_of_the_sink(syntax, value) {
+                        values.push(value);
+                    }
                     at.get_or_insert(n);
                 }
             }
             Visit::Enter
         });
-        let Some(at) = at else {
-            return LineStatus::Unknown;
+        // A line with no call or assignment of its own starting on it (the
+        // value of `String sql =` on the line below): the statement it is
+        // part of, read whole below.
+        let at = match at {
+            Some(at) => at,
+            None => {
+                let mut n = on_row;
+                while !(n.kind().ends_with("statement") || n.kind().ends_with("declaration")) {
+                    match n.parent() {
+                        Some(p) if !FUNCTION_KINDS.contains(&p.kind()) => n = p,
+                        _ => return LineStatus::Unknown,
+                    }
+                }
+                n
+            }
         };
         // A statement over several lines has values on the others too.
         let mut statement = at;
@@ -490,9 +524,10 @@ impl Taint {
             values.clear();
             walk(statement, |n, _| {
                 if let Some(call) = Call::of(n, syntax) {
-                    values.extend(call.args.iter().copied());
-                    values.extend(call.keywords.iter().map(|(_, v)| *v));
-                } else if let Some(value) = assigned_value(n) {
+                    values.extend(call.values(query));
+                } else if let Some(value) = assigned_value(n).or_else(|| returned_value(n))
+                    && !self.object_of_the_sink(syntax, value)
+                {
                     values.push(value);
                 }
                 Visit::Enter
@@ -504,6 +539,7 @@ impl Taint {
             return LineStatus::Dead;
         }
         let mut tracer = Tracer::new(syntax, self.sources, &class, scope, scopes);
+        tracer.foreign = foreign;
         tracer.seen.line_rows = Some(if spans { rows } else { (row, row) });
         let traced = values.iter().find_map(|v| tracer.trace(*v));
         let seen = std::mem::take(&mut tracer.seen);
@@ -522,17 +558,33 @@ impl Taint {
             LineStatus::Checked
         } else if seen.params.is_empty() && !seen.state {
             LineStatus::Constant
-        } else if seen.strings {
-            // Built here from the caller's values and literal text: the
-            // function itself splices them into a command or a query.
-            LineStatus::Unknown
         } else {
             let mut names: Vec<String> = seen.params.into_iter().collect();
             if seen.state {
                 names.push("the object's own state".into());
             }
-            LineStatus::FromCaller(names)
+            if seen.strings {
+                // Built here from the caller's values and literal text: the
+                // function itself splices them into a command or a query.
+                LineStatus::Built(names)
+            } else {
+                LineStatus::FromCaller(names)
+            }
         }
+    }
+
+    /// Whether `value`, assigned on the flagged line, is a call of a
+    /// method that takes arguments and passes nothing of its object on
+    /// (`rs = statement.executeQuery(sql)`): its arguments are the line's
+    /// values, and the object it is called on (a connection, a writer) is
+    /// none. A call that builds or passes on a string (`base.concat(x)`,
+    /// `s.trim()`) keeps its object as a value.
+    fn object_of_the_sink(&self, syntax: &Syntax, value: Node<'_>) -> bool {
+        Call::of(value, syntax).is_some_and(|call| {
+            call.receiver.is_some()
+                && !(call.args.is_empty() && call.keywords.is_empty())
+                && !self.sources.is_pure(call.last())
+        })
     }
 
     /// The class a line rule's CWE is judged as: sources of every kind, and
@@ -683,14 +735,16 @@ fn last_named(node: Node<'_>) -> Option<Node<'_>> {
     node.named_child(count.checked_sub(1)?)
 }
 
-/// The skeptic's check of one finding: a finding of a taint rule whose
-/// flow the file's tree still shows, or the run traced into it from
-/// another file (`across`), is confirmed, with that trace; any other is
-/// judged by the source check ([`source_check::judge`]).
-#[allow(clippy::too_many_arguments)]
+/// The skeptic's check of one finding, on the syntax trees of the files
+/// it has read: a finding of a taint rule whose flow the file's tree still
+/// shows, or the run traced into it from another file (`across`), is
+/// confirmed, with that trace; a line in an arm that never runs, or whose
+/// every value is a literal, a constant or checked for its kind, with
+/// calls into the other files' classes followed ([`foreign`]), is refuted;
+/// a source traced to the line confirms; anything else is uncertain and
+/// says why. What the trees cannot see is never refuted.
 pub(crate) fn judge(
     table: &SourceTable,
-    patterns: &Patterns,
     trees: &Trees,
     across: Option<&Across>,
     path: &str,
@@ -698,20 +752,21 @@ pub(crate) fn judge(
     line: u32,
     rule: Option<&str>,
 ) -> Judged {
-    let proven = |verdict, why: String, flow: Vec<u32>| Judged {
-        verdict,
-        confidence: 9,
-        why,
-        flow,
-        elsewhere: Vec::new(),
-        wants: BTreeSet::new(),
-    };
     if let Some(flow) = across.and_then(|a| a.at(path, line, rule)) {
         return flow.confirmed(9, "traced on the syntax trees across files");
     }
+    if !table.is_sink_rule(rule) {
+        return Judged::uncertain(
+            "the rule engine judges only findings that need untrusted input to reach a sink".into(),
+        );
+    }
+    if !files.get(path).is_some_and(|l| l.contains_key(&line)) {
+        return Judged::uncertain(format!("line {line} was not shown"));
+    }
     // One look at the tree, its functions' scopes made once: the taint
-    // rule's flow into the line, and what reaches the line.
-    let sink_rule = table.is_sink_rule(rule);
+    // rule's flow into the line, and what reaches the line, with calls
+    // followed into the classes of the other files read.
+    let foreign = foreign::Foreign::new(trees, files, path);
     let looked = on_tree(trees, path, files, |taint, syntax| {
         let mut scopes = Scopes::default();
         let flow = rule
@@ -732,86 +787,121 @@ pub(crate) fn judge(
                 }
             });
         // Without the rule's CWE at hand, every class's sanitizers clean.
-        let status = (flow.is_none() && sink_rule)
-            .then(|| taint.line_status_in(syntax, &mut scopes, line, None));
-        (flow, status, inside_a_call(syntax, line))
+        // A flow through a call the run's pass could not see into is
+        // looked at again, with the calls into other files followed.
+        let status = flow.as_ref().is_none_or(|f| f.through_calls).then(|| {
+            let query = rule.is_some_and(|r| r.starts_with("sql/"));
+            taint.line_status_with(syntax, &mut scopes, line, None, query, Some(&foreign))
+        });
+        (flow, status)
     });
-    let (flow, status, inside) = looked.unwrap_or((None, None, false));
-    // A trace over a call the walk cannot see into proves nothing of what
-    // the call returns: the source check, which follows a method into its
-    // class's file (asking for that file first), has the first word when
-    // it confirms, when it refutes by what it read in that file, or when
-    // it wants the file; else the trace stands.
-    if let Some(flow) = flow.as_ref().filter(|f| f.through_calls) {
-        let judged = source_check::judge(table, patterns, trees, path, files, line, rule);
-        let followed = judged.verdict == "refuted" && !judged.elsewhere.is_empty();
-        if judged.verdict == "confirmed" || followed || !judged.wants.is_empty() {
-            return judged;
-        }
-        return proven(
-            "confirmed",
-            format!("traced on the syntax tree: {}", flow.trace()),
-            flow.steps.iter().map(|s| s.line).collect(),
-        );
-    }
-    if let Some(flow) = flow {
-        return proven(
-            "confirmed",
-            format!("traced on the syntax tree: {}", flow.trace()),
-            flow.steps.iter().map(|s| s.line).collect(),
-        );
-    }
-    if !sink_rule {
-        return source_check::judge(table, patterns, trees, path, files, line, rule);
-    }
-    // What the tree proves comes first: a line that never runs, or whose
-    // every value is a constant.
-    let proof = match status {
-        Some(LineStatus::Dead) => Some(format!(
-            "on the syntax tree, line {line} is in an arm that a constant condition rules out: it never runs"
-        )),
-        Some(LineStatus::Constant) => Some(format!(
-            "on the syntax tree, every value at line {line} is a literal or a constant, or made from them by the line's own calls: nothing reaches it from outside"
-        )),
-        Some(LineStatus::Checked) => Some(format!(
-            "on the syntax tree, every value at line {line} is a literal or a constant, or one that the condition around the line checked to be a number or letters and digits only"
-        )),
-        _ => None,
-    };
-    if let Some(why) = proof {
-        return proven("refuted", why, vec![line]);
-    }
-    let judged = source_check::judge(table, patterns, trees, path, files, line, rule);
-    // The line check reads one line: of a call written over several, it
-    // sees an argument without the call, and proves nothing.
-    if judged.verdict == "refuted" && inside {
+    let Some((flow, status)) = looked else {
         return Judged::uncertain(format!(
-            "line {line} is part of a call that starts on an earlier line: what the call is given is not on this line alone"
+            "{path} was not read whole or does not parse: the rule engine judges a finding on its file's syntax tree"
         ));
-    }
-    // What the line check cannot tell, the tree may: a source it traces to
-    // the line.
-    if judged.verdict != "uncertain" {
-        return judged;
-    }
+    };
+    let followed = foreign.followed();
+    let mut into_files: Vec<&str> = followed.iter().map(|(p, _)| p.as_str()).collect();
+    into_files.dedup();
+    let into = if into_files.is_empty() {
+        String::new()
+    } else {
+        format!(" (calls followed into {})", into_files.join(", "))
+    };
+    let proven = |verdict, why: String, flow: Vec<u32>| Judged {
+        verdict,
+        confidence: 9,
+        why,
+        flow,
+        elsewhere: followed.clone(),
+        wants: BTreeSet::new(),
+    };
+    // The classes a call goes into that no file read declares.
+    let wanted = foreign
+        .wants()
+        .into_iter()
+        .map(|c| format!("`{c}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let traced = |steps: &[Step]| {
+        let flow: Vec<u32> = steps.iter().map(|s| s.line).collect();
+        let trace = Flow {
+            sink: String::new(),
+            line,
+            steps: steps.to_vec(),
+            through_calls: false,
+        };
+        proven(
+            "confirmed",
+            format!(
+                "traced on the syntax tree{into}: {} → line {line}",
+                trace.trace()
+            ),
+            flow,
+        )
+    };
     match status {
-        Some(LineStatus::Traced(steps)) => {
-            let mut flow: Vec<u32> = steps.iter().map(|s| s.line).collect();
-            flow.push(line);
-            flow.dedup();
-            let trace = Flow {
-                sink: String::new(),
-                line,
-                steps,
-                through_calls: false,
-            };
-            proven(
-                "confirmed",
-                format!("traced on the syntax tree: {} → line {line}", trace.trace()),
-                flow,
-            )
+        Some(LineStatus::Dead) => proven(
+            "refuted",
+            format!(
+                "on the syntax tree, line {line} is in an arm that a constant condition rules out: it never runs"
+            ),
+            vec![line],
+        ),
+        Some(LineStatus::Constant) => proven(
+            "refuted",
+            format!(
+                "on the syntax tree, every value at line {line} is a literal or a constant, or made from them by the line's own calls: nothing reaches it from outside{into}"
+            ),
+            vec![line],
+        ),
+        Some(LineStatus::Checked) => proven(
+            "refuted",
+            format!(
+                "on the syntax tree, every value at line {line} is a literal or a constant, or one that the condition around the line checked to be a number or letters and digits only{into}"
+            ),
+            vec![line],
+        ),
+        Some(LineStatus::Traced(steps)) => traced(&steps),
+        // The run's flow, through a call the tree cannot see into: what
+        // the call returns may depend on what it was given, and the
+        // classes it goes into are read first when the repository has them.
+        _ if flow.is_some() && !wanted.is_empty() => Judged {
+            wants: foreign.wants(),
+            ..Judged::uncertain(format!(
+                "a request value reaches line {line} through a call into {wanted}, which no file read declares"
+            ))
+        },
+        _ if let Some(flow) = flow => proven(
+            "confirmed",
+            format!("traced on the syntax tree: {}", flow.trace()),
+            flow.steps.iter().map(|s| s.line).collect(),
+        ),
+        Some(LineStatus::FromCaller(names) | LineStatus::Built(names)) => {
+            Judged::uncertain(format!(
+                "the value at line {line} depends on {}; the rule engine could not follow it further",
+                names
+                    .iter()
+                    .map(|n| if n.starts_with("the ") {
+                        n.clone()
+                    } else {
+                        format!("the parameter `{n}`")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ))
         }
-        _ => judged,
+        _ => Judged {
+            wants: foreign.wants(),
+            ..Judged::uncertain(format!(
+                "the value at line {line} comes through something the syntax tree does not show{}; the rule engine does not refute it",
+                if wanted.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (a call into {wanted}, which no file read declares)")
+                }
+            ))
+        },
     }
 }
 
@@ -835,34 +925,6 @@ fn has_block(statement: Node<'_>) -> bool {
         Visit::Enter
     });
     found
-}
-
-/// Whether `line` is inside the arguments of a call that starts on an
-/// earlier line (not in a function or a block passed to it).
-fn inside_a_call(syntax: &Syntax, line: u32) -> bool {
-    let Some(row) = line.checked_sub(1).map(|r| r as usize) else {
-        return false;
-    };
-    let mut inside = false;
-    walk(syntax.root(), |n, _| {
-        let (start, end) = (n.start_position().row, n.end_position().row);
-        if end < row || start > row || !n.is_named() {
-            return Visit::Skip;
-        }
-        // The path from the root to the line, outermost first: the
-        // innermost call or body on it decides.
-        if start < row && METHOD_CALLS.contains(&n.kind()) {
-            inside = true;
-        } else if FUNCTION_KINDS.contains(&n.kind())
-            || n.kind().ends_with("block")
-            || n.kind() == "compound_statement"
-            || n.kind() == "body_statement"
-        {
-            inside = false;
-        }
-        Visit::Enter
-    });
-    inside
 }
 
 /// `f` of the tree of `path`, when the whole file is in `files` and parses.
@@ -1040,11 +1102,50 @@ impl<'t> Call<'t> {
         self.args.get(position?).copied()
     }
 
+    /// The values a call on a flagged line takes: its arguments, but for
+    /// a call that runs a `query` with parameters bound beside it
+    /// (`cur.execute(q, (x,))`, `db.Query(q, x)`) only the query, and for
+    /// one that writes to its first argument (`fmt.Fprintf(w, …)`) not the
+    /// writer.
+    fn values(&self, query: bool) -> Vec<Node<'t>> {
+        let name = self.last();
+        let args = match self.args.as_slice() {
+            [q, _, ..] if query && SQL_RUNS.contains(&name) => return vec![*q],
+            [_, rest @ ..] if !rest.is_empty() && WRITES.contains(&name) => rest,
+            all => all,
+        };
+        args.iter()
+            .copied()
+            .chain(self.keywords.iter().map(|(_, v)| *v))
+            .collect()
+    }
+
     /// The callee's last name.
     fn last(&self) -> &str {
         self.dotted.rsplit('.').next().unwrap_or(&self.dotted)
     }
 }
+
+/// Calls that run a query whose later arguments are bound parameters.
+const SQL_RUNS: &[&str] = &[
+    "execute",
+    "executemany",
+    "executeQuery",
+    "executeUpdate",
+    "query",
+    "Query",
+    "QueryRow",
+    "Exec",
+    "prepare",
+    "prepareStatement",
+    "raw",
+    "run",
+    "all",
+];
+
+/// Calls that write their later arguments to their first (a response, a
+/// stream): the first is where the value goes, not the value.
+const WRITES: &[&str] = &["Fprintf", "Fprint", "Fprintln", "WriteString", "fprintf"];
 
 /// Whether `value` is text built in its function: a string spliced with
 /// other parts or a format's result (`"… WHERE id = " + id`, `f"…{id}"`,
@@ -1991,6 +2092,17 @@ fn assigned_value(n: Node<'_>) -> Option<Node<'_>> {
     }
 }
 
+/// The value a `return` statement gives back: a flagged line that
+/// returns a response's body (`return "<p>" + name + "</p>"`).
+fn returned_value(n: Node<'_>) -> Option<Node<'_>> {
+    if !matches!(n.kind(), "return_statement" | "return") {
+        return None;
+    }
+    let mut c = n.walk();
+    n.named_children(&mut c)
+        .find(|v| !v.kind().ends_with("comment"))
+}
+
 /// The member an assignment sets and the value it sets it to
 /// (`el.innerHTML = v`: `innerHTML` and `v`), when it sets a member.
 fn member_assigned<'t>(syntax: &'t Syntax, n: Node<'t>) -> Option<(&'t str, Node<'t>)> {
@@ -2153,6 +2265,9 @@ struct Tracer<'a, 't> {
     /// The parameters the value came from, of functions their file never
     /// passes a source to.
     ends: Vec<End>,
+    /// The other files' classes a call may be followed into (the
+    /// skeptic's check; none in the run's pass).
+    foreign: Option<&'a foreign::Foreign<'a>>,
 }
 
 /// A parameter a sink's value comes from, of a function that no call in
@@ -2231,6 +2346,7 @@ impl<'a, 't> Tracer<'a, 't> {
             budget,
             seen: Seen::default(),
             ends: Vec::new(),
+            foreign: None,
         }
     }
 
@@ -2427,13 +2543,16 @@ impl<'a, 't> Tracer<'a, 't> {
                         return Some(steps);
                     }
                     // A PHP `$NAME` is a variable, whatever its case (`$_SESSION`).
-                    let constant = !name.starts_with('$') && source_check::is_constant(&name);
+                    let constant = !name.starts_with('$') && sources::is_constant(&name);
                     if frame.is_none() && self.scope.params.iter().any(|(p, _)| *p == name) {
                         if !reached.iter().any(|(r, _)| *r == name) {
                             reached.push((name.clone(), via.clone()));
                         }
                         self.seen.params.insert(name);
-                    } else if constant {
+                    } else if constant
+                        || file_constant(self.syntax, &name)
+                        || go_package(self.syntax, &name)
+                    {
                         // A constant adds nothing from outside.
                     } else if matches!(self.syntax.grammar, Grammar::Java | Grammar::CSharp) {
                         // A bare name that is neither local nor a parameter
@@ -2492,6 +2611,9 @@ impl<'a, 't> Tracer<'a, 't> {
         // holds none, no part of it is one.
         let may_hold_source = !self.class.source_calls.is_empty()
             || self.sources.any_source(self.syntax.text_of(value));
+        // The arguments of calls into other files' methods that return
+        // them: walked after the value.
+        let mut passed: Vec<Node<'t>> = Vec::new();
         walk(value, |n, field| {
             self.walked += 1;
             if self.walked > self.budget {
@@ -2519,11 +2641,19 @@ impl<'a, 't> Tracer<'a, 't> {
             if n.is_named() && n.kind().contains("string") {
                 self.seen.strings = true;
             }
+            // `java.nio.file.Paths`, `org.example.Utils`: a class named
+            // with its package is no value.
+            if self.syntax.grammar == Grammar::Java
+                && qualified_class(self.syntax.text_of(n))
+                && MEMBER_KINDS.contains(&n.kind())
+            {
+                return Visit::Skip;
+            }
             // `Utils.DIR`, `org.example.Config.BASE`, `static::SPEC`: a
             // member named as a constant is one, whatever it is read from.
             if MEMBER_KINDS.contains(&n.kind())
                 && last_named(n).is_some_and(|m| {
-                    source_check::is_constant(self.syntax.text_of(m).trim_start_matches('$'))
+                    sources::is_constant(self.syntax.text_of(m).trim_start_matches('$'))
                 })
             {
                 return Visit::Skip;
@@ -2540,12 +2670,29 @@ impl<'a, 't> Tracer<'a, 't> {
                     .seen
                     .line_rows
                     .is_some_and(|(first, last)| (first..=last).contains(&n.start_position().row));
-                if !own && !self.sources.is_pure(call.last()) {
+                let pure = self.sources.is_pure(call.last())
+                    && !foreign::static_of_unknown_class(self.syntax, &call.dotted);
+                if !own && !pure {
                     if depth < RETURN_DEPTH
                         && let Some(func) = self.scopes.callee_of(self.syntax, &call)
                     {
                         helpers.push((call, func));
                         return Visit::Skip;
+                    }
+                    let returns = self
+                        .foreign
+                        .and_then(|f| f.returns(self.syntax, &call, self.sources, self.class));
+                    match returns {
+                        Some(foreign::Returns::Constant) => return Visit::Skip,
+                        Some(foreign::Returns::Params(places)) => {
+                            passed.extend(places.iter().filter_map(|p| call.args.get(*p)));
+                            return Visit::Skip;
+                        }
+                        Some(foreign::Returns::Source(step)) => {
+                            found = Some(foreign::step_of(&call, &step));
+                            return Visit::Stop;
+                        }
+                        Some(foreign::Returns::Unknown) | None => {}
                     }
                     self.seen.opaque = true;
                     self.seen.calls = true;
@@ -2573,6 +2720,12 @@ impl<'a, 't> Tracer<'a, 't> {
             }
             Visit::Enter
         });
+        for arg in passed {
+            if found.is_some() {
+                break;
+            }
+            found = self.walk(arg, uses, helpers, depth);
+        }
         found
     }
 
@@ -2657,6 +2810,121 @@ impl<'a, 't> Tracer<'a, 't> {
             what: format!("a route parameter: `{name}`"),
         })
     }
+}
+
+/// Whether the file declares `name` at its top level as a constant of
+/// literals: Go's `const name = "…"`, JavaScript's and TypeScript's
+/// `const name = "…"` (never set again: the language forbids it).
+fn file_constant(syntax: &Syntax, name: &str) -> bool {
+    let literal = |value: Node<'_>| {
+        let mut only = true;
+        walk(value, |n, _| {
+            if matches!(
+                n.kind(),
+                "identifier" | "call_expression" | "member_expression" | "selector_expression"
+            ) || n.kind().contains("template_substitution")
+            {
+                only = false;
+                return Visit::Stop;
+            }
+            Visit::Enter
+        });
+        only
+    };
+    let root = syntax.root();
+    let mut c = root.walk();
+    root.named_children(&mut c).any(|top| {
+        let specs: Vec<Node<'_>> = match (syntax.grammar, top.kind()) {
+            (Grammar::Go, "const_declaration") => {
+                let mut d = top.walk();
+                top.named_children(&mut d)
+                    .filter(|n| n.kind() == "const_spec")
+                    .collect()
+            }
+            (Grammar::JavaScript | Grammar::TypeScript | Grammar::Tsx, "lexical_declaration")
+                if top.child(0).is_some_and(|k| k.kind() == "const") =>
+            {
+                let mut d = top.walk();
+                top.named_children(&mut d)
+                    .filter(|n| n.kind() == "variable_declarator")
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        specs.into_iter().any(|spec| {
+            let named = {
+                let mut d = spec.walk();
+                spec.children_by_field_name("name", &mut d)
+                    .any(|n| syntax.text_of(n) == name)
+            };
+            named && spec.child_by_field_name("value").is_some_and(literal)
+        })
+    })
+}
+
+/// Whether `name` is a package a Go file imports (`fmt` of
+/// `fmt.Sprintf`): a package is no value, what its functions return is
+/// the call's.
+fn go_package(syntax: &Syntax, name: &str) -> bool {
+    if syntax.grammar != Grammar::Go {
+        return false;
+    }
+    let mut found = false;
+    let root = syntax.root();
+    let mut c = root.walk();
+    for top in root.named_children(&mut c) {
+        if top.kind() != "import_declaration" {
+            continue;
+        }
+        walk(top, |n, _| {
+            if n.kind() != "import_spec" {
+                return Visit::Enter;
+            }
+            let given = match n.child_by_field_name("name") {
+                Some(alias) => syntax.text_of(alias).to_string(),
+                None => n
+                    .child_by_field_name("path")
+                    .map(|p| {
+                        syntax
+                            .text_of(p)
+                            .trim_matches('"')
+                            .rsplit('/')
+                            .next()
+                            .unwrap_or("")
+                            .to_string()
+                    })
+                    .unwrap_or_default(),
+            };
+            if given == name {
+                found = true;
+                return Visit::Stop;
+            }
+            Visit::Skip
+        });
+    }
+    found
+}
+
+/// Whether `text` names a Java class with its package: two or more
+/// lower-case names joined by dots, then one that starts with a capital
+/// (`java.nio.file.Paths`; not `config.URL`).
+fn qualified_class(text: &str) -> bool {
+    let mut parts: Vec<&str> = text.split('.').map(str::trim).collect();
+    let Some(last) = parts.pop() else {
+        return false;
+    };
+    let word = |p: &str| {
+        !p.is_empty()
+            && p.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && !p.starts_with(|c: char| c.is_ascii_digit())
+    };
+    parts.len() >= 2
+        && word(last)
+        && last.starts_with(char::is_uppercase)
+        && parts
+            .iter()
+            .all(|p| word(p) && p.starts_with(|c: char| c.is_lowercase()))
+        && !OWN_OBJECTS.contains(&parts[0])
 }
 
 /// `text` on one line, at most 80 characters.

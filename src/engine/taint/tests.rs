@@ -402,7 +402,10 @@ fn a_line_of_literals_is_constant_and_a_call_elsewhere_is_unknown() {
     assert_eq!(status("o.py", other, 3), LineStatus::Unknown);
     let pure = "def f(name):\n    cmd = 'ls ' + str(name)\n    os.system(cmd)\n";
     // Built here with literal text: not the caller's value passed on.
-    assert_eq!(status("o.py", pure, 3), LineStatus::Unknown);
+    assert_eq!(
+        status("o.py", pure, 3),
+        LineStatus::Built(vec!["name".into()])
+    );
     let member = "class F {\n  void w() throws IOException {\n    java.io.File target = new java.io.File(new java.io.File(org.example.Utils.FILES_DIR), \"out.txt\");\n    new java.io.FileWriter(target, true);\n  }\n}\n";
     assert_eq!(status("F.java", member, 4), LineStatus::Constant);
     let none = "x = 1\n\ny = 2\n";
@@ -413,7 +416,10 @@ fn a_line_of_literals_is_constant_and_a_call_elsewhere_is_unknown() {
 fn a_value_built_here_or_a_statement_over_lines_is_never_constant_nor_the_callers() {
     // Spliced into a shell command with literal text: the function builds it.
     let built = "class T {\n  int pack(String archive) throws Exception {\n    return new ProcessBuilder(\"sh\", \"-c\", \"tar czf \" + archive).start().waitFor();\n  }\n}\n";
-    assert_eq!(status("T.java", built, 3), LineStatus::Unknown);
+    assert_eq!(
+        status("T.java", built, 3),
+        LineStatus::Built(vec!["archive".into()])
+    );
     // A statement over two lines is read whole: the request value spliced
     // into the call that starts on the line above reaches the line.
     let go = "package d\nfunc (s *S) By(w http.ResponseWriter, r *http.Request) {\n\treq := ldap.NewSearchRequest(\"ou=people\", 0,\n\t\t\"(mail=\"+r.URL.Query().Get(\"mail\")+\")\", nil)\n\t_ = req\n}\n";
@@ -519,21 +525,10 @@ fn an_assignment_to_a_member_that_renders_markup_is_a_sink() {
     assert_eq!(sinks("A.cs", cs), [("xss/csharp-control".to_string(), 3)]);
 }
 
-/// The skeptic's check (the tree first, then the line check) of the line
-/// of `text` that holds `SINK`.
+/// The skeptic's check, on the syntax tree, of the line of `text` that
+/// holds `SINK`.
 fn skeptic(path: &str, text: &str, rule: &str) -> Judged {
-    let table = SourceTable::bundled().unwrap_or_else(|e| panic!("{e}"));
-    let (files, line) = source_check::marked(path, text);
-    judge(
-        table,
-        &Patterns::default(),
-        &Trees::default(),
-        None,
-        path,
-        &files,
-        line,
-        Some(rule),
-    )
+    skeptic_with(path, text, &[], rule)
 }
 
 /// `refuted` is refuted and `confirmed` confirmed by the skeptic's check.
@@ -936,4 +931,180 @@ fn patterns_compiled_once_and_literal_lists_are_read_where_they_are_set() {
     // Set twice: not known.
     let twice = py.replace("\n\n@app", "\nSAFE = re.compile(r'.*')\n\n@app");
     assert_eq!(sinks("g.py", &twice).len(), 1, "{twice}");
+}
+
+/// The skeptic's check of the line of `text` (in `path`) that holds
+/// `SINK`, with `others` read too.
+fn skeptic_with(path: &str, text: &str, others: &[(&str, &str)], rule: &str) -> Judged {
+    let table = SourceTable::bundled().unwrap_or_else(|e| panic!("{e}"));
+    let (mut files, line) = sources::marked(path, text);
+    for (p, t) in others {
+        files.insert((*p).to_string(), crate::util::numbered(t));
+    }
+    judge(
+        table,
+        &Trees::default(),
+        None,
+        path,
+        &files,
+        line,
+        Some(rule),
+    )
+}
+
+#[test]
+fn a_call_into_another_files_class_is_followed_on_its_tree() {
+    let servlet = |value: &str| {
+        format!(
+            "class A {{\n  void doPost(HttpServletRequest request) throws Exception {{\n    String param = request.getParameter(\"v\");\n    Shape shape = Shapes.make();\n    String bar = {value};\n    String sql = \"SELECT * FROM t WHERE n = '\" + bar + \"'\";\n    db.createStatement().execute(sql); // SINK\n  }}\n}}\n"
+        )
+    };
+    let shape = "interface Shape {\n  String name(String given);\n}\n";
+    let square = "class Square implements Shape {\n  @Override\n  public String name(String given) {\n    String r = given;\n    return r;\n  }\n}\n";
+    let fixed = "class Fixed {\n  static String label(String ignored) {\n    return \"square\";\n  }\n  String own(String x) {\n    return this.prefix + x;\n  }\n}\n";
+    let read = [
+        ("Shape.java", shape),
+        ("Square.java", square),
+        ("Fixed.java", fixed),
+    ];
+    let judged = |value: &str, others: &[(&str, &str)]| {
+        skeptic_with("A.java", &servlet(value), others, "sql/concat")
+    };
+    // What the implementer returns is what it was given: a literal.
+    let j = judged("shape.name(\"circle\")", &read);
+    assert_eq!(j.verdict, "refuted", "{j:?}");
+    assert!(j.why.starts_with("on the syntax tree"), "{j:?}");
+    assert!(j.why.contains("calls followed into Square.java"), "{j:?}");
+    // ... or the request's value, which it passes on.
+    let j = judged("shape.name(param)", &read);
+    assert_eq!(j.verdict, "confirmed", "{j:?}");
+    // A static method that returns a literal, whatever it is given; a new
+    // object's method that also reads the object's state is not followed.
+    let j = judged("Fixed.label(param)", &read);
+    assert_eq!(j.verdict, "refuted", "{j:?}");
+    assert!(j.why.contains("calls followed into Fixed.java"), "{j:?}");
+    let j = judged("new Fixed().own(\"x\")", &read);
+    assert!(!j.why.starts_with("on the syntax tree"), "{j:?}");
+    // A class no file read declares is wanted, never taken for a constant.
+    let j = judged("shape.name(\"circle\")", &[]);
+    assert_ne!(j.verdict, "refuted", "{j:?}");
+    assert!(j.wants.contains("Shape"), "{j:?}");
+    // The platform's classes are not looked for.
+    let j = judged("String.valueOf(param)", &read);
+    assert!(!j.wants.contains("String"), "{j:?}");
+}
+
+#[test]
+fn the_object_a_sink_is_called_on_and_a_class_named_with_its_package_are_no_values() {
+    let code = "class A {\n  void go(Connection connection, String base, String end) throws Exception {\n    String sql = \"SELECT 1\";\n    java.nio.file.Path p = java.nio.file.Paths.get(\"/tmp/x\");\n    ResultSet rs = connection.createStatement().executeQuery(sql);\n    String q = base.concat(end);\n    ResultSet all = connection.createStatement().executeQuery();\n  }\n}\n";
+    assert_eq!(status("A.java", code, 4), LineStatus::Constant);
+    assert_eq!(status("A.java", code, 5), LineStatus::Constant);
+    // A string built on its object passes the object on.
+    assert_eq!(
+        status("A.java", code, 6),
+        LineStatus::FromCaller(vec!["base".to_string(), "end".to_string()])
+    );
+    // A call given nothing keeps its object: there is no other value.
+    assert_eq!(
+        status("A.java", code, 7),
+        LineStatus::FromCaller(vec!["connection".to_string()])
+    );
+}
+
+#[test]
+fn what_another_files_class_returns_outside_java_and_csharp_is_never_refuted() {
+    let cases = [
+        (
+            "app.py",
+            "sql/concat",
+            "def find(cursor):\n    name = Helpers.lookup('id')\n    cursor.execute(\"SELECT * FROM t WHERE n = '\" + name + \"'\")  # SINK\n",
+        ),
+        (
+            "app.php",
+            "sql/php-query-concat",
+            "<?php\nfunction show($conn) {\n    $id = Input::get('id');\n    $query = \"SELECT * FROM users WHERE id = \" . $id; // SINK\n}\n",
+        ),
+        (
+            "app.php",
+            "sql/php-query-concat",
+            "<?php\nclass C {\n  function show($conn) {\n    $id = $this->input->get('id');\n    $query = \"SELECT * FROM users WHERE id = \" . $id; // SINK\n  }\n}\n",
+        ),
+        (
+            "a.js",
+            "exec/node-child-process",
+            "function run() {\n  const cmd = Config.command('ls');\n  exec(cmd); // SINK\n}\n",
+        ),
+        (
+            "a.rb",
+            "exec/ruby-system",
+            "def run\n  cmd = Settings.get('cmd')\n  system(cmd) # SINK\nend\n",
+        ),
+    ];
+    for (path, rule, text) in cases {
+        let j = skeptic(path, text, rule);
+        assert_ne!(j.verdict, "refuted", "{text}\n{j:?}");
+    }
+}
+
+#[test]
+fn bound_parameters_and_a_writer_are_not_the_sinks_value() {
+    // The query is a literal: what is bound beside it is no part of it.
+    // A query built from the input is still its value.
+    let py = "def f(cur):\n    bar = input()\n    cur.execute('SELECT * FROM t WHERE n = ?', (bar,))  # SINK\n";
+    twins(
+        "a.py",
+        "sql/concat",
+        py,
+        &py.replace(
+            "'SELECT * FROM t WHERE n = ?', (bar,)",
+            "'SELECT * FROM t WHERE n = ' + bar",
+        ),
+    );
+    let go = "package h\n\nfunc Find(db *sql.DB, r *http.Request) {\n\tdb.Query(\"SELECT * FROM t WHERE n = $1\", r.FormValue(\"n\")) // SINK\n}\n";
+    let j = skeptic("a.go", go, "sql/concat");
+    assert_eq!(j.verdict, "refuted", "{j:?}");
+    // What a response writer is given is the value, not the writer.
+    let w = "package h\n\nfunc Show(w http.ResponseWriter, r *http.Request) {\n\tfmt.Fprintf(w, \"<p>%s</p>\", \"fixed\") // SINK\n}\n";
+    let j = skeptic("a.go", w, "xss/go-fprintf");
+    assert_eq!(j.verdict, "refuted", "{j:?}");
+}
+
+#[test]
+fn a_constant_the_file_declares_at_its_top_level_is_a_constant() {
+    let go = "package store\n\nimport (\n\t\"database/sql\"\n\t\"fmt\"\n)\n\nconst tableName = \"accounts\"\n\nfunc NameOf(db *sql.DB, id int64) {\n\tq := fmt.Sprintf(\"SELECT name FROM %s WHERE id = $1\", tableName)\n\tdb.QueryRow(q, id) // SINK\n}\n";
+    let j = skeptic("s.go", go, "sql/format-call");
+    assert_eq!(j.verdict, "refuted", "{j:?}");
+    // A variable of the package may be set anywhere.
+    let var = go.replace("const tableName", "var tableName");
+    assert_ne!(skeptic("s.go", &var, "sql/format-call").verdict, "refuted");
+    let js = "const base = 'ls -l';\nfunction run() {\n  exec(base); // SINK\n}\n";
+    assert_eq!(
+        skeptic("a.js", js, "exec/node-child-process").verdict,
+        "refuted"
+    );
+    let built = js.replace("'ls -l'", "process.argv[2]");
+    assert_ne!(
+        skeptic("a.js", &built, "exec/node-child-process").verdict,
+        "refuted"
+    );
+}
+
+#[test]
+fn a_value_escaped_on_every_path_is_refuted_where_it_is_written_or_returned() {
+    let go = "package h\n\nimport (\n\t\"fmt\"\n\t\"html\"\n\t\"net/http\"\n)\n\nfunc Show(w http.ResponseWriter, r *http.Request) {\n\tparam := r.FormValue(\"v\")\n\tbar := html.EscapeString(param)\n\tfmt.Fprintf(w, \"<p>%s</p>\", bar) // SINK\n}\n";
+    let raw = go.replace("html.EscapeString(param)", "param");
+    twins("a.go", "xss/go-response-html", go, &raw);
+    let py = "def show():\n    param = request.form.get('v', '')\n    if len(param) > 3:\n        bar = html.escape(param)\n    else:\n        bar = markupsafe.escape(param)\n    return '<p>' + bar + '</p>'  # SINK\n";
+    let one = py.replace("bar = markupsafe.escape(param)", "bar = param");
+    twins("a.py", "xss/python-html-response", py, &one);
+}
+
+#[test]
+fn a_line_that_only_continues_a_statement_is_read_with_it() {
+    let code = "class F {\n  void w(String name) {\n    String sql =\n        \"SELECT * FROM t WHERE n = '\" + name + \"'\";\n    String fixed =\n        \"SELECT * FROM t WHERE n = 'a'\";\n  }\n}\n";
+    assert_eq!(
+        status("F.java", code, 4),
+        LineStatus::Built(vec!["name".into()])
+    );
+    assert_eq!(status("F.java", code, 6), LineStatus::Constant);
 }
