@@ -169,6 +169,11 @@ impl<'f> Foreign<'f> {
         }
         let method = call.last().to_string();
         let arity = call.args.len();
+        // A class of this file that extends it, or an object made here
+        // with a body of its own (`new C() { … }`), may be what runs.
+        if bodies_in(syntax, &owner, &method, arity).0 || made_with_a_body(syntax, &owner) {
+            return Some(Returns::Unknown);
+        }
         let language = language_of(&self.path);
         let mut declared = false;
         let mut all: Option<Returns> = None;
@@ -192,6 +197,11 @@ impl<'f> Foreign<'f> {
             let (related, bodies) = bodies_in(other, &owner, &method, arity);
             if !related {
                 continue;
+            }
+            // A class further down (one that extends a class that extends
+            // it), in any file read, is not followed: the value is unknown.
+            if self.extended_further(&owner) {
+                return Some(Returns::Unknown);
             }
             declared = true;
             if bodies.is_empty() {
@@ -223,6 +233,73 @@ impl<'f> Foreign<'f> {
     }
 }
 
+impl Foreign<'_> {
+    /// Whether a class of a file read extends or implements a class that
+    /// itself extends or implements `owner` (in any file read, this one
+    /// included).
+    fn extended_further(&self, owner: &str) -> bool {
+        let trees: Vec<_> = self
+            .files
+            .iter()
+            .filter_map(|(path, lines)| {
+                let text = whole_text(lines.iter().map(|(n, l)| (*n, l.as_str())))?;
+                Some(self.trees.get(path, &text))
+            })
+            .collect();
+        let syntaxes: Vec<&Syntax> = trees
+            .iter()
+            .filter_map(|t| t.as_ref().as_ref().ok())
+            .collect();
+        let direct: Vec<String> = syntaxes
+            .iter()
+            .flat_map(|s| derived_names(s, owner))
+            .collect();
+        direct
+            .iter()
+            .any(|d| syntaxes.iter().any(|s| !derived_names(s, d).is_empty()))
+    }
+}
+
+/// The names of the types `syntax` declares that extend or implement
+/// `class`.
+fn derived_names(syntax: &Syntax, class: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    walk(syntax.root(), |n, _| {
+        if TYPE_KINDS.contains(&n.kind())
+            && derives(syntax, n, class)
+            && let Some(name) = n.child_by_field_name("name")
+        {
+            out.push(syntax.text_of(name).to_string());
+        }
+        Visit::Enter
+    });
+    out
+}
+
+/// Whether `syntax` makes an object of `class` with a body of its own
+/// (`new Cleaner() { … }`).
+fn made_with_a_body(syntax: &Syntax, class: &str) -> bool {
+    let mut found = false;
+    walk(syntax.root(), |n, _| {
+        if found {
+            return Visit::Stop;
+        }
+        if n.kind() == "object_creation_expression"
+            && n.child_by_field_name("type")
+                .and_then(|t| type_name(syntax, t))
+                .is_some_and(|t| t.rsplit('.').next() == Some(class))
+        {
+            let mut c = n.walk();
+            if n.named_children(&mut c).any(|b| b.kind() == "class_body") {
+                found = true;
+                return Visit::Stop;
+            }
+        }
+        Visit::Enter
+    });
+    found
+}
+
 /// Two bodies' answers as one: a source in either, else anything unknown,
 /// else every parameter either returns.
 fn join(a: Option<Returns>, b: Returns) -> Returns {
@@ -252,6 +329,9 @@ fn summary<'t>(
     if values.is_empty() {
         return Returns::Unknown;
     }
+    // What it returns may be the object's state: a source read there is
+    // one, anything else is unknown.
+    let state = reads_a_field(syntax, func);
     let mut scopes = Scopes::default();
     let mut positions = BTreeSet::new();
     for value in values {
@@ -289,11 +369,62 @@ fn summary<'t>(
             }
         }
     }
-    if positions.is_empty() {
+    if state {
+        Returns::Unknown
+    } else if positions.is_empty() {
         Returns::Constant
     } else {
         Returns::Params(positions)
     }
+}
+
+/// Whether the body of `func` names a field or property its class
+/// declares (`return Term;` in C#, where a field is capitalized like a
+/// class): what it returns is the object's state.
+fn reads_a_field(syntax: &Syntax, func: Node<'_>) -> bool {
+    let mut class = func.parent();
+    while let Some(c) = class {
+        if TYPE_KINDS.contains(&c.kind()) {
+            break;
+        }
+        class = c.parent();
+    }
+    let Some(body) = class.and_then(|c| c.child_by_field_name("body")) else {
+        return false;
+    };
+    let mut fields: Vec<&str> = Vec::new();
+    let mut c = body.walk();
+    for member in body.named_children(&mut c) {
+        if !matches!(member.kind(), "field_declaration" | "property_declaration") {
+            continue;
+        }
+        walk(member, |n, _| {
+            if n.kind() == "variable_declarator" || n.kind() == "property_declaration" {
+                let id = n.child_by_field_name("name").or_else(|| {
+                    let mut d = n.walk();
+                    n.named_children(&mut d).find(|x| x.kind() == "identifier")
+                });
+                if let Some(id) = id {
+                    fields.push(syntax.text_of(id));
+                }
+            }
+            Visit::Enter
+        });
+    }
+    if fields.is_empty() {
+        return false;
+    }
+    let mut reads = false;
+    if let Some(b) = func.child_by_field_name("body") {
+        walk(b, |n, _| {
+            if n.kind() == "identifier" && fields.contains(&syntax.text_of(n)) {
+                reads = true;
+                return Visit::Stop;
+            }
+            Visit::Enter
+        });
+    }
+    reads
 }
 
 /// The class whose method `call` runs, qualified as written and simple,
@@ -343,31 +474,110 @@ fn type_name(syntax: &Syntax, ty: Node<'_>) -> Option<String> {
 }
 
 /// The type `name` is declared with where `at` uses it: the last
-/// declaration of that name before it (a local, a parameter, a field);
-/// `var x = new C(…)` is a `C`.
+/// declaration of that name before it in the innermost function that
+/// declares it (a local, a parameter, a loop's variable), looking outward
+/// function by function, else a field of the class around it; `var x =
+/// new C(…)` is a `C`. A name bound without a type (a lambda's parameter)
+/// has none.
 fn declared_type(syntax: &Syntax, at: Node<'_>, name: &str) -> Option<String> {
-    let mut found = None;
     let before = at.start_byte();
-    walk(syntax.root(), |n, _| {
+    let mut scope = super::function_around(at);
+    loop {
+        match typed_in(syntax, scope, name, before) {
+            Bound::Typed(t) => return Some(t),
+            Bound::Untyped => return None,
+            Bound::No => {}
+        }
+        let Some(up) = scope.parent() else {
+            break;
+        };
+        let next = super::function_around(up);
+        if next == scope || !super::FUNCTION_KINDS.contains(&next.kind()) {
+            break;
+        }
+        scope = next;
+    }
+    // A field of the class around it.
+    let mut class = Some(at);
+    while let Some(c) = class {
+        if TYPE_KINDS.contains(&c.kind()) {
+            break;
+        }
+        class = c.parent();
+    }
+    let body = class?.child_by_field_name("body")?;
+    let mut c = body.walk();
+    let fields: Vec<Node<'_>> = body
+        .named_children(&mut c)
+        .filter(|m| matches!(m.kind(), "field_declaration" | "property_declaration"))
+        .collect();
+    fields
+        .into_iter()
+        .find_map(|f| match typed_in(syntax, f, name, usize::MAX) {
+            Bound::Typed(t) => Some(t),
+            _ => None,
+        })
+}
+
+/// How a name is bound in a part of a tree.
+enum Bound {
+    Typed(String),
+    Untyped,
+    No,
+}
+
+/// The last binding of `name` under `scope` that starts before byte
+/// `before`, nested functions' too.
+fn typed_in(syntax: &Syntax, scope: Node<'_>, name: &str, before: usize) -> Bound {
+    let mut found = Bound::No;
+    walk(scope, |n, _| {
         if n.start_byte() > before {
             return Visit::Stop;
         }
-        if !matches!(
-            n.kind(),
+        match n.kind() {
             "local_variable_declaration"
-                | "field_declaration"
-                | "formal_parameter"
-                | "variable_declaration"
-                | "parameter"
-        ) {
-            return Visit::Enter;
+            | "field_declaration"
+            | "formal_parameter"
+            | "catch_formal_parameter"
+            | "enhanced_for_statement"
+            | "variable_declaration"
+            | "parameter"
+            | "foreach_statement"
+            | "property_declaration" => {}
+            // A lambda's parameters carry no type.
+            "lambda_expression" | "inferred_parameters" => {
+                let params = n.child_by_field_name("parameters").unwrap_or(n);
+                let mut hit = false;
+                walk(params, |p, _| {
+                    if p.kind() == "identifier" && syntax.text_of(p) == name {
+                        hit = true;
+                        return Visit::Stop;
+                    }
+                    if p.kind() == "formal_parameter"
+                        || p.kind().ends_with("block")
+                        || p.kind() == "body"
+                    {
+                        return Visit::Skip;
+                    }
+                    Visit::Enter
+                });
+                if hit && n.kind() == "lambda_expression" && params.kind() != "formal_parameters" {
+                    found = Bound::Untyped;
+                }
+                return Visit::Enter;
+            }
+            _ => return Visit::Enter,
         }
         let Some(ty) = n.child_by_field_name("type") else {
             return Visit::Enter;
         };
         let mut names = Vec::new();
-        if let Some(own) = n.child_by_field_name("name") {
-            names.push((own, None));
+        for field in ["name", "left"] {
+            if let Some(own) = n.child_by_field_name(field)
+                && own.kind() == "identifier"
+            {
+                names.push((own, None));
+            }
         }
         let mut c = n.walk();
         for d in n.named_children(&mut c) {
@@ -390,8 +600,10 @@ fn declared_type(syntax: &Syntax, at: Node<'_>, name: &str) -> Option<String> {
                 Some("var") => value
                     .filter(|v| v.kind() == "object_creation_expression")
                     .and_then(|v| v.child_by_field_name("type"))
-                    .and_then(|t| type_name(syntax, t)),
-                _ => written,
+                    .and_then(|t| type_name(syntax, t))
+                    .map_or(Bound::Untyped, Bound::Typed),
+                Some(t) => Bound::Typed(t.to_string()),
+                None => Bound::Untyped,
             };
         }
         Visit::Enter

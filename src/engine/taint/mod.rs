@@ -474,7 +474,7 @@ impl Taint {
             }
             if start == row {
                 if let Some(call) = Call::of(n, syntax) {
-                    values.extend(call.values(query));
+                    values.extend(call.values(syntax, query));
                     at.get_or_insert(n);
                 } else if let Some(value) = assigned_value(n).or_else(|| returned_value(n)) {
                     if !self.object_of_the_sink(syntax, value) {
@@ -524,7 +524,7 @@ impl Taint {
             values.clear();
             walk(statement, |n, _| {
                 if let Some(call) = Call::of(n, syntax) {
-                    values.extend(call.values(query));
+                    values.extend(call.values(syntax, query));
                 } else if let Some(value) = assigned_value(n).or_else(|| returned_value(n))
                     && !self.object_of_the_sink(syntax, value)
                 {
@@ -532,6 +532,10 @@ impl Taint {
                 }
                 Visit::Enter
             });
+        }
+        // A line of no value at all proves nothing.
+        if values.is_empty() {
+            return LineStatus::Unknown;
         }
         let class = self.any_class(cwe);
         let scope = scopes.around(syntax, at);
@@ -573,17 +577,17 @@ impl Taint {
         }
     }
 
-    /// Whether `value`, assigned on the flagged line, is a call of a
-    /// method that takes arguments and passes nothing of its object on
-    /// (`rs = statement.executeQuery(sql)`): its arguments are the line's
-    /// values, and the object it is called on (a connection, a writer) is
-    /// none. A call that builds or passes on a string (`base.concat(x)`,
-    /// `s.trim()`) keeps its object as a value.
+    /// Whether `value`, assigned on the flagged line, is a call that runs
+    /// a query and takes arguments (`rs = statement.executeQuery(sql)`):
+    /// its arguments are the line's values, and the statement or
+    /// connection it is called on is none. Any other call keeps its object
+    /// as a value (`location.hash.slice(1)`, `base.concat(x)`).
     fn object_of_the_sink(&self, syntax: &Syntax, value: Node<'_>) -> bool {
         Call::of(value, syntax).is_some_and(|call| {
-            call.receiver.is_some()
+            call.receiver
+                .is_some_and(|r| !self.sources.any_source(syntax.text_of(r)))
                 && !(call.args.is_empty() && call.keywords.is_empty())
-                && !self.sources.is_pure(call.last())
+                && (SQL_RUNS.contains(&call.last()) || call.last() == "prepareCall")
         })
     }
 
@@ -840,22 +844,25 @@ pub(crate) fn judge(
             flow,
         )
     };
+    // The run's own flow is overruled only by what a call returns in
+    // another file's class, read there.
+    let refutable = flow.is_none() || !followed.is_empty();
     match status {
-        Some(LineStatus::Dead) => proven(
+        Some(LineStatus::Dead) if refutable => proven(
             "refuted",
             format!(
                 "on the syntax tree, line {line} is in an arm that a constant condition rules out: it never runs"
             ),
             vec![line],
         ),
-        Some(LineStatus::Constant) => proven(
+        Some(LineStatus::Constant) if refutable => proven(
             "refuted",
             format!(
                 "on the syntax tree, every value at line {line} is a literal or a constant, or made from them by the line's own calls: nothing reaches it from outside{into}"
             ),
             vec![line],
         ),
-        Some(LineStatus::Checked) => proven(
+        Some(LineStatus::Checked) if refutable => proven(
             "refuted",
             format!(
                 "on the syntax tree, every value at line {line} is a literal or a constant, or one that the condition around the line checked to be a number or letters and digits only{into}"
@@ -1107,10 +1114,18 @@ impl<'t> Call<'t> {
     /// (`cur.execute(q, (x,))`, `db.Query(q, x)`) only the query, and for
     /// one that writes to its first argument (`fmt.Fprintf(w, …)`) not the
     /// writer.
-    fn values(&self, query: bool) -> Vec<Node<'t>> {
+    fn values(&self, syntax: &Syntax, query: bool) -> Vec<Node<'t>> {
         let name = self.last();
         let args = match self.args.as_slice() {
-            [q, _, ..] if query && SQL_RUNS.contains(&name) => return vec![*q],
+            [_, _, ..] if query && SQL_RUNS.contains(&name) => {
+                // The query: the first argument that reads as one (a
+                // string, text built, a name), not a context or a kind
+                // passed before it (`Exec(ctx, q)`, `DB::query(Database::SELECT, q)`).
+                if let Some(q) = self.args.iter().find(|a| query_like(syntax, **a)) {
+                    return vec![*q];
+                }
+                self.args.as_slice()
+            }
             [_, rest @ ..] if !rest.is_empty() && WRITES.contains(&name) => rest,
             all => all,
         };
@@ -1142,6 +1157,19 @@ const SQL_RUNS: &[&str] = &[
     "run",
     "all",
 ];
+
+/// Whether `arg` reads as a query: a string, text built from parts, or a
+/// name that is not a context's.
+fn query_like(syntax: &Syntax, arg: Node<'_>) -> bool {
+    let kind = arg.kind();
+    if kind.contains("string") || kind.starts_with("binary") || kind == "concatenated_string" {
+        return true;
+    }
+    let name = syntax.text_of(arg).to_ascii_lowercase();
+    matches!(kind, "identifier" | "variable_name")
+        && !name.contains("ctx")
+        && !name.contains("context")
+}
 
 /// Calls that write their later arguments to their first (a response, a
 /// stream): the first is where the value goes, not the value.
@@ -2550,8 +2578,8 @@ impl<'a, 't> Tracer<'a, 't> {
                         }
                         self.seen.params.insert(name);
                     } else if constant
-                        || file_constant(self.syntax, &name)
-                        || go_package(self.syntax, &name)
+                        || ((file_constant(self.syntax, &name) || go_package(self.syntax, &name))
+                            && !bound_in_a_function(self.syntax, &name))
                     {
                         // A constant adds nothing from outside.
                     } else if matches!(self.syntax.grammar, Grammar::Java | Grammar::CSharp) {
@@ -2647,6 +2675,24 @@ impl<'a, 't> Tracer<'a, 't> {
                 && qualified_class(self.syntax.text_of(n))
                 && MEMBER_KINDS.contains(&n.kind())
             {
+                return Visit::Skip;
+            }
+            // `Ctx.user`: a field of a class that is not named as a
+            // constant may be set anywhere.
+            if matches!(self.syntax.grammar, Grammar::Java | Grammar::CSharp)
+                && MEMBER_KINDS.contains(&n.kind())
+                && let (Some(object), Some(member)) = (n.named_child(0), last_named(n))
+                && object != member
+                && self
+                    .syntax
+                    .text_of(object)
+                    .rsplit('.')
+                    .next()
+                    .is_some_and(|c| c.starts_with(char::is_uppercase))
+                && !sources::is_constant(self.syntax.text_of(member))
+                && !qualified_class(self.syntax.text_of(n))
+            {
+                self.seen.state = true;
                 return Visit::Skip;
             }
             // `Utils.DIR`, `org.example.Config.BASE`, `static::SPEC`: a
@@ -2817,6 +2863,10 @@ impl<'a, 't> Tracer<'a, 't> {
 /// `const name = "…"` (never set again: the language forbids it).
 fn file_constant(syntax: &Syntax, name: &str) -> bool {
     let literal = |value: Node<'_>| {
+        // An object or a list made `const` can still be changed.
+        if matches!(value.kind(), "object" | "array") {
+            return false;
+        }
         let mut only = true;
         walk(value, |n, _| {
             if matches!(
@@ -2860,6 +2910,68 @@ fn file_constant(syntax: &Syntax, name: &str) -> bool {
             named && spec.child_by_field_name("value").is_some_and(literal)
         })
     })
+}
+
+/// Whether a function of the file binds `name` itself (a parameter, a
+/// local declared or assigned): a closure that reads it may read that
+/// one, not the file's constant or package of the name.
+fn bound_in_a_function(syntax: &Syntax, name: &str) -> bool {
+    let mut bound = false;
+    walk(syntax.root(), |n, _| {
+        if bound {
+            return Visit::Stop;
+        }
+        let inside = {
+            let mut up = n.parent();
+            let mut found = false;
+            while let Some(p) = up {
+                if FUNCTION_KINDS.contains(&p.kind()) {
+                    found = true;
+                    break;
+                }
+                up = p.parent();
+            }
+            found
+        };
+        let names: Vec<Node<'_>> = match n.kind() {
+            "short_var_declaration"
+            | "assignment_statement"
+            | "assignment_expression"
+            | "range_clause"
+            | "for_in_statement" => n.child_by_field_name("left").into_iter().collect(),
+            "variable_declarator"
+            | "var_spec"
+            | "const_spec"
+            | "parameter_declaration"
+            | "required_parameter"
+            | "optional_parameter"
+                if inside =>
+            {
+                let mut c = n.walk();
+                n.children_by_field_name("name", &mut c)
+                    .chain(n.child_by_field_name("pattern"))
+                    .collect()
+            }
+            "formal_parameters" | "parameters" | "catch_clause" => vec![n],
+            "arrow_function" => n.child_by_field_name("parameter").into_iter().collect(),
+            _ => Vec::new(),
+        };
+        for part in names {
+            walk(part, |id, _| {
+                if matches!(
+                    id.kind(),
+                    "identifier" | "shorthand_property_identifier_pattern"
+                ) && syntax.text_of(id) == name
+                {
+                    bound = true;
+                    return Visit::Stop;
+                }
+                Visit::Enter
+            });
+        }
+        Visit::Enter
+    });
+    bound
 }
 
 /// Whether `name` is a package a Go file imports (`fmt` of
@@ -2918,7 +3030,11 @@ fn qualified_class(text: &str) -> bool {
             && p.chars().all(|c| c.is_alphanumeric() || c == '_')
             && !p.starts_with(|c: char| c.is_ascii_digit())
     };
+    const ROOTS: &[&str] = &[
+        "java", "javax", "jakarta", "org", "com", "net", "io", "sun", "android", "edu", "gov",
+    ];
     parts.len() >= 2
+        && ROOTS.contains(&parts[0])
         && word(last)
         && last.starts_with(char::is_uppercase)
         && parts
