@@ -171,7 +171,12 @@ impl<'f> Foreign<'f> {
         let arity = call.args.len();
         // A class of this file that extends it, or an object made here
         // with a body of its own (`new C() { … }`), may be what runs.
-        if bodies_in(syntax, &owner, &method, arity).0 || made_with_a_body(syntax, &owner) {
+        // So may a class further down (one that extends a class that
+        // extends it) in any file read: looked for once, not per file.
+        if bodies_in(syntax, &owner, &method, arity).0
+            || made_with_a_body(syntax, &owner)
+            || self.extended_further(&owner)
+        {
             return Some(Returns::Unknown);
         }
         let language = language_of(&self.path);
@@ -197,11 +202,6 @@ impl<'f> Foreign<'f> {
             let (related, bodies) = bodies_in(other, &owner, &method, arity);
             if !related {
                 continue;
-            }
-            // A class further down (one that extends a class that extends
-            // it), in any file read, is not followed: the value is unknown.
-            if self.extended_further(&owner) {
-                return Some(Returns::Unknown);
             }
             declared = true;
             if bodies.is_empty() {
@@ -231,9 +231,7 @@ impl<'f> Foreign<'f> {
         }
         Some(all.unwrap_or(Returns::Unknown))
     }
-}
 
-impl Foreign<'_> {
     /// Whether a class of a file read extends or implements a class that
     /// itself extends or implements `owner` (in any file read, this one
     /// included).
